@@ -1,0 +1,6 @@
+/**
+ * `@perp/core`: the pure, deterministic engine of the perpetual-futures venue.
+ *
+ * @module
+ */
+export * from './errors.js';
