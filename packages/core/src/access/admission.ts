@@ -1,0 +1,100 @@
+/**
+ * Admission of a signed request inside the reducer: deadline and nonce window against the
+ * command's time, replay protection through the per-wallet nonce store, then consumption of the
+ * nonce. The signature itself was verified by the adapter before sequencing (`auth/`).
+ *
+ * @module
+ */
+import { reject } from '../errors.js';
+import type { Ctx } from '../engine/context.js';
+import type { RequestAuth } from '../engine/commands.js';
+
+/** The nonce window: a nonce within +-5 minutes (inclusive) of the command time is fresh. */
+export const NONCE_WINDOW_MS = 300_000;
+/** A signed deadline may be at most this far ahead. */
+export const MAX_DEADLINE_AHEAD_MS = 3_600_000;
+/** A consumed nonce is forgotten this long after it arrived (it is out of the window by then). */
+const NONCE_RETENTION_MS = 2 * NONCE_WINDOW_MS;
+
+/** What kind of signed request is being admitted (rate-limit classes). */
+export type RequestKind = 'order' | 'cancel' | 'margin' | 'authenticate';
+
+/** Key of a consumed nonce in the store. */
+export function nonceKey(wallet: string, nonce: bigint): string {
+  return `${wallet}|${nonce}`;
+}
+
+/**
+ * Checks the freshness of a signed request and consumes its nonce. On failure emits the outcome
+ * (nothing changes) and returns false. Unsigned commands (`auth` undefined: simulations, the
+ * operator) pass.
+ */
+export function admitRequest(
+  ctx: Ctx,
+  wallet: string,
+  auth: RequestAuth | undefined,
+  _kind: RequestKind,
+): boolean {
+  if (auth === undefined) return true;
+  const now = BigInt(ctx.time);
+  if (auth.deadline * 1000n <= now) {
+    const r = reject('INVALID_NONCE', `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`);
+    ctx.fail(r.code, r.message);
+    return false;
+  }
+  if (auth.deadline * 1000n > now + BigInt(MAX_DEADLINE_AHEAD_MS)) {
+    const r = reject('INVALID_REQUEST', `deadline ${auth.deadline} s is more than 1 hour ahead`);
+    ctx.fail(r.code, r.message);
+    return false;
+  }
+  const failure = nonceFailure(ctx, wallet, auth.nonce);
+  if (failure !== undefined) {
+    const r = reject('INVALID_NONCE', failure);
+    ctx.fail(r.code, r.message);
+    return false;
+  }
+  consumeNonce(ctx, wallet, auth.nonce);
+  return true;
+}
+
+/** Why a nonce is not acceptable now, or `undefined` when it is fresh and unused. */
+export function nonceFailure(ctx: Ctx, wallet: string, nonce: bigint): string | undefined {
+  const now = BigInt(ctx.time);
+  if (nonce < now - BigInt(NONCE_WINDOW_MS)) return `too old: nonce ${nonce} is more than 5 minutes before ${ctx.time}`;
+  if (nonce > now + BigInt(NONCE_WINDOW_MS)) return `too far in the future: nonce ${nonce} is more than 5 minutes after ${ctx.time}`;
+  if (ctx.state.nonces.has(nonceKey(wallet, nonce))) return `replayed: nonce ${nonce} was already used by ${wallet}`;
+  return undefined;
+}
+
+/** Records a nonce as used; it is pruned once it can no longer be inside the window. */
+export function consumeNonce(ctx: Ctx, wallet: string, nonce: bigint): void {
+  const key = nonceKey(wallet, nonce);
+  const s = ctx.state;
+  s.nonces = s.nonces.set(ctx.edit, key, ctx.time);
+  s.nonceLog = {
+    head: s.nonceLog.head,
+    tail: s.nonceLog.tail + 1,
+    entries: s.nonceLog.entries.set(ctx.edit, s.nonceLog.tail, key),
+  };
+}
+
+/** Forgets nonces that can no longer be replayed inside the window. Returns whether any went. */
+export function pruneNonces(ctx: Ctx): boolean {
+  const s = ctx.state;
+  let { head } = s.nonceLog;
+  const { tail } = s.nonceLog;
+  let entries = s.nonceLog.entries;
+  let nonces = s.nonces;
+  while (head < tail) {
+    const key = entries.get(head)!;
+    const arrived = nonces.get(key);
+    if (arrived !== undefined && arrived + NONCE_RETENTION_MS >= ctx.time) break;
+    nonces = nonces.delete(ctx.edit, key);
+    entries = entries.delete(ctx.edit, head);
+    head++;
+  }
+  if (head === s.nonceLog.head) return false;
+  s.nonces = nonces;
+  s.nonceLog = { head, tail, entries };
+  return true;
+}

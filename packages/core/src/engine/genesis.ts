@@ -1,0 +1,42 @@
+/**
+ * The empty engine state a venue starts from.
+ *
+ * @module
+ */
+import { PMap } from '../persistent/hamt.js';
+import { emptyTimeIdSet } from '../persistent/sorted-set.js';
+import type { EngineState, VenueSettings } from './types.js';
+
+/** Default venue-wide settings. */
+export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
+  marginChecks: true,
+  cloidRetentionMs: 86_400_000,
+};
+
+/** A new, empty engine state at time `time` (ms). */
+export function createEngineState(
+  settings: Partial<VenueSettings> = {},
+  time = 0,
+): EngineState {
+  return {
+    edit: null,
+    time,
+    commandCount: 0,
+    counters: { order: 0, trade: 0, exec: 0, command: 0 },
+    settings: { ...DEFAULT_VENUE_SETTINGS, ...settings },
+    markets: PMap.empty(),
+    symbols: PMap.empty(),
+    accounts: PMap.empty(),
+    orders: PMap.empty(),
+    cloids: PMap.empty(),
+    cloidLog: { head: 0, tail: 0, entries: PMap.empty() },
+    expiries: emptyTimeIdSet(),
+    nonces: PMap.empty(),
+    nonceLog: { head: 0, tail: 0, entries: PMap.empty() },
+    pending: PMap.empty(),
+    feePool: 0n,
+    insuranceFund: 0n,
+    totalDeposits: 0n,
+    totalWithdrawals: 0n,
+  };
+}

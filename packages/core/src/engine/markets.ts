@@ -1,0 +1,95 @@
+/**
+ * Market commands: listing and changing instruments, pausing, and oracle prices (which recompute
+ * marks and fire triggers).
+ *
+ * @module
+ */
+import { reject } from '../errors.js';
+import { fireTriggers } from '../orders/trigger.js';
+import { updatePrices } from '../risk/mark.js';
+import type { OracleCommand, SetInstrumentCommand, SetMarketStatusCommand } from './commands.js';
+import type { Ctx } from './context.js';
+import type { Market } from './types.js';
+
+/** Handles `setInstrument`: lists a market or replaces its settings. */
+export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
+  const spec = cmd.instrument;
+  const bySymbol = ctx.state.symbols.get(spec.symbol);
+  if (bySymbol !== undefined && bySymbol !== spec.id) {
+    const r = reject('INVALID_REQUEST', `symbol ${spec.symbol} already belongs to market ${bySymbol}`);
+    return ctx.fail(r.code, r.message);
+  }
+  const existing = ctx.market(spec.id);
+  if (existing === undefined) {
+    const market: Market = {
+      edit: ctx.edit,
+      spec,
+      status: 'Active',
+      bids: [],
+      asks: [],
+      bookSeq: 0,
+      prices: {
+        index: null,
+        indexTime: 0,
+        mark: null,
+        markTime: 0,
+        lastTrade: null,
+        basisEmaNum: 0n,
+        basisEmaDen: 0n,
+        basisEmaTime: 0,
+      },
+      openInterest: 0n,
+      triggersAbove: [],
+      triggersBelow: [],
+    };
+    ctx.state.markets = ctx.state.markets.set(ctx.edit, spec.id, market);
+    ctx.state.symbols = ctx.state.symbols.set(ctx.edit, spec.symbol, spec.id);
+  } else {
+    const old = existing.spec;
+    if (old.symbol !== spec.symbol || old.quantityDecimals !== spec.quantityDecimals) {
+      const r = reject('INVALID_REQUEST', 'symbol and quantityDecimals of a listed market cannot change');
+      return ctx.fail(r.code, r.message);
+    }
+    const hasOrders = existing.bids.length + existing.asks.length + existing.triggersAbove.length + existing.triggersBelow.length > 0;
+    if (hasOrders && (old.tickSize !== spec.tickSize || old.lotSize !== spec.lotSize)) {
+      const r = reject('INVALID_REQUEST', 'tick and lot size cannot change while orders are working');
+      return ctx.fail(r.code, r.message);
+    }
+    ctx.writableMarket(spec.id).spec = spec;
+  }
+  ctx.emit({ type: 'marketChanged', market: spec.id });
+  ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}
+
+/** Handles `setMarketStatus`: a paused market refuses new orders and amends, keeps cancels. */
+export function setMarketStatus(ctx: Ctx, cmd: SetMarketStatusCommand): void {
+  if (ctx.market(cmd.market) === undefined) {
+    const r = reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
+    return ctx.fail(r.code, r.message);
+  }
+  ctx.writableMarket(cmd.market).status = cmd.status;
+  ctx.emit({ type: 'marketChanged', market: cmd.market });
+  ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}
+
+/** Handles `oracle`: new index prices, new marks, then triggers in market order. */
+export function oracle(ctx: Ctx, cmd: OracleCommand): void {
+  const seen = new Set<number>();
+  for (const { market, price } of cmd.prices) {
+    if (ctx.market(market) === undefined || seen.has(market) || price <= 0n) {
+      const r = reject('INVALID_REQUEST', `bad oracle entry for market ${market}`);
+      return ctx.fail(r.code, r.message);
+    }
+    seen.add(market);
+  }
+  const marks: [number, bigint][] = [];
+  for (const { market, price } of cmd.prices) {
+    const m = ctx.writableMarket(market);
+    m.prices = updatePrices(m, price, ctx.time);
+    const mark = m.prices.mark as bigint;
+    marks.push([market, mark]);
+    ctx.emit({ type: 'markChanged', market, index: price, mark, time: ctx.time });
+  }
+  for (const [market, mark] of marks) fireTriggers(ctx, market, mark);
+  ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}

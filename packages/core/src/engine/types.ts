@@ -1,0 +1,270 @@
+/**
+ * The engine's state: plain records inside persistent maps. A record whose `edit` is the current
+ * write session's token may be changed in place; any other record is shared with older versions
+ * of the state and is copied first (see `engine/write.ts`).
+ *
+ * @module
+ */
+import type { Instrument } from '../instruments/instrument.js';
+import type { Edit, Owned } from '../persistent/edit.js';
+import type { PMap } from '../persistent/hamt.js';
+import type { TimeIdSet } from '../persistent/sorted-set.js';
+
+/** Order side. */
+export type Side = 'Buy' | 'Sell';
+/** Order types of the spec (signed `orderType` 0..3). */
+export type OrderType = 'Limit' | 'StopLimit' | 'StopLoss' | 'TakeProfit';
+/** Time in force values of the spec (signed `timeInForce` 0..4). */
+export type TimeInForce = 'GTC' | 'GTD' | 'IOC' | 'FOK' | 'DAY';
+/** Margin mode of a position, an order or a pool. */
+export type MarginMode = 'Cross' | 'Isolated';
+/** FIX OrdStatus values (research 6.4.3). */
+export type OrdStatus =
+  | 'Untriggered'
+  | 'New'
+  | 'PartiallyFilled'
+  | 'Filled'
+  | 'Cancelled'
+  | 'Expired'
+  | 'Rejected';
+
+/** Signed order type codes, index = wire value. */
+export const ORDER_TYPES: readonly OrderType[] = ['Limit', 'StopLimit', 'StopLoss', 'TakeProfit'];
+/** Signed time-in-force codes, index = wire value. */
+export const TIME_IN_FORCES: readonly TimeInForce[] = ['GTC', 'GTD', 'IOC', 'FOK', 'DAY'];
+
+/** An order the engine knows: working (`Untriggered`, `New`, `PartiallyFilled`) or just ended. */
+export interface Order extends Owned {
+  readonly orderId: number;
+  readonly account: string;
+  readonly market: number;
+  readonly side: Side;
+  readonly orderType: OrderType;
+  readonly timeInForce: TimeInForce;
+  readonly marginMode: MarginMode;
+  readonly reduceOnly: boolean;
+  readonly postOnly: boolean;
+  /** Managed TP/SL: sized by its position or by the entry order named by `parentCloid`. */
+  readonly managed: boolean;
+  readonly parentCloid: string | null;
+  readonly createdTime: number;
+  /** GTD/DAY expiry, ms; `null` for the other TIFs. */
+  readonly expireTime: number | null;
+  cloid: string | null;
+  /** Limit price, raw (1e18). 0 for a market-style StopLoss/TakeProfit until it triggers. */
+  price: bigint;
+  /** Trigger price, raw; 0 for Limit. */
+  triggerPrice: bigint;
+  /** Total quantity (FIX OrderQty) after replaces, raw quantity units. */
+  quantity: bigint;
+  /** Filled quantity over non-busted fills. */
+  cumQty: bigint;
+  /** Sum of `lastQty x lastPx` (raw x raw) over non-busted fills, for `avgPx`. */
+  filledNotional: bigint;
+  ordStatus: OrdStatus;
+  /** Cause of the last state change (research 6.4.3), `null` when none. */
+  reason: string | null;
+  updatedTime: number;
+  /** Absolute slot in its price level while resting, -1 otherwise. */
+  slot: number;
+  /**
+   * Whether an untriggered order is in its market's trigger lists. Managed children of an entry
+   * order wait unarmed until the entry order's first fill.
+   */
+  armed: boolean;
+}
+
+/** One price level: a FIFO of order ids (0 marks a removed entry, skipped lazily). */
+export interface Level extends Owned {
+  readonly price: bigint;
+  /** Order ids from absolute slot `base` on; entries before `head` are spent. */
+  ids: number[];
+  base: number;
+  head: number;
+  /** Live orders on the level. */
+  count: number;
+  /** Sum of the live orders' leaves quantity. */
+  quantity: bigint;
+}
+
+/** An untriggered order waiting for the mark price. */
+export interface TriggerEntry {
+  readonly triggerPrice: bigint;
+  readonly orderId: number;
+}
+
+/** Mark-price state of a market (engine-rules section 6). */
+export interface PriceState {
+  /** Last oracle (index) price, raw; `null` before the first oracle command. */
+  readonly index: bigint | null;
+  readonly indexTime: number;
+  /** Mark price, raw; `null` before the first oracle command. */
+  readonly mark: bigint | null;
+  readonly markTime: number;
+  /** Last trade price, raw. */
+  readonly lastTrade: bigint | null;
+  /** EMA of (mid - index), numerator and denominator (exact, see risk/mark.ts). */
+  readonly basisEmaNum: bigint;
+  readonly basisEmaDen: bigint;
+  readonly basisEmaTime: number;
+}
+
+/** Market status: a paused market accepts cancels only. */
+export type MarketStatus = 'Active' | 'Paused';
+
+/** A market: settings, book, prices, open interest and untriggered orders. */
+export interface Market extends Owned {
+  spec: Instrument;
+  status: MarketStatus;
+  /** Bid levels by ascending price: the best bid is the last element. */
+  bids: Level[];
+  /** Ask levels by descending price: the best ask is the last element. */
+  asks: Level[];
+  /** Increases on every book change; the market-data `seq`. */
+  bookSeq: number;
+  prices: PriceState;
+  /** Sum of long position sizes, raw quantity. */
+  openInterest: bigint;
+  /** Orders that fire when mark >= trigger (buy stops, sell take-profits), ascending trigger. */
+  triggersAbove: TriggerEntry[];
+  /** Orders that fire when mark <= trigger (sell stops, buy take-profits), descending trigger. */
+  triggersBelow: TriggerEntry[];
+}
+
+/** A position, keyed by (market, margin mode). Immutable: a change replaces the object. */
+export interface Position {
+  readonly market: number;
+  readonly mode: MarginMode;
+  /** Signed size `szi`, raw quantity units. */
+  readonly size: bigint;
+  /** Sum of `|q| x p` over opening fills since the position was last flat or flipped. */
+  readonly entryNotional: bigint;
+  /** Sum of `|q|` over those fills; entry price = entryNotional / entryQty. */
+  readonly entryQty: bigint;
+  /** Time the position was opened (ADL tie-break: older first). */
+  readonly openedTime: number;
+  /** Realized PnL since opened, micro-units (display). */
+  readonly realizedPnl: bigint;
+  /** Funding received (+) or paid (-) since opened, micro-units (display). */
+  readonly fundingSinceOpen: bigint;
+}
+
+/** Resting-order totals of one (market, mode) scope, the input to order holds. */
+export interface OrderTotals {
+  readonly market: number;
+  readonly mode: MarginMode;
+  /** Leaves quantity of resting buy orders that are not reduce-only. */
+  readonly buyQty: bigint;
+  /** Sum of leaves x price over those orders (raw x raw). */
+  readonly buyNotional: bigint;
+  readonly sellQty: bigint;
+  readonly sellNotional: bigint;
+  /** Working reduce-only and managed orders of the scope (they follow the position). */
+  readonly guardedCount: number;
+}
+
+/** A leverage setting away from the instrument default. */
+export interface LeverageSetting {
+  readonly market: number;
+  readonly mode: MarginMode;
+  /** x100. */
+  readonly leverage: number;
+}
+
+/** An isolated margin pool of one market. */
+export interface IsolatedPool {
+  readonly market: number;
+  /** Pool cash `Ri`, micro-units (may be negative while a long is open). */
+  readonly cash: bigint;
+}
+
+/** One wallet's trading account. */
+export interface Account extends Owned {
+  /** Lowercase wallet address. */
+  readonly address: string;
+  readonly createdTime: number;
+  /** Last execution-report `seq` assigned to this account. */
+  reportSeq: number;
+  /** Cross pool cash `Rc`, micro-units. */
+  crossCash: bigint;
+  isolated: IsolatedPool[];
+  positions: Position[];
+  leverage: LeverageSetting[];
+  orderTotals: OrderTotals[];
+  /** Ids of the account's working orders. */
+  openOrders: PMap<number, true>;
+  /** Reserved margin of pending liquidation-auction claims, micro-units. */
+  claimReserve: bigint;
+}
+
+/** A cloid's owner, kept while the order works and for 24 h after acceptance. */
+export interface CloidEntry {
+  readonly orderId: number;
+  readonly acceptedTime: number;
+}
+
+/** Venue-wide settings that are not per instrument. */
+export interface VenueSettings {
+  /** Pre-trade and match-time margin checks (off only for book-only simulations). */
+  readonly marginChecks: boolean;
+  /** How long a cloid stays reserved after its order was accepted, ms. */
+  readonly cloidRetentionMs: number;
+}
+
+/** Monotonic id counters. Ids are JSON-safe integers (below 2^53). */
+export interface Counters {
+  readonly order: number;
+  readonly trade: number;
+  readonly exec: number;
+  readonly command: number;
+}
+
+/** The whole engine state. Treat as immutable: only `reduce` produces new versions. */
+export interface EngineState {
+  /** @internal The write session that may mutate this object in place. */
+  edit: Edit | null;
+  /** Time of the last command, ms. */
+  time: number;
+  /** Number of commands applied. */
+  commandCount: number;
+  counters: Counters;
+  settings: VenueSettings;
+  markets: PMap<number, Market>;
+  /** Symbol -> market id. */
+  symbols: PMap<string, number>;
+  accounts: PMap<string, Account>;
+  /** Working orders by id. */
+  orders: PMap<number, Order>;
+  /** `${account}|${cloid}` -> entry. */
+  cloids: PMap<string, CloidEntry>;
+  /** Cloid registrations in acceptance order, for pruning after the retention time. */
+  cloidLog: { readonly head: number; readonly tail: number; readonly entries: PMap<number, string> };
+  /** GTD/DAY expiries, ascending by (expireTime, orderId). */
+  expiries: TimeIdSet;
+  /** Consumed wallet nonces `${wallet}|${nonce}` -> arrival time, kept while replayable. */
+  nonces: PMap<string, number>;
+  /** Consumed nonces in arrival order, for pruning. */
+  nonceLog: { readonly head: number; readonly tail: number; readonly entries: PMap<number, string> };
+  /** Deposits and withdrawals waiting for the chain adapter, by command id. */
+  pending: PMap<number, PendingChainCommand>;
+  /** Fees collected, micro-units. */
+  feePool: bigint;
+  /** Insurance fund, micro-units. */
+  insuranceFund: bigint;
+  /** Collateral that entered (settled deposits) and left (accepted withdrawals), micro-units. */
+  totalDeposits: bigint;
+  totalWithdrawals: bigint;
+}
+
+/** A deposit or withdrawal submitted to the chain adapter and not yet settled. */
+export interface PendingChainCommand {
+  readonly kind: 'deposit' | 'withdrawal';
+  readonly commandId: number;
+  readonly account: string;
+  /** Micro-units. */
+  readonly amount: bigint;
+  readonly mode: MarginMode;
+  /** Market id for isolated, 0 for cross. */
+  readonly market: number;
+  readonly submittedTime: number;
+}

@@ -1,0 +1,114 @@
+/**
+ * The ledger of a fill (engine-rules sections 1 and 3): one cash leg rounded once per fill and
+ * applied with opposite signs to both sides, fees to the fee pool, positions with their entry
+ * accumulators through increase, reduce, close and flip.
+ *
+ * @module
+ */
+import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
+import { divCeil, divFloor, divHalfEven } from '../units/rounding.js';
+import type { Account, MarginMode, Market, Position } from '../engine/types.js';
+import { findScope, isolatedCash, setIsolatedCash } from './scope.js';
+
+/** The cash leg of a fill: `|q| x p` in micro-units, rounded half-even (engine-rules section 1). */
+export function quoteAmount(spec: Instrument, quantity: bigint, price: bigint): bigint {
+  return divHalfEven(quantity * price, notionalScale(spec));
+}
+
+/**
+ * The fee of a fill in micro-units. A charge rounds up (the payer pays the fraction); a rebate
+ * (negative rate) rounds toward zero (the venue pays no fraction).
+ */
+export function feeAmount(spec: Instrument, quantity: bigint, price: bigint, rate: bigint): bigint {
+  if (rate === 0n) return 0n;
+  const raw = quantity * price * rate;
+  const scale = notionalScale(spec) * RATE_SCALE;
+  return rate > 0n ? divCeil(raw, scale) : -divFloor(-raw, scale);
+}
+
+/** What a fill did to one account's position. */
+export interface FillLeg {
+  readonly positionBefore: bigint;
+  readonly positionAfter: bigint;
+  /** On the reducing part, before fee, micro-units rounded half-even (display). */
+  readonly realizedPnl: bigint;
+}
+
+/**
+ * Applies one side of a fill to a writable account and market: position, pool cash
+ * (`R -= d x p + f` on the pool of the order's mode, with `d x p` already rounded as `quote`)
+ * and open interest. Never moves cash between pools.
+ */
+export function applyFillLeg(
+  account: Account,
+  market: Market,
+  mode: MarginMode,
+  signedQty: bigint,
+  price: bigint,
+  quote: bigint,
+  fee: bigint,
+  time: number,
+): FillLeg {
+  const spec = market.spec;
+  const idx = findScope(account.positions, spec.id, mode);
+  const old: Position | undefined = idx < 0 ? undefined : account.positions[idx];
+  const before = old?.size ?? 0n;
+  const after = before + signedQty;
+  const absQty = signedQty < 0n ? -signedQty : signedQty;
+  let realized = 0n;
+  let next: Position | undefined;
+  if (before === 0n || (before > 0n) === (signedQty > 0n)) {
+    // Opening or increasing.
+    next = {
+      market: spec.id,
+      mode,
+      size: after,
+      entryNotional: (old?.entryNotional ?? 0n) + absQty * price,
+      entryQty: (old?.entryQty ?? 0n) + absQty,
+      openedTime: old === undefined || before === 0n ? time : old.openedTime,
+      realizedPnl: before === 0n ? 0n : (old?.realizedPnl ?? 0n),
+      fundingSinceOpen: before === 0n ? 0n : (old?.fundingSinceOpen ?? 0n),
+    };
+  } else {
+    const p = old as Position;
+    const absBefore = before < 0n ? -before : before;
+    const closed = absQty < absBefore ? absQty : absBefore;
+    const side = before > 0n ? 1n : -1n;
+    // closed x (p - E) x side, E = entryNotional / entryQty, exact until the one rounding here.
+    realized = divHalfEven(
+      side * (closed * price * p.entryQty - closed * p.entryNotional),
+      p.entryQty * notionalScale(spec),
+    );
+    if (after === 0n) {
+      next = undefined;
+    } else if ((after > 0n) === (before > 0n)) {
+      next = { ...p, size: after, realizedPnl: p.realizedPnl + realized };
+    } else {
+      const opened = absQty - absBefore;
+      next = {
+        market: spec.id,
+        mode,
+        size: after,
+        entryNotional: opened * price,
+        entryQty: opened,
+        openedTime: time,
+        realizedPnl: 0n,
+        fundingSinceOpen: 0n,
+      };
+    }
+  }
+  if (next === undefined) {
+    if (idx >= 0) account.positions.splice(idx, 1);
+  } else if (idx >= 0) {
+    account.positions[idx] = next;
+  } else {
+    account.positions.push(next);
+  }
+  const cashDelta = (signedQty > 0n ? -quote : quote) - fee;
+  if (mode === 'Cross') account.crossCash += cashDelta;
+  else setIsolatedCash(account, spec.id, isolatedCash(account, spec.id) + cashDelta);
+  const longBefore = before > 0n ? before : 0n;
+  const longAfter = after > 0n ? after : 0n;
+  market.openInterest += longAfter - longBefore;
+  return { positionBefore: before, positionAfter: after, realizedPnl: realized };
+}

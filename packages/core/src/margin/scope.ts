@@ -1,0 +1,313 @@
+/**
+ * Margin arithmetic of one scope: the cross pool with its cross positions, or one market's
+ * isolated pool with its isolated position (engine-rules sections 3 and 4).
+ *
+ * Decisions round in the venue's favour at micro-unit resolution: equity (`s x M`) rounds toward
+ * minus infinity, requirements (initial margin, maintenance margin, order holds) round up. The
+ * exact rationals are kept for displayed prices (`risk/liquidation-price.ts`).
+ *
+ * @module
+ */
+import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
+import { divCeil, divFloor } from '../units/rounding.js';
+import type {
+  Account,
+  EngineState,
+  IsolatedPool,
+  MarginMode,
+  Market,
+  Order,
+  OrderTotals,
+  Position,
+} from '../engine/types.js';
+
+/** Index of a (market, mode) pair in an account's small arrays, or -1. */
+export function findScope<T extends { market: number; mode: MarginMode }>(
+  items: readonly T[],
+  market: number,
+  mode: MarginMode,
+): number {
+  for (let i = 0; i < items.length; i++) {
+    const it = items[i] as T;
+    if (it.market === market && it.mode === mode) return i;
+  }
+  return -1;
+}
+
+/** The account's position in (market, mode), or `undefined` when flat and never opened. */
+export function positionOf(account: Account, market: number, mode: MarginMode): Position | undefined {
+  const i = findScope(account.positions, market, mode);
+  return i < 0 ? undefined : account.positions[i];
+}
+
+/** Signed size of the account's position in (market, mode); 0 when none. */
+export function sizeOf(account: Account, market: number, mode: MarginMode): bigint {
+  return positionOf(account, market, mode)?.size ?? 0n;
+}
+
+/** Leverage (x100) of (market, mode): the account's setting or the instrument default. */
+export function leverageOf(account: Account, spec: Instrument, mode: MarginMode): number {
+  for (const l of account.leverage) if (l.market === spec.id && l.mode === mode) return l.leverage;
+  return spec.defaultLeverage;
+}
+
+/** Cash of the isolated pool of `market`; 0 when it was never funded. */
+export function isolatedCash(account: Account, market: number): bigint {
+  for (const p of account.isolated) if (p.market === market) return p.cash;
+  return 0n;
+}
+
+/** Resting-order totals of (market, mode), or zero totals. */
+export function totalsOf(account: Account, market: number, mode: MarginMode): OrderTotals {
+  const i = findScope(account.orderTotals, market, mode);
+  return i < 0 ? zeroTotals(market, mode) : (account.orderTotals[i] as OrderTotals);
+}
+
+/** Totals with nothing resting. */
+export function zeroTotals(market: number, mode: MarginMode): OrderTotals {
+  return { market, mode, buyQty: 0n, buyNotional: 0n, sellQty: 0n, sellNotional: 0n, guardedCount: 0 };
+}
+
+/** The price positions are valued at: the mark, else the last trade; `null` before either. */
+export function valuationPrice(market: Market): bigint | null {
+  return market.prices.mark ?? market.prices.lastTrade;
+}
+
+/** `s x M` in micro-units, rounded toward minus infinity (equity never overstated). */
+export function positionValueFloor(spec: Instrument, size: bigint, mark: bigint): bigint {
+  return divFloor(size * mark, notionalScale(spec));
+}
+
+/** Initial margin `|s| x M / L`, micro-units, rounded up. */
+export function initialMargin(spec: Instrument, size: bigint, mark: bigint, leverage: number): bigint {
+  const abs = size < 0n ? -size : size;
+  return divCeil(abs * mark * 100n, notionalScale(spec) * BigInt(leverage));
+}
+
+/** Maintenance margin `|s| x M x mmr_t - deduction_t`, micro-units, rounded up. */
+export function maintenanceMargin(spec: Instrument, size: bigint, mark: bigint): bigint {
+  const abs = size < 0n ? -size : size;
+  if (abs === 0n) return 0n;
+  const scale = notionalScale(spec);
+  const rawNotional = abs * mark; // scale: micro x `scale`
+  let tier = spec.tiers[0]!;
+  for (let i = 1; i < spec.tiers.length; i++) {
+    const t = spec.tiers[i]!;
+    if (rawNotional >= t.notionalFloor * scale) tier = t;
+    else break;
+  }
+  return divCeil(
+    rawNotional * tier.maintenanceMarginRate - tier.deduction * scale,
+    scale * RATE_SCALE,
+  );
+}
+
+/** Order hold in micro-units for a notional (raw x raw) at leverage x100, rounded up. */
+export function holdForNotional(spec: Instrument, notional: bigint, leverage: number): bigint {
+  return notional === 0n ? 0n : divCeil(notional * 100n, notionalScale(spec) * BigInt(leverage));
+}
+
+/**
+ * The notional (raw x raw) that resting orders of one side hold. Engine-rules section 4: each
+ * order holds its increasing quantity assuming every other resting order of its side fills first.
+ * Orders on the position's side, or with a flat position, increase in full.
+ */
+export function sideHoldNotional(
+  state: EngineState,
+  account: Account,
+  totals: OrderTotals,
+  size: bigint,
+  buy: boolean,
+): bigint {
+  const qty = buy ? totals.buyQty : totals.sellQty;
+  const notional = buy ? totals.buyNotional : totals.sellNotional;
+  if (qty === 0n) return 0n;
+  const signed = buy ? size : -size; // the position seen from this side: >= 0 means increasing
+  if (signed >= 0n) return notional;
+  const k = signed + qty; // position (seen from this side) once the whole side has filled
+  if (k <= 0n) return 0n;
+  // Partly reducing: each order increases by min(its leaves, k).
+  let held = 0n;
+  account.openOrders.forEach((_v, id) => {
+    const o = state.orders.get(id);
+    if (o === undefined || !holdsMargin(o)) return;
+    if (o.market !== totals.market || o.marginMode !== totals.mode) return;
+    if ((o.side === 'Buy') !== buy) return;
+    const leaves = o.quantity - o.cumQty;
+    held += (leaves < k ? leaves : k) * o.price;
+  });
+  return held;
+}
+
+/** Whether an order counts in resting-order totals: it rests on the book and may increase. */
+export function holdsMargin(order: Order): boolean {
+  return order.slot >= 0 && !order.reduceOnly;
+}
+
+/** The hold of one (market, mode) scope in micro-units. */
+export function scopeHold(
+  state: EngineState,
+  account: Account,
+  spec: Instrument,
+  mode: MarginMode,
+  totals: OrderTotals,
+  size: bigint,
+): bigint {
+  const leverage = leverageOf(account, spec, mode);
+  const buy = sideHoldNotional(state, account, totals, size, true);
+  const sell = sideHoldNotional(state, account, totals, size, false);
+  return holdForNotional(spec, buy, leverage) + holdForNotional(spec, sell, leverage);
+}
+
+/** Equity and requirements of a scope, micro-units. */
+export interface ScopeMetrics {
+  /** Cross: `AVc = Rc + sum(s x M)`; isolated: `Ei = Ri + s x M`. */
+  readonly equity: bigint;
+  readonly initialMargin: bigint;
+  readonly maintenanceMargin: bigint;
+  readonly hold: bigint;
+  /** Sum of `|s| x M`, micro-units rounded up (it feeds the 10% withdrawal floor). */
+  readonly notional: bigint;
+  /** Whether the scope holds any open position. */
+  readonly hasPosition: boolean;
+}
+
+/** A hypothetical change applied before measuring a scope (used for match-time checks). */
+export interface ScopeChange {
+  readonly market: number;
+  readonly sizeDelta: bigint;
+  readonly cashDelta: bigint;
+  /** Change of the resting buy (or sell) quantity and notional of (market, mode). */
+  readonly buyQtyDelta: bigint;
+  readonly buyNotionalDelta: bigint;
+  readonly sellQtyDelta: bigint;
+  readonly sellNotionalDelta: bigint;
+}
+
+/** Measures the cross scope, or the isolated scope of `market`, optionally after `change`. */
+export function measureScope(
+  state: EngineState,
+  account: Account,
+  mode: MarginMode,
+  market: number,
+  change?: ScopeChange,
+): ScopeMetrics {
+  let equity = mode === 'Cross' ? account.crossCash : isolatedCash(account, market);
+  if (change !== undefined) equity += change.cashDelta;
+  let im = 0n;
+  let mm = 0n;
+  let hold = 0n;
+  let notional = 0n;
+  let hasPosition = false;
+  const seen = change === undefined ? -1 : change.market;
+  let seenChange = false;
+  for (const p of account.positions) {
+    if (p.mode !== mode || (mode === 'Isolated' && p.market !== market)) continue;
+    const m = state.markets.get(p.market)!;
+    const isChanged = p.market === seen;
+    if (isChanged) seenChange = true;
+    const size = isChanged ? p.size + change!.sizeDelta : p.size;
+    const totals = applyTotals(totalsOf(account, p.market, mode), isChanged ? change : undefined);
+    const r = scopePart(state, account, m, mode, size, totals);
+    equity += r.value;
+    im += r.im;
+    mm += r.mm;
+    hold += r.hold;
+    notional += r.notional;
+    if (size !== 0n) hasPosition = true;
+  }
+  // Scopes with orders but no position record yet.
+  for (const t of account.orderTotals) {
+    if (t.mode !== mode || (mode === 'Isolated' && t.market !== market)) continue;
+    if (positionOf(account, t.market, mode) !== undefined) continue;
+    const isChanged = t.market === seen;
+    if (isChanged) seenChange = true;
+    const m = state.markets.get(t.market)!;
+    const size = isChanged ? change!.sizeDelta : 0n;
+    const r = scopePart(state, account, m, mode, size, applyTotals(t, isChanged ? change : undefined));
+    equity += r.value;
+    im += r.im;
+    mm += r.mm;
+    hold += r.hold;
+    notional += r.notional;
+    if (size !== 0n) hasPosition = true;
+  }
+  if (change !== undefined && !seenChange && (mode === 'Cross' || change.market === market)) {
+    const m = state.markets.get(change.market)!;
+    const r = scopePart(
+      state,
+      account,
+      m,
+      mode,
+      change.sizeDelta,
+      applyTotals(zeroTotals(change.market, mode), change),
+    );
+    equity += r.value;
+    im += r.im;
+    mm += r.mm;
+    hold += r.hold;
+    notional += r.notional;
+    if (change.sizeDelta !== 0n) hasPosition = true;
+  }
+  return { equity, initialMargin: im, maintenanceMargin: mm, hold, notional, hasPosition };
+}
+
+function applyTotals(t: OrderTotals, change: ScopeChange | undefined): OrderTotals {
+  if (change === undefined) return t;
+  return {
+    ...t,
+    buyQty: t.buyQty + change.buyQtyDelta,
+    buyNotional: t.buyNotional + change.buyNotionalDelta,
+    sellQty: t.sellQty + change.sellQtyDelta,
+    sellNotional: t.sellNotional + change.sellNotionalDelta,
+  };
+}
+
+function scopePart(
+  state: EngineState,
+  account: Account,
+  market: Market,
+  mode: MarginMode,
+  size: bigint,
+  totals: OrderTotals,
+): { value: bigint; im: bigint; mm: bigint; hold: bigint; notional: bigint } {
+  const spec = market.spec;
+  const hold = scopeHold(state, account, spec, mode, totals, size);
+  if (size === 0n) return { value: 0n, im: 0n, mm: 0n, hold, notional: 0n };
+  const mark = valuationPrice(market)!;
+  const abs = size < 0n ? -size : size;
+  return {
+    value: positionValueFloor(spec, size, mark),
+    im: initialMargin(spec, size, mark, leverageOf(account, spec, mode)),
+    mm: maintenanceMargin(spec, size, mark),
+    hold,
+    notional: divCeil(abs * mark, notionalScale(spec)),
+  };
+}
+
+/** Available to open: `equity - IM - hold` (engine-rules section 4). May be negative. */
+export function availableToOpen(m: ScopeMetrics): bigint {
+  return m.equity - m.initialMargin - m.hold;
+}
+
+/**
+ * What may leave the scope without trading (withdrawal or transfer): equity minus
+ * `max(IM + hold, 10% of notional)`, never below 0, rounded down (engine-rules section 4).
+ */
+export function transferableOf(m: ScopeMetrics): bigint {
+  const tenPercent = divCeil(m.notional, 10n);
+  const required = m.initialMargin + m.hold > tenPercent ? m.initialMargin + m.hold : tenPercent;
+  const free = m.equity - required;
+  return free > 0n ? free : 0n;
+}
+
+/** Replaces an isolated pool's cash in a writable account. */
+export function setIsolatedCash(account: Account, market: number, cash: bigint): void {
+  for (let i = 0; i < account.isolated.length; i++) {
+    if ((account.isolated[i] as IsolatedPool).market === market) {
+      account.isolated[i] = { market, cash };
+      return;
+    }
+  }
+  account.isolated.push({ market, cash });
+}

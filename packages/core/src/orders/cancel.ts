@@ -1,0 +1,99 @@
+/**
+ * `cancelOrder` and `cancelAll`. A target that is unknown, already terminal, in another market
+ * or owned by another wallet is 4041 (existence is never revealed), after the nonce is consumed.
+ *
+ * @module
+ */
+import { admitRequest } from '../access/admission.js';
+import type { CancelAllCommand, CancelOrderCommand } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
+import { reject } from '../errors.js';
+import { cancelOrder } from './execution.js';
+import { latestOrder } from './place.js';
+import { cloidKey } from './cloids.js';
+
+/** Finds a working order of `account` in `market` by id or by cloid. */
+export function findWorkingOrder(
+  ctx: Ctx,
+  account: string,
+  market: number,
+  orderId: bigint,
+  cloid: string | null,
+): number | undefined {
+  let id: number | undefined;
+  if (orderId !== 0n) {
+    if (orderId <= BigInt(Number.MAX_SAFE_INTEGER)) id = Number(orderId);
+  } else if (cloid !== null) {
+    id = ctx.state.cloids.get(cloidKey(account, cloid))?.orderId;
+  }
+  if (id === undefined) return undefined;
+  const order = ctx.order(id);
+  if (order === undefined || order.account !== account || order.market !== market) return undefined;
+  return id;
+}
+
+/** Checks the target fields shared by cancel and replace; `undefined` when well formed. */
+export function targetProblem(orderId: bigint, cloid: string | null): string | undefined {
+  if ((orderId === 0n) === (cloid === null)) return 'exactly one of orderId and cloid must be set';
+  return undefined;
+}
+
+/** Handles a `cancelOrder` command. */
+export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
+  const bad = targetProblem(cmd.orderId, cmd.cloid);
+  if (bad !== undefined) {
+    const r = reject('INVALID_REQUEST', bad);
+    return ctx.fail(r.code, r.message);
+  }
+  if (ctx.account(cmd.account) === undefined) {
+    const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
+    return ctx.fail(r.code, r.message);
+  }
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'cancel')) return;
+  const id = findWorkingOrder(ctx, cmd.account, cmd.market, cmd.orderId, cmd.cloid);
+  if (id === undefined) {
+    const target = cmd.orderId !== 0n ? `order ${cmd.orderId}` : `cloid ${cmd.cloid}`;
+    const r = reject('ORDER_NOT_FOUND', `${target} is not working (filled, cancelled, expired or unknown)`);
+    return ctx.fail(r.code, r.message, {
+      nonceConsumed: true,
+      ...(cmd.orderId !== 0n && cmd.orderId <= BigInt(Number.MAX_SAFE_INTEGER)
+        ? { orderId: Number(cmd.orderId) }
+        : {}),
+      cloid: cmd.cloid,
+    });
+  }
+  const seq = cancelOrder(ctx, id, 'User');
+  ctx.emit({ type: 'outcome', ok: true, kind: 'cancel', order: latestOrder(ctx, id), seq });
+}
+
+/** Handles a `cancelAll` command (`market` 0 = every market). */
+export function cancelAllCommand(ctx: Ctx, cmd: CancelAllCommand): void {
+  if (cmd.market !== 0 && ctx.market(cmd.market) === undefined) {
+    const r = reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
+    return ctx.fail(r.code, r.message);
+  }
+  const account = ctx.account(cmd.account);
+  if (account === undefined) {
+    const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
+    return ctx.fail(r.code, r.message);
+  }
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'cancel')) return;
+  const ids = account.openOrders
+    .keys()
+    .filter((id) => cmd.market === 0 || ctx.order(id)?.market === cmd.market)
+    .sort((a, b) => a - b);
+  let cancelled = 0;
+  for (const id of ids) {
+    // An earlier cancel may have ended a dependent order (ParentCancelled).
+    if (ctx.order(id) === undefined) continue;
+    cancelOrder(ctx, id, 'User');
+    cancelled++;
+  }
+  ctx.emit({
+    type: 'outcome',
+    ok: true,
+    kind: 'cancelAll',
+    cancelled,
+    seq: ctx.account(cmd.account)!.reportSeq,
+  });
+}

@@ -1,0 +1,425 @@
+/**
+ * Order execution: matching a taker against the book with price-time priority, self-trade
+ * prevention, match-time margin re-checks and reduce-only clamps, fills through the ledger, and
+ * the order lifecycle (rest, retire, end, reports) every order command shares.
+ *
+ * Orders are addressed by id: a report publishes the order it carries, so after any report the
+ * next write takes a fresh writable copy through `ctx.writableOrder`.
+ *
+ * @module
+ */
+import { compact, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
+import type { Ctx } from '../engine/context.js';
+import type { Fill } from '../engine/events.js';
+import type { Account, Level, Market, Order, OrderTotals } from '../engine/types.js';
+import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
+import {
+  availableToOpen,
+  findScope,
+  holdsMargin,
+  measureScope,
+  sizeOf,
+  zeroTotals,
+} from '../margin/scope.js';
+import { removeTimeId } from '../persistent/sorted-set.js';
+import { releaseCloidOnEnd } from './cloids.js';
+import { activateChildren } from './managed.js';
+import { removeTrigger } from './triggers-index.js';
+
+/** Why a working order ended (research 6.4.3 `reason`). */
+export type EndReason =
+  | 'User'
+  | 'IOC'
+  | 'FOK'
+  | 'ReduceOnly'
+  | 'InsufficientMargin'
+  | 'SelfTrade'
+  | 'Liquidation'
+  | 'PositionClosed'
+  | 'ParentCancelled'
+  | 'SiblingFilled'
+  | 'NoLiquidity'
+  | 'MarketClosed'
+  | 'Admin'
+  | 'GTD'
+  | 'DAY';
+
+// ---- resting-order totals ----------------------------------------------------------------
+
+function totalsIndex(account: Account, order: Order): number {
+  const index = findScope(account.orderTotals, order.market, order.marginMode);
+  if (index >= 0) return index;
+  account.orderTotals.push(zeroTotals(order.market, order.marginMode));
+  return account.orderTotals.length - 1;
+}
+
+function pruneTotals(account: Account, index: number): void {
+  const t = account.orderTotals[index] as OrderTotals;
+  if (t.buyQty === 0n && t.sellQty === 0n && t.guardedCount === 0) {
+    account.orderTotals.splice(index, 1);
+  }
+}
+
+/** Adds (negative `qty`: removes) resting quantity of `order` to its scope's hold totals. */
+export function adjustTotals(account: Account, order: Order, qty: bigint): void {
+  if (qty === 0n) return;
+  const index = totalsIndex(account, order);
+  const t = account.orderTotals[index] as OrderTotals;
+  const notional = qty * order.price;
+  account.orderTotals[index] =
+    order.side === 'Buy'
+      ? { ...t, buyQty: t.buyQty + qty, buyNotional: t.buyNotional + notional }
+      : { ...t, sellQty: t.sellQty + qty, sellNotional: t.sellNotional + notional };
+  pruneTotals(account, index);
+}
+
+function adjustGuarded(account: Account, order: Order, delta: number): void {
+  if (!order.reduceOnly && !order.managed) return;
+  const index = totalsIndex(account, order);
+  const t = account.orderTotals[index] as OrderTotals;
+  account.orderTotals[index] = { ...t, guardedCount: t.guardedCount + delta };
+  pruneTotals(account, index);
+}
+
+// ---- lifecycle ----------------------------------------------------------------------------
+
+/** Stores a freshly accepted order as working and indexes it on its account. */
+export function registerOrder(ctx: Ctx, order: Order): void {
+  ctx.putOrder(order);
+  const account = ctx.writableAccount(order.account);
+  account.openOrders = account.openOrders.set(ctx.edit, order.orderId, true);
+  adjustGuarded(account, order, 1);
+}
+
+/** Puts a working, writable order at the back of its level and into its hold totals. */
+export function rest(ctx: Ctx, market: Market, order: Order): void {
+  restOrder(ctx, market, order);
+  ctx.bookTouched(market);
+  if (holdsMargin(order)) adjustTotals(ctx.writableAccount(order.account), order, leavesOf(order));
+}
+
+/** Takes a resting, writable order off the book and out of its hold totals. */
+export function unrest(ctx: Ctx, market: Market, order: Order): void {
+  if (holdsMargin(order)) adjustTotals(ctx.writableAccount(order.account), order, -leavesOf(order));
+  unrestOrder(ctx, market, order);
+  ctx.bookTouched(market);
+}
+
+/**
+ * Removes a working order from every index (book, triggers, expiries, its account's working set)
+ * and from the working orders; returns a writable copy for the final report.
+ */
+function retire(ctx: Ctx, orderId: number): Order {
+  const order = ctx.writableOrder(orderId);
+  const market = ctx.writableMarket(order.market);
+  if (order.slot >= 0) unrest(ctx, market, order);
+  if (order.ordStatus === 'Untriggered' && order.armed) removeTrigger(ctx, market, order);
+  if (order.expireTime !== null) {
+    ctx.state.expiries = removeTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
+  }
+  const account = ctx.writableAccount(order.account);
+  account.openOrders = account.openOrders.delete(ctx.edit, orderId);
+  adjustGuarded(account, order, -1);
+  ctx.deleteOrder(orderId);
+  releaseCloidOnEnd(ctx, order);
+  return order;
+}
+
+/** Ends a working order as Cancelled or Expired and reports it; returns the report's seq. */
+export function endOrder(
+  ctx: Ctx,
+  orderId: number,
+  status: 'Cancelled' | 'Expired',
+  reason: EndReason,
+): number {
+  const order = retire(ctx, orderId);
+  order.ordStatus = status;
+  order.reason = reason;
+  order.updatedTime = ctx.time;
+  const seq = ctx.report(order.account, {
+    kind: status === 'Expired' ? 'OrderExpired' : 'OrderCancelled',
+    order,
+  });
+  afterOrderEnded(ctx, order);
+  return seq;
+}
+
+/** Cancels a working order (user, system or rule) and reports it; returns the report's seq. */
+export function cancelOrder(ctx: Ctx, orderId: number, reason: EndReason): number {
+  return endOrder(ctx, orderId, 'Cancelled', reason);
+}
+
+/**
+ * Follow-ups of an order that ended: managed children of an entry order that never filled are
+ * cancelled (ParentCancelled); a filled managed TP/SL cancels its sibling (SiblingFilled).
+ */
+function afterOrderEnded(ctx: Ctx, order: Order): void {
+  const account = ctx.account(order.account);
+  if (account === undefined) return;
+  const t = account.orderTotals[findScope(account.orderTotals, order.market, order.marginMode)];
+  if (t === undefined || t.guardedCount === 0) return;
+  const related: number[] = [];
+  account.openOrders.forEach((_v, id) => {
+    const o = ctx.order(id);
+    if (o === undefined || !o.managed || o.market !== order.market) return;
+    if (o.marginMode !== order.marginMode) return;
+    if (order.cloid !== null && o.parentCloid === order.cloid && order.cumQty === 0n) {
+      related.push(id);
+    } else if (
+      order.managed &&
+      order.ordStatus === 'Filled' &&
+      o.parentCloid === order.parentCloid &&
+      o.orderType !== order.orderType
+    ) {
+      related.push(id);
+    }
+  });
+  related.sort((a, b) => a - b);
+  for (const id of related) {
+    if (ctx.order(id) === undefined) continue;
+    cancelOrder(ctx, id, order.ordStatus === 'Filled' ? 'SiblingFilled' : 'ParentCancelled');
+  }
+}
+
+// ---- matching ----------------------------------------------------------------------------
+
+function crosses(buy: boolean, limit: bigint, levelPrice: bigint): boolean {
+  return buy ? levelPrice <= limit : levelPrice >= limit;
+}
+
+/** How much a reduce-only order may still trade: its opposite position's size, else 0. */
+export function reducibleBy(ctx: Ctx, order: Order): bigint {
+  const s = sizeOf(ctx.account(order.account)!, order.market, order.marginMode);
+  if (order.side === 'Buy') return s < 0n ? -s : 0n;
+  return s > 0n ? s : 0n;
+}
+
+/**
+ * Engine-rules section 5: a resting maker whose fill would leave its scope below initial margin
+ * is cancelled. A fill that only reduces the maker's position is always allowed.
+ */
+export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
+  const account = ctx.account(maker.account)!;
+  const size = sizeOf(account, maker.market, maker.marginMode);
+  const signed = maker.side === 'Buy' ? qty : -qty;
+  const after = size + signed;
+  const absBefore = size < 0n ? -size : size;
+  const absAfter = after < 0n ? -after : after;
+  if (absAfter <= absBefore) return true;
+  const spec = market.spec;
+  const price = maker.price;
+  const quote = quoteAmount(spec, qty, price);
+  const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
+  const resting = holdsMargin(maker) ? qty : 0n;
+  const buy = maker.side === 'Buy';
+  const metrics = measureScope(ctx.state, account, maker.marginMode, maker.market, {
+    market: maker.market,
+    sizeDelta: signed,
+    cashDelta: (signed > 0n ? -quote : quote) - fee,
+    buyQtyDelta: buy ? -resting : 0n,
+    buyNotionalDelta: buy ? -resting * price : 0n,
+    sellQtyDelta: buy ? 0n : -resting,
+    sellNotionalDelta: buy ? 0n : -resting * price,
+  });
+  return availableToOpen(metrics) >= 0n;
+}
+
+/**
+ * Quantity a taker could fill right now up to `limit`, honouring self-trade prevention,
+ * reduce-only clamps and maker margin checks; read-only (used by FOK).
+ */
+export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: bigint): bigint {
+  const buy = taker.side === 'Buy';
+  const levels = ownSide(market, !buy);
+  let need = leavesOf(taker);
+  if (taker.reduceOnly) {
+    const room = reducibleBy(ctx, taker);
+    if (room < need) need = room;
+  }
+  let total = 0n;
+  for (let li = levels.length - 1; li >= 0 && total < need; li--) {
+    const level = levels[li] as Level;
+    if (!crosses(buy, limit, level.price)) break;
+    for (let i = level.head - level.base; i < level.ids.length && total < need; i++) {
+      const id = level.ids[i] as number;
+      if (id === 0) continue;
+      const maker = ctx.order(id)!;
+      if (maker.account === taker.account) continue;
+      let qty = leavesOf(maker);
+      if (qty > need - total) qty = need - total;
+      if (maker.reduceOnly) {
+        const room = reducibleBy(ctx, maker);
+        if (room < qty) qty = room;
+      }
+      if (qty === 0n) continue;
+      if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) continue;
+      total += qty;
+    }
+  }
+  return total < need ? total : leavesOf(taker);
+}
+
+/**
+ * Matches the working taker `takerId` against the opposite side of a writable market up to
+ * `limit` (its price, or the slippage cap of a market-style trigger order), filling at the
+ * makers' prices in price-time order. Stops when the taker is done, the book no longer crosses,
+ * or a reduce-only taker has nothing left to reduce.
+ */
+export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: bigint): void {
+  const first = ctx.order(takerId)!;
+  const buy = first.side === 'Buy';
+  const takerAccount = first.account;
+  const levels = ownSide(market, !buy);
+  for (;;) {
+    const taker = ctx.order(takerId);
+    if (taker === undefined || leavesOf(taker) === 0n || levels.length === 0) return;
+    const li = levels.length - 1;
+    if (!crosses(buy, limit, (levels[li] as Level).price)) return;
+    const level = ctx.writableLevel(market, levels, li);
+    let blocked = false;
+    while (level.count > 0) {
+      const t = ctx.order(takerId);
+      if (t === undefined || leavesOf(t) === 0n) break;
+      const makerId = level.ids[level.head - level.base] as number;
+      if (makerId === 0) {
+        level.head++;
+        continue;
+      }
+      const maker = ctx.order(makerId)!;
+      if (maker.account === takerAccount) {
+        // Self-trade prevention: the resting order is cancelled, no fill, no fee.
+        cancelOrder(ctx, makerId, 'SelfTrade');
+        continue;
+      }
+      let qty = leavesOf(maker) < leavesOf(t) ? leavesOf(maker) : leavesOf(t);
+      if (t.reduceOnly) {
+        const room = reducibleBy(ctx, t);
+        if (room === 0n) {
+          blocked = true;
+          break;
+        }
+        if (room < qty) qty = room;
+      }
+      if (maker.reduceOnly) {
+        const room = reducibleBy(ctx, maker);
+        if (room === 0n) {
+          const s = sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode);
+          cancelOrder(ctx, makerId, s === 0n ? 'PositionClosed' : 'ReduceOnly');
+          continue;
+        }
+        if (room < qty) qty = room;
+      }
+      if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) {
+        cancelOrder(ctx, makerId, 'InsufficientMargin');
+        continue;
+      }
+      settleFill(ctx, market, takerId, makerId, qty, level);
+    }
+    // The level object is still this session's; find it again (cancels may have shifted it).
+    if (level.count === 0) {
+      const at = levels.lastIndexOf(level);
+      if (at >= 0) levels.splice(at, 1);
+    } else {
+      compact(level);
+    }
+    if (blocked) return;
+  }
+}
+
+function makeFill(
+  tradeId: number,
+  market: number,
+  order: Order,
+  qty: bigint,
+  price: bigint,
+  quote: bigint,
+  leg: FillLeg,
+  fee: bigint,
+  liquidity: 'Maker' | 'Taker',
+  time: number,
+): Fill {
+  return {
+    tradeId,
+    market,
+    side: order.side,
+    marginMode: order.marginMode,
+    quantity: qty,
+    price,
+    quote,
+    liquidity,
+    fee,
+    realizedPnl: leg.realizedPnl,
+    positionBefore: leg.positionBefore,
+    positionAfter: leg.positionAfter,
+    time,
+  };
+}
+
+/**
+ * Settles one fill between the taker and the maker at the head of `level`: the ledger on both
+ * accounts, fees to the fee pool, both orders' FIX quantities, reports and the trade print.
+ */
+function settleFill(
+  ctx: Ctx,
+  market: Market,
+  takerId: number,
+  makerId: number,
+  qty: bigint,
+  level: Level,
+): void {
+  const spec = market.spec;
+  const price = level.price;
+  const maker = ctx.writableOrder(makerId);
+  const taker = ctx.writableOrder(takerId);
+  const tradeId = ctx.nextTradeId();
+  const quote = quoteAmount(spec, qty, price);
+  const takerFee = feeAmount(spec, qty, price, spec.takerFeeRate);
+  const makerFee = feeAmount(spec, qty, price, spec.makerFeeRate);
+  ctx.state.feePool += takerFee + makerFee;
+
+  const makerAccount = ctx.writableAccount(maker.account);
+  const makerSigned = maker.side === 'Buy' ? qty : -qty;
+  const makerLeg = applyFillLeg(makerAccount, market, maker.marginMode, makerSigned, price, quote, makerFee, ctx.time);
+  const takerAccount = ctx.writableAccount(taker.account);
+  const takerLeg = applyFillLeg(takerAccount, market, taker.marginMode, -makerSigned, price, quote, takerFee, ctx.time);
+  market.prices = { ...market.prices, lastTrade: price };
+
+  level.quantity -= qty;
+  if (holdsMargin(maker)) adjustTotals(makerAccount, maker, -qty);
+  maker.cumQty += qty;
+  maker.filledNotional += qty * price;
+  maker.updatedTime = ctx.time;
+  const makerDone = leavesOf(maker) === 0n;
+  if (makerDone) {
+    level.ids[maker.slot - level.base] = 0;
+    level.count--;
+    maker.slot = -1;
+  }
+  maker.ordStatus = makerDone ? 'Filled' : 'PartiallyFilled';
+  taker.cumQty += qty;
+  taker.filledNotional += qty * price;
+  taker.updatedTime = ctx.time;
+  const takerDone = leavesOf(taker) === 0n;
+  taker.ordStatus = takerDone ? 'Filled' : 'PartiallyFilled';
+  ctx.bookTouched(market);
+
+  ctx.report(maker.account, {
+    kind: makerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
+    order: maker,
+    fill: makeFill(tradeId, spec.id, maker, qty, price, quote, makerLeg, makerFee, 'Maker', ctx.time),
+  });
+  ctx.report(taker.account, {
+    kind: takerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
+    order: taker,
+    fill: makeFill(tradeId, spec.id, taker, qty, price, quote, takerLeg, takerFee, 'Taker', ctx.time),
+  });
+  ctx.emit({ type: 'trade', market: spec.id, tradeId, price, quantity: qty, takerSide: taker.side, time: ctx.time });
+  if (makerDone) afterOrderEnded(ctx, retire(ctx, makerId));
+  if (takerDone) afterOrderEnded(ctx, retire(ctx, takerId));
+  activateChildren(ctx, maker);
+  activateChildren(ctx, taker);
+  ctx.accountChanged(maker.account);
+  ctx.accountChanged(taker.account);
+  ctx.positionChanged(maker.account, spec.id, maker.marginMode);
+  ctx.positionChanged(taker.account, spec.id, taker.marginMode);
+}

@@ -1,0 +1,180 @@
+/**
+ * `placeOrder`: validate fields, admit the signed request (nonce), run the business checks,
+ * accept, then execute by type and time in force (engine-rules section 5).
+ *
+ * @module
+ */
+import { leavesOf } from '../book/levels.js';
+import type { Ctx } from '../engine/context.js';
+import type { PlaceOrderCommand } from '../engine/commands.js';
+import type { Order } from '../engine/types.js';
+import { admitRequest } from '../access/admission.js';
+import { reject } from '../errors.js';
+import { addTimeId } from '../persistent/sorted-set.js';
+import { sizeOf } from '../margin/scope.js';
+import {
+  cancelOrder,
+  fillableQuantity,
+  matchTaker,
+  reducibleBy,
+  registerOrder,
+  rest,
+} from './execution.js';
+import { reconcileScopes } from './managed.js';
+import { cloidHolder, registerCloid } from './cloids.js';
+import { checkReduceOnly, checkRiskAndSize } from './rules.js';
+import { addTrigger } from './triggers-index.js';
+import { validateOrderRequest } from './validate.js';
+
+/** Handles a `placeOrder` command. */
+export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
+  const valid = validateOrderRequest(ctx.state, cmd.order, ctx.time);
+  if (!valid.ok) return ctx.fail(valid.error.code, valid.error.message);
+  const v = valid.order;
+  if (ctx.account(cmd.account) === undefined) {
+    const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
+    return ctx.fail(r.code, r.message);
+  }
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'order')) return;
+  const account = ctx.account(cmd.account)!;
+  const market = ctx.market(v.spec.id)!;
+  const isTrigger = v.orderType !== 'Limit';
+  const orderId = ctx.nextOrderId();
+  const order: Order = {
+    edit: ctx.edit,
+    orderId,
+    account: cmd.account,
+    market: v.spec.id,
+    side: v.side,
+    orderType: v.orderType,
+    timeInForce: v.timeInForce,
+    marginMode: v.marginMode,
+    reduceOnly: v.reduceOnly,
+    postOnly: v.postOnly,
+    managed: v.managed,
+    parentCloid: v.parentCloid,
+    createdTime: ctx.time,
+    expireTime: v.expireTime,
+    cloid: v.cloid,
+    price: v.price,
+    triggerPrice: v.triggerPrice,
+    quantity: v.quantity,
+    cumQty: 0n,
+    filledNotional: 0n,
+    ordStatus: isTrigger ? 'Untriggered' : 'New',
+    reason: null,
+    updatedTime: ctx.time,
+    slot: -1,
+    armed: false,
+  };
+  if (v.managed && v.parentCloid === null) {
+    // A managed TP/SL on a position closes whatever the position is.
+    const size = sizeOf(account, order.market, order.marginMode);
+    if (size !== 0n) order.quantity = size < 0n ? -size : size;
+  }
+  const problem =
+    (market.status === 'Paused'
+      ? {
+          ...reject('INVALID_REQUEST', `market ${market.spec.symbol} is paused`),
+          reason: 'MarketClosed',
+        }
+      : undefined) ??
+    (order.cloid !== null && cloidHolder(ctx, cmd.account, order.cloid) !== undefined
+      ? {
+          ...reject(
+            'INVALID_REQUEST',
+            `cloid ${order.cloid} is already used by order ${cloidHolder(ctx, cmd.account, order.cloid)}`,
+          ),
+          reason: 'DuplicateCloid',
+        }
+      : undefined) ??
+    checkReduceOnly(ctx, account, order) ??
+    checkRiskAndSize(ctx, account, market, order);
+  if (problem !== undefined) {
+    order.ordStatus = 'Rejected';
+    order.reason = problem.reason;
+    ctx.report(cmd.account, {
+      kind: 'OrderRejected',
+      order,
+      code: problem.code,
+      message: problem.message,
+    });
+    return ctx.fail(problem.code, problem.message, {
+      nonceConsumed: true,
+      orderId,
+      cloid: order.cloid,
+    });
+  }
+
+  registerOrder(ctx, order);
+  if (order.cloid !== null) {
+    registerCloid(ctx, cmd.account, order.cloid, orderId);
+  }
+  if (order.expireTime !== null) {
+    ctx.state.expiries = addTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
+  }
+  if (isTrigger) {
+    // Children of an entry order arm on its first fill (managed.ts); the rest arm now.
+    if (!(order.managed && order.parentCloid !== null)) {
+      order.armed = true;
+      addTrigger(ctx.writableMarket(order.market), order);
+    }
+    ctx.report(cmd.account, { kind: 'OrderAccepted', order });
+  } else {
+    ctx.report(cmd.account, { kind: 'OrderAccepted', order });
+    execute(ctx, orderId);
+  }
+  ctx.emit({
+    type: 'outcome',
+    ok: true,
+    kind: 'order',
+    order: latestOrder(ctx, orderId),
+    seq: ctx.account(cmd.account)!.reportSeq,
+  });
+}
+
+/**
+ * Executes a working order that may take liquidity: FOK pre-check, matching, then by time in
+ * force rest the remainder or cancel it. `limit` overrides the order's price (market-style
+ * trigger orders, which never rest).
+ */
+export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
+  const order = ctx.order(orderId)!;
+  const market = ctx.writableMarket(order.market);
+  const price = limit ?? order.price;
+  if (order.timeInForce === 'FOK' && fillableQuantity(ctx, market, order, price) < leavesOf(order)) {
+    cancelOrder(ctx, orderId, 'FOK');
+    return;
+  }
+  matchTaker(ctx, market, orderId, price);
+  reconcileScopes(ctx, orderId);
+  const after = ctx.order(orderId);
+  if (after === undefined) return; // filled, or ended by a rule
+  if (after.timeInForce === 'IOC' || after.timeInForce === 'FOK' || limit !== undefined) {
+    cancelOrder(ctx, orderId, after.timeInForce === 'FOK' ? 'FOK' : 'IOC');
+    return;
+  }
+  if (after.reduceOnly && reducibleBy(ctx, after) === 0n) {
+    const size = sizeOf(ctx.account(after.account)!, after.market, after.marginMode);
+    cancelOrder(ctx, orderId, size === 0n ? 'PositionClosed' : 'ReduceOnly');
+    return;
+  }
+  rest(ctx, ctx.writableMarket(after.market), ctx.writableOrder(orderId));
+}
+
+/**
+ * The order as it stands after this command: the working record (published, so later writes
+ * copy it), or the last version a report carried once it ended.
+ */
+export function latestOrder(ctx: Ctx, orderId: number): Order {
+  const working = ctx.order(orderId);
+  if (working !== undefined) {
+    working.edit = null;
+    return working;
+  }
+  for (let i = ctx.events.length - 1; i >= 0; i--) {
+    const e = ctx.events[i]!;
+    if (e.type === 'executionReport' && 'order' in e && e.order.orderId === orderId) return e.order;
+  }
+  throw new Error(`order ${orderId} has no version`);
+}

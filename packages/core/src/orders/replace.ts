@@ -1,0 +1,148 @@
+/**
+ * `replaceOrder`: an amend of price, trigger price and total quantity (engine-rules 5, research
+ * 6.3 rule 4). A price change or a size increase loses time priority; a pure decrease keeps it.
+ * An amended price that crosses executes like a new arrival. A refused amend leaves the order as
+ * it was.
+ *
+ * @module
+ */
+import { admitRequest } from '../access/admission.js';
+import type { ReplaceOrderCommand } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
+import type { Order } from '../engine/types.js';
+import { reject, type Rejection } from '../errors.js';
+import { holdsMargin } from '../margin/scope.js';
+import { formatDecimal } from '../units/decimal.js';
+import { findWorkingOrder, targetProblem } from './cancel.js';
+import { adjustTotals, rest, unrest } from './execution.js';
+import { execute, latestOrder } from './place.js';
+import { cloidHolder, registerCloid } from './cloids.js';
+import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
+import { addTrigger, removeTrigger } from './triggers-index.js';
+import { checkPrice, checkQuantity } from './validate.js';
+
+const CLOID_RE = /^0x[0-9a-f]{32}$/;
+
+function fieldProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejection | undefined {
+  const spec = ctx.market(order.market)!.spec;
+  const untriggered = order.ordStatus === 'Untriggered';
+  const marketStyle = order.orderType === 'StopLoss' || order.orderType === 'TakeProfit';
+  // A market-style TP/SL may keep price 0 (market on trigger).
+  if (!(untriggered && marketStyle && cmd.price === 0n)) {
+    const bad = checkPrice(spec, cmd.price, 'price');
+    if (bad) return bad;
+  }
+  if (untriggered) {
+    const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
+    if (bad) return bad;
+  } else if (cmd.triggerPrice !== 0n && cmd.triggerPrice !== order.triggerPrice) {
+    return reject('INVALID_ORDER_PRICE', 'the trigger price of a working (triggered or Limit) order cannot change');
+  }
+  const badQty = checkQuantity(spec, cmd.quantity);
+  if (badQty) return badQty;
+  if (cmd.quantity <= order.cumQty) {
+    return reject(
+      'INVALID_ORDER_QUANTITY',
+      `new quantity ${formatDecimal(cmd.quantity, spec.quantityDecimals)} must exceed the filled ${formatDecimal(order.cumQty, spec.quantityDecimals)}`,
+    );
+  }
+  if (order.managed && cmd.quantity !== order.quantity) {
+    return reject('INVALID_REQUEST', 'a managed TP/SL follows its position; its quantity cannot be amended');
+  }
+  if (cmd.cloid !== null && !CLOID_RE.test(cmd.cloid)) {
+    return reject('INVALID_REQUEST', 'cloid must be 0x followed by 32 lowercase hex digits');
+  }
+  return undefined;
+}
+
+/** Handles a `replaceOrder` command. */
+export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
+  const bad = targetProblem(cmd.orderId, cmd.origCloid);
+  if (bad !== undefined) {
+    const r = reject('INVALID_REQUEST', bad);
+    return ctx.fail(r.code, r.message);
+  }
+  const account = ctx.account(cmd.account);
+  if (account === undefined) {
+    const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
+    return ctx.fail(r.code, r.message);
+  }
+  const id = findWorkingOrder(ctx, cmd.account, cmd.market, cmd.orderId, cmd.origCloid);
+  if (id !== undefined) {
+    const fields = fieldProblem(ctx, ctx.order(id)!, cmd);
+    if (fields !== undefined) return ctx.fail(fields.code, fields.message);
+  }
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'order')) return;
+  if (id === undefined) {
+    const target = cmd.orderId !== 0n ? `order ${cmd.orderId}` : `cloid ${cmd.origCloid}`;
+    const r = reject('ORDER_NOT_FOUND', `${target} is not working (filled, cancelled, expired or unknown)`);
+    return ctx.fail(r.code, r.message, { nonceConsumed: true, cloid: cmd.origCloid });
+  }
+  const current = ctx.order(id)!;
+  const market = ctx.market(current.market)!;
+  const amended: Order = {
+    ...current,
+    price: cmd.price,
+    triggerPrice: current.ordStatus === 'Untriggered' ? cmd.triggerPrice : current.triggerPrice,
+    quantity: cmd.quantity,
+    cloid: cmd.cloid ?? current.cloid,
+  };
+  const newCloidHolder =
+    cmd.cloid !== null && cmd.cloid !== current.cloid ? cloidHolder(ctx, cmd.account, cmd.cloid) : undefined;
+  const problem =
+    (market.status === 'Paused'
+      ? reject('INVALID_REQUEST', `market ${market.spec.symbol} is paused`)
+      : undefined) ??
+    (newCloidHolder !== undefined
+      ? reject('INVALID_REQUEST', `cloid ${cmd.cloid} is already used by order ${newCloidHolder}`)
+      : undefined) ??
+    checkReduceOnly(ctx, account, amended, id) ??
+    checkRiskAndSize(ctx, account, market, amended, current);
+  if (problem !== undefined) {
+    return ctx.fail(problem.code, problem.message, { nonceConsumed: true, orderId: id, cloid: current.cloid });
+  }
+
+  const previous = { price: current.price, triggerPrice: current.triggerPrice, quantity: current.quantity };
+  const origCloid = current.cloid;
+  const wMarket = ctx.writableMarket(current.market);
+  const resting = current.slot >= 0;
+  const losesPriority =
+    resting && (cmd.price !== current.price || cmd.quantity > current.quantity);
+  const w = ctx.writableOrder(id);
+  if (resting && losesPriority) {
+    unrest(ctx, wMarket, w);
+  } else if (resting) {
+    // A pure decrease keeps the slot: shrink the level and the hold in place.
+    const decrease = current.quantity - cmd.quantity;
+    if (decrease > 0n) {
+      const levels = w.side === 'Buy' ? wMarket.bids : wMarket.asks;
+      const at = levels.findIndex((l) => l.price === w.price);
+      ctx.writableLevel(wMarket, levels, at).quantity -= decrease;
+      if (holdsMargin(w)) adjustTotals(ctx.writableAccount(w.account), w, -decrease);
+      ctx.bookTouched(wMarket);
+    }
+  }
+  if (w.ordStatus === 'Untriggered' && w.armed) removeTrigger(ctx, wMarket, w);
+  w.price = amended.price;
+  w.triggerPrice = amended.triggerPrice;
+  w.quantity = amended.quantity;
+  w.cloid = amended.cloid;
+  w.updatedTime = ctx.time;
+  if (w.ordStatus === 'Untriggered' && w.armed) addTrigger(wMarket, w);
+  if (cmd.cloid !== null && cmd.cloid !== origCloid) {
+    registerCloid(ctx, cmd.account, cmd.cloid, id);
+  }
+  ctx.report(cmd.account, { kind: 'OrderReplaced', order: w, origCloid, previous });
+  if (resting && losesPriority) {
+    if (wouldCross(ctx.market(w.market)!, w.side === 'Buy', amended.price)) execute(ctx, id);
+    else rest(ctx, ctx.writableMarket(w.market), ctx.writableOrder(id));
+  }
+  ctx.emit({
+    type: 'outcome',
+    ok: true,
+    kind: 'replace',
+    order: latestOrder(ctx, id),
+    origCloid,
+    seq: ctx.account(cmd.account)!.reportSeq,
+  });
+}

@@ -1,0 +1,241 @@
+/**
+ * Business checks of an order after its signature and nonce passed (engine-rules section 5):
+ * market status, cloid uniqueness, reduce-only and TP/SL rules, trigger side, post-only,
+ * minimum notional, leverage, open-interest cap and margin. A failure is an `OrderRejected`
+ * report and consumes the nonce; all checks here are read-only.
+ *
+ * @module
+ */
+import { reject, type Rejection } from '../errors.js';
+import { notionalScale } from '../instruments/instrument.js';
+import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
+import { bestLevel, leavesOf, ownSide } from '../book/levels.js';
+import type { Ctx } from '../engine/context.js';
+import type { Account, Market, Order } from '../engine/types.js';
+import {
+  availableToOpen,
+  holdsMargin,
+  leverageOf,
+  measureScope,
+  sizeOf,
+} from '../margin/scope.js';
+import { cloidHolder } from './cloids.js';
+import { firesAbove, triggerSatisfied } from './triggers-index.js';
+
+/** A refusal with the execution report's `reason`. */
+export interface OrderProblem extends Rejection {
+  readonly reason: string;
+}
+
+const problem = (rejection: Rejection, reason: string): OrderProblem => ({ ...rejection, reason });
+
+
+/** The slippage-capped limit of a market-style trigger order: 10% from mark, on the tick grid. */
+export function marketStyleLimit(order: Pick<Order, 'side'>, mark: bigint, tick: bigint): bigint {
+  if (order.side === 'Buy') {
+    const cap = (mark * 11n) / 10n;
+    return (cap / tick) * tick; // never above the cap
+  }
+  const floor = (mark * 9n + 9n) / 10n;
+  const ticks = (floor + tick - 1n) / tick;
+  return ticks * tick > 0n ? ticks * tick : tick; // never below the cap
+}
+
+/** Direction of the price move that makes a reduce-only order trade: 1 up, -1 down. */
+function sweepDirection(o: Pick<Order, 'side' | 'orderType' | 'ordStatus'>): 1 | -1 {
+  if (o.ordStatus === 'Untriggered') return firesAbove(o) ? 1 : -1;
+  return o.side === 'Sell' ? 1 : -1;
+}
+
+/**
+ * Reduce-only and TP/SL rules with the spec's five messages. `replacing` is the order being
+ * amended (left out of the sweep totals).
+ */
+export function checkReduceOnly(
+  ctx: Ctx,
+  account: Account,
+  order: Order,
+  replacing?: number,
+): OrderProblem | undefined {
+  if (!order.reduceOnly) return undefined;
+  const size = sizeOf(account, order.market, order.marginMode);
+  const kind = order.orderType === 'Limit' || order.orderType === 'StopLimit' ? 'reduce-only order' : `${order.orderType} order`;
+  if (order.managed) {
+    if (order.parentCloid !== null) {
+      const parentId = cloidHolder(ctx, account.address, order.parentCloid);
+      const parent = parentId === undefined ? undefined : ctx.order(parentId);
+      if (
+        parent === undefined ||
+        parent.managed ||
+        parent.market !== order.market ||
+        parent.marginMode !== order.marginMode
+      ) {
+        return problem(
+          reject('INVALID_REQUEST', `managed ${kind} requires an open position or a resting entry order (no working entry order ${order.parentCloid})`),
+          'NoParent',
+        );
+      }
+      if (parent.side === order.side) {
+        return problem(
+          reject('INVALID_REQUEST', `managed ${kind} must reduce position (opposite side required): its entry order is a ${parent.side}`),
+          'ReduceOnly',
+        );
+      }
+      return undefined;
+    }
+    if (size === 0n) {
+      return problem(
+        reject('INVALID_REQUEST', `managed ${kind} requires an open position or a resting entry order`),
+        'NoParent',
+      );
+    }
+  } else if (size === 0n) {
+    return problem(reject('INVALID_REQUEST', `${kind} requires an open position`), 'NoPosition');
+  }
+  if ((size > 0n) === (order.side === 'Buy')) {
+    return problem(
+      reject('INVALID_REQUEST', `${kind} must reduce position (opposite side required): the position is ${size > 0n ? 'long' : 'short'}`),
+      'ReduceOnly',
+    );
+  }
+  if (order.managed) return undefined; // sized by the position
+  const abs = size < 0n ? -size : size;
+  const qd = ctx.market(order.market)!.spec.quantityDecimals;
+  const leaves = leavesOf(order);
+  if (leaves > abs) {
+    return problem(
+      reject('INVALID_REQUEST', `${kind} exceeds position size: ${formatDecimal(leaves, qd)} > ${formatDecimal(abs, qd)}`),
+      'ReduceOnly',
+    );
+  }
+  const direction = sweepDirection(order);
+  let sweep = leaves;
+  account.openOrders.forEach((_v, id) => {
+    if (id === replacing) return;
+    const o = ctx.order(id);
+    if (o === undefined || !o.reduceOnly || o.managed) return;
+    if (o.market !== order.market || o.marginMode !== order.marginMode || o.side !== order.side) return;
+    if (sweepDirection(o) === direction) sweep += leavesOf(o);
+  });
+  if (sweep > abs) {
+    return problem(
+      reject('INVALID_REQUEST', `reduce-only orders in one sweep would close ${formatDecimal(sweep, qd)} of a ${formatDecimal(abs, qd)} position`),
+      'ReduceOnly',
+    );
+  }
+  return undefined;
+}
+
+/** Whether a limit order at `price` would take liquidity now. */
+export function wouldCross(market: Market, buy: boolean, price: bigint): boolean {
+  const best = bestLevel(ownSide(market, !buy));
+  if (best === undefined) return false;
+  return buy ? best.price <= price : best.price >= price;
+}
+
+/**
+ * Checks that need the market's prices and the account's margin. `previous` is the order before
+ * an amend (its resting hold is swapped for the new one).
+ */
+export function checkRiskAndSize(
+  ctx: Ctx,
+  account: Account,
+  market: Market,
+  order: Order,
+  previous?: Order,
+): OrderProblem | undefined {
+  const spec = market.spec;
+  const mark = market.prices.mark;
+  const isTrigger = order.ordStatus === 'Untriggered';
+  if (isTrigger && mark !== null && triggerSatisfied(order, mark)) {
+    return problem(
+      reject('INVALID_ORDER_PRICE', `trigger price ${formatPrice(order.triggerPrice)} is already reached by the mark ${formatPrice(mark)}`),
+      'PriceBand',
+    );
+  }
+  if (order.postOnly && wouldCross(market, order.side === 'Buy', order.price)) {
+    return problem(reject('INVALID_REQUEST', `post-only order at ${formatPrice(order.price)} would take liquidity`), 'PostOnly');
+  }
+  // Minimum notional (engine-rules 5): at the limit price, or at mark for market-style triggers.
+  const size = sizeOf(account, order.market, order.marginMode);
+  const abs = size < 0n ? -size : size;
+  const leaves = leavesOf(order);
+  const closesWholePosition = order.reduceOnly && (order.managed || leaves === abs);
+  if (!closesWholePosition) {
+    let price = order.price;
+    if (price === 0n) {
+      if (mark === null) {
+        return problem(reject('INVALID_ORDER_PRICE', `no mark price for ${spec.symbol} yet; a market-style trigger order needs one`), 'PriceBand');
+      }
+      price = mark;
+    }
+    if (order.quantity * price < spec.minNotional * notionalScale(spec)) {
+      return problem(
+        reject('ORDER_TOO_SMALL', `notional ${formatCollateral((order.quantity * price) / notionalScale(spec))} is below the minimum ${formatCollateral(spec.minNotional)}`),
+        'OrderTooSmall',
+      );
+    }
+  }
+  if (order.reduceOnly) return undefined;
+  const leverage = leverageOf(account, spec, order.marginMode);
+  if (leverage > spec.maxLeverage) {
+    return problem(
+      reject('MAX_LEVERAGE_EXCEEDED', `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`),
+      'MaxLeverage',
+    );
+  }
+  const signed = order.side === 'Buy' ? leaves : -leaves;
+  const after = size + signed;
+  const increase = (after < 0n ? -after : after) - abs;
+  const previousIncrease =
+    previous === undefined || previous.reduceOnly
+      ? 0n
+      : (() => {
+          const p = size + (previous.side === 'Buy' ? leavesOf(previous) : -leavesOf(previous));
+          const d = (p < 0n ? -p : p) - abs;
+          return d > 0n ? d : 0n;
+        })();
+  if (increase > previousIncrease && market.openInterest + increase > spec.openInterestCap) {
+    return problem(
+      reject('OI_CAP_EXCEEDED', `${spec.symbol} open interest ${formatDecimal(market.openInterest, spec.quantityDecimals)} plus ${formatDecimal(increase, spec.quantityDecimals)} would exceed the cap ${formatDecimal(spec.openInterestCap, spec.quantityDecimals)}`),
+      'OICap',
+    );
+  }
+  if (!ctx.state.settings.marginChecks || isTrigger) return undefined;
+  return checkHold(ctx, account, market, order, previous);
+}
+
+/**
+ * Margin at placement (engine-rules 5): the hold the order adds must fit in the scope's
+ * available-to-open. The order is measured as if it rested at its limit price.
+ */
+export function checkHold(
+  ctx: Ctx,
+  account: Account,
+  market: Market,
+  order: Order,
+  previous?: Order,
+): OrderProblem | undefined {
+  const buy = order.side === 'Buy';
+  const leaves = leavesOf(order);
+  const prevLeaves = previous !== undefined && holdsMargin(previous) ? leavesOf(previous) : 0n;
+  const prevPrice = previous?.price ?? 0n;
+  const qtyDelta = leaves - prevLeaves;
+  const notionalDelta = leaves * order.price - prevLeaves * prevPrice;
+  const before = measureScope(ctx.state, account, order.marginMode, market.spec.id);
+  const after = measureScope(ctx.state, account, order.marginMode, market.spec.id, {
+    market: market.spec.id,
+    sizeDelta: 0n,
+    cashDelta: 0n,
+    buyQtyDelta: buy ? qtyDelta : 0n,
+    buyNotionalDelta: buy ? notionalDelta : 0n,
+    sellQtyDelta: buy ? 0n : qtyDelta,
+    sellNotionalDelta: buy ? 0n : notionalDelta,
+  });
+  if (after.hold <= before.hold || availableToOpen(after) >= 0n) return undefined;
+  const scope = order.marginMode === 'Cross' ? 'cross' : `${market.spec.symbol} isolated`;
+  return problem(
+    reject('INSUFFICIENT_MARGIN', `order needs ${formatCollateral(after.hold - before.hold)} of margin, ${scope} available ${formatCollateral(availableToOpen(before) > 0n ? availableToOpen(before) : 0n)}`),
+    'InsufficientMargin',
+  );
+}

@@ -1,0 +1,63 @@
+/**
+ * Firing untriggered orders when the mark crosses their trigger (engine-rules section 5), and the
+ * time-driven expiry of GTD and DAY orders.
+ *
+ * @module
+ */
+import type { Ctx } from '../engine/context.js';
+import { checkHold } from './rules.js';
+import { sizeOf } from '../margin/scope.js';
+import { firstTimeId } from '../persistent/sorted-set.js';
+import { cancelOrder, endOrder, reducibleBy } from './execution.js';
+import { execute } from './place.js';
+import { marketStyleLimit } from './rules.js';
+import { popFired } from './triggers-index.js';
+
+/** Fires every armed trigger order of a market that `mark` reaches, oldest first. */
+export function fireTriggers(ctx: Ctx, marketId: number, mark: bigint): void {
+  const market = ctx.writableMarket(marketId);
+  const fired = popFired(market, mark);
+  for (const id of fired) fireOrder(ctx, id, mark);
+}
+
+function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
+  if (ctx.order(id) === undefined) return; // ended by an earlier order of this batch
+  const w = ctx.writableOrder(id);
+  w.armed = false;
+  w.ordStatus = 'New';
+  w.updatedTime = ctx.time;
+  const account = ctx.account(w.account)!;
+  const size = sizeOf(account, w.market, w.marginMode);
+  if (w.managed && w.parentCloid === null) w.quantity = w.cumQty + (size < 0n ? -size : size);
+  ctx.report(w.account, { kind: 'OrderTriggered', order: w, markPrice: mark });
+  const order = ctx.order(id)!;
+  if (order.reduceOnly && reducibleBy(ctx, order) === 0n) {
+    cancelOrder(ctx, id, size === 0n ? 'PositionClosed' : 'ReduceOnly');
+    return;
+  }
+  const market = ctx.market(order.market)!;
+  if (!order.reduceOnly && ctx.state.settings.marginChecks) {
+    const problem = checkHold(ctx, account, market, order);
+    if (problem !== undefined) {
+      cancelOrder(ctx, id, 'InsufficientMargin');
+      return;
+    }
+  }
+  const limit = order.price === 0n ? marketStyleLimit(order, mark, market.spec.tickSize) : undefined;
+  execute(ctx, id, limit);
+}
+
+/**
+ * Expires every GTD/DAY order whose expiry is at or before the command time (engine-rules 5:
+ * expiry applies before any command at or after it). Returns whether any expired.
+ */
+export function expireDue(ctx: Ctx): boolean {
+  let any = false;
+  for (;;) {
+    const first = firstTimeId(ctx.state.expiries);
+    if (first === undefined || first[0] > ctx.time) return any;
+    const order = ctx.order(first[1])!;
+    endOrder(ctx, first[1], 'Expired', order.timeInForce === 'DAY' ? 'DAY' : 'GTD');
+    any = true;
+  }
+}

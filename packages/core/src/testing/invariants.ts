@@ -1,0 +1,124 @@
+/**
+ * Invariant checks over a whole engine state, run after every command in tests and simulations:
+ * conservation of collateral, zero-sum positions, an uncrossed and self-consistent book, and
+ * hold totals that match the resting orders.
+ *
+ * @module
+ */
+import { InvariantError } from '../errors.js';
+import type { EngineState, Level, Order } from '../engine/types.js';
+import { holdsMargin } from '../margin/scope.js';
+
+function fail(message: string): never {
+  throw new InvariantError(message);
+}
+
+/** Sum of every pool, the fee pool and the insurance fund, micro-units. */
+export function totalCollateral(state: EngineState): bigint {
+  let total = state.feePool + state.insuranceFund;
+  state.accounts.forEach((a) => {
+    total += a.crossCash;
+    for (const p of a.isolated) total += p.cash;
+  });
+  return total;
+}
+
+/** Throws an `InvariantError` naming the first broken invariant. */
+export function checkInvariants(state: EngineState): void {
+  // I1 conservation, exactly.
+  const total = totalCollateral(state);
+  const expected = state.totalDeposits - state.totalWithdrawals;
+  if (total !== expected) fail(`conservation: pools ${total} != deposits - withdrawals ${expected}`);
+
+  // I3 zero-sum positions and open interest.
+  const sums = new Map<number, bigint>();
+  const longs = new Map<number, bigint>();
+  state.accounts.forEach((a) => {
+    for (const p of a.positions) {
+      if (p.size === 0n) fail(`flat position record kept for ${a.address}`);
+      sums.set(p.market, (sums.get(p.market) ?? 0n) + p.size);
+      if (p.size > 0n) longs.set(p.market, (longs.get(p.market) ?? 0n) + p.size);
+    }
+  });
+  state.markets.forEach((m, id) => {
+    if ((sums.get(id) ?? 0n) !== 0n) fail(`market ${id}: positions sum to ${sums.get(id)}`);
+    if ((longs.get(id) ?? 0n) !== m.openInterest) {
+      fail(`market ${id}: open interest ${m.openInterest} != sum of longs ${longs.get(id) ?? 0n}`);
+    }
+  });
+
+  // I4 book: sorted, uncrossed, levels consistent with the orders in them.
+  const resting = new Set<number>();
+  state.markets.forEach((m, id) => {
+    const check = (levels: Level[], buy: boolean): void => {
+      for (let i = 0; i < levels.length; i++) {
+        const l = levels[i] as Level;
+        if (i > 0) {
+          const prev = (levels[i - 1] as Level).price;
+          if (buy ? prev >= l.price : prev <= l.price) fail(`market ${id}: levels out of order`);
+        }
+        let count = 0;
+        let qty = 0n;
+        for (let j = 0; j < l.ids.length; j++) {
+          const oid = l.ids[j] as number;
+          if (oid === 0) continue;
+          if (j < l.head - l.base) fail(`market ${id}: live order ${oid} before the level head`);
+          const o = state.orders.get(oid);
+          if (o === undefined) fail(`market ${id}: level holds unknown order ${oid}`);
+          if (o.slot !== l.base + j || o.price !== l.price || (o.side === 'Buy') !== buy) {
+            fail(`market ${id}: order ${oid} slot/price/side disagree with its level`);
+          }
+          count++;
+          qty += o.quantity - o.cumQty;
+          resting.add(oid);
+        }
+        if (count === 0) fail(`market ${id}: empty level ${l.price} kept`);
+        if (count !== l.count || qty !== l.quantity) fail(`market ${id}: level ${l.price} totals wrong`);
+      }
+    };
+    check(m.bids, true);
+    check(m.asks, false);
+    const bid = m.bids[m.bids.length - 1];
+    const ask = m.asks[m.asks.length - 1];
+    if (bid !== undefined && ask !== undefined && bid.price >= ask.price) {
+      fail(`market ${id}: crossed book ${bid.price} >= ${ask.price}`);
+    }
+  });
+
+  // I5 working orders: indexed on their account, resting ones on the book, totals match.
+  const totals = new Map<string, { bq: bigint; bn: bigint; sq: bigint; sn: bigint; g: number }>();
+  state.orders.forEach((o: Order, id) => {
+    if (o.cumQty >= o.quantity) fail(`order ${id} working but filled`);
+    if (!state.accounts.get(o.account)?.openOrders.has(id)) fail(`order ${id} missing from its account`);
+    if ((o.slot >= 0) !== resting.has(id)) fail(`order ${id} slot ${o.slot} disagrees with the book`);
+    const key = `${o.account}|${o.market}|${o.marginMode}`;
+    const t = totals.get(key) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, g: 0 };
+    if (holdsMargin(o)) {
+      const leaves = o.quantity - o.cumQty;
+      if (o.side === 'Buy') {
+        t.bq += leaves;
+        t.bn += leaves * o.price;
+      } else {
+        t.sq += leaves;
+        t.sn += leaves * o.price;
+      }
+    }
+    if (o.reduceOnly || o.managed) t.g++;
+    totals.set(key, t);
+  });
+  state.accounts.forEach((a) => {
+    a.openOrders.forEach((_v, id) => {
+      if (state.orders.get(id)?.account !== a.address) fail(`account ${a.address} lists order ${id}`);
+    });
+    for (const t of a.orderTotals) {
+      const want = totals.get(`${a.address}|${t.market}|${t.mode}`) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, g: 0 };
+      if (t.buyQty !== want.bq || t.buyNotional !== want.bn || t.sellQty !== want.sq || t.sellNotional !== want.sn || t.guardedCount !== want.g) {
+        fail(`account ${a.address} totals for ${t.market}/${t.mode} are wrong`);
+      }
+      totals.delete(`${a.address}|${t.market}|${t.mode}`);
+    }
+  });
+  for (const [key, t] of totals) {
+    if (t.bq !== 0n || t.sq !== 0n || t.g !== 0) fail(`totals missing for ${key}`);
+  }
+}
