@@ -5,9 +5,10 @@
  *
  * @module
  */
-import { reject } from '../errors.js';
-import type { Ctx } from '../engine/context.js';
+
 import type { RequestAuth } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
+import { reject } from '../errors.js';
 
 /** The nonce window: a nonce within +-5 minutes (inclusive) of the command time is fresh. */
 export const NONCE_WINDOW_MS = 300_000;
@@ -38,7 +39,10 @@ export function admitRequest(
   if (auth === undefined) return true;
   const now = BigInt(ctx.time);
   if (auth.deadline * 1000n <= now) {
-    const r = reject('INVALID_NONCE', `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`);
+    const r = reject(
+      'INVALID_NONCE',
+      `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`,
+    );
     ctx.fail(r.code, r.message);
     return false;
   }
@@ -60,9 +64,12 @@ export function admitRequest(
 /** Why a nonce is not acceptable now, or `undefined` when it is fresh and unused. */
 export function nonceFailure(ctx: Ctx, wallet: string, nonce: bigint): string | undefined {
   const now = BigInt(ctx.time);
-  if (nonce < now - BigInt(NONCE_WINDOW_MS)) return `too old: nonce ${nonce} is more than 5 minutes before ${ctx.time}`;
-  if (nonce > now + BigInt(NONCE_WINDOW_MS)) return `too far in the future: nonce ${nonce} is more than 5 minutes after ${ctx.time}`;
-  if (ctx.state.nonces.has(nonceKey(wallet, nonce))) return `replayed: nonce ${nonce} was already used by ${wallet}`;
+  if (nonce < now - BigInt(NONCE_WINDOW_MS))
+    return `too old: nonce ${nonce} is more than 5 minutes before ${ctx.time}`;
+  if (nonce > now + BigInt(NONCE_WINDOW_MS))
+    return `too far in the future: nonce ${nonce} is more than 5 minutes after ${ctx.time}`;
+  if (ctx.state.nonces.has(nonceKey(wallet, nonce)))
+    return `replayed: nonce ${nonce} was already used by ${wallet}`;
   return undefined;
 }
 

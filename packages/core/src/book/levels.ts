@@ -49,7 +49,15 @@ export function restOrder(ctx: Ctx, market: Market, order: Order): void {
   let level: Level;
   if (idx < 0) {
     idx = -idx - 1;
-    level = { edit: ctx.edit, price: order.price, ids: [], base: 0, head: 0, count: 0, quantity: 0n };
+    level = {
+      edit: ctx.edit,
+      price: order.price,
+      ids: [],
+      base: 0,
+      head: 0,
+      count: 0,
+      quantity: 0n,
+    };
     levels.splice(idx, 0, level);
   } else {
     level = ctx.writableLevel(market, levels, idx);
@@ -61,8 +69,9 @@ export function restOrder(ctx: Ctx, market: Market, order: Order): void {
 }
 
 /**
- * Takes a writable order off its level on a writable market (cancel, expiry, replace that loses
- * priority). The level's entry is zeroed and skipped later; an emptied level is removed.
+ * Takes an order off its level on a writable market (cancel, expiry, replace that loses
+ * priority). The level's entry is zeroed and skipped later; an emptied level is removed. The
+ * order record is only read: the caller clears its slot if it keeps the order.
  */
 export function unrestOrder(ctx: Ctx, market: Market, order: Order): void {
   const bids = order.side === 'Buy';
@@ -75,7 +84,6 @@ export function unrestOrder(ctx: Ctx, market: Market, order: Order): void {
   level.ids[at] = 0;
   level.count--;
   level.quantity -= leavesOf(order);
-  order.slot = -1;
   if (level.count === 0) levels.splice(idx, 1);
   else compact(level);
 }

@@ -7,7 +7,14 @@
  */
 import type { ErrorCodeValue } from '../errors.js';
 import { type Edit, newEdit } from '../persistent/edit.js';
-import type { EngineEvent, ExecutionReport } from './events.js';
+import {
+  type EngineEvent,
+  type ExecutionReport,
+  type Fill,
+  type OrderReport,
+  type OrderView,
+  viewOf,
+} from './events.js';
 import type { Account, EngineState, Level, MarginMode, Market, Order } from './types.js';
 
 /** A (account, market, mode) scope queued for the order rules that follow a position. */
@@ -34,16 +41,22 @@ export class Ctx {
   events: EngineEvent[];
   /** Time of the current command, ms. */
   time: number;
+  // Per-command scratch; short arrays (usually 0-2 entries) beat Sets and Maps here.
   /** Accounts whose position, margin or balance changed in the current command. */
-  private changed: Set<string> = new Set();
+  private changed: string[] = [];
   /** Markets whose book changed in the current command. */
-  private books: Map<number, Market> = new Map();
+  private books: Market[] = [];
   /** Scopes whose position changed and whose reduce-only and managed orders need a look. */
-  private scopes: Map<string, PendingScope> = new Map();
+  private scopes: PendingScope[] = [];
+  /**
+   * Current version of each account read in this session. Every change of `state.accounts`
+   * goes through this class, so the cache never goes stale; it saves re-hashing addresses.
+   */
+  private readonly accountCache: Map<string, Account> = new Map();
 
   constructor(state: EngineState) {
     this.edit = newEdit();
-    this.state = { ...state, edit: this.edit };
+    this.state = { ...state, edit: this.edit, counters: { ...state.counters } };
     this.events = [];
     this.time = state.time;
   }
@@ -52,9 +65,10 @@ export class Ctx {
   begin(time: number): void {
     this.events = [];
     this.time = time;
-    this.changed.clear();
-    this.books.clear();
-    this.scopes.clear();
+    // Assigning `length` is a slow runtime call even on empty arrays; replace only when used.
+    if (this.changed.length !== 0) this.changed = [];
+    if (this.books.length !== 0) this.books = [];
+    if (this.scopes.length !== 0) this.scopes = [];
   }
 
   /**
@@ -62,64 +76,59 @@ export class Ctx {
    * `accountChanged` per touched account, in first-touch order.
    */
   end(): EngineEvent[] {
-    for (const market of this.books.values()) {
+    for (const market of this.books) {
       this.events.push({ type: 'bookChanged', market: market.spec.id, bookSeq: market.bookSeq });
     }
     for (const account of this.changed) {
       this.events.push({ type: 'accountChanged', account, time: this.time });
     }
-    this.books.clear();
-    this.changed.clear();
+    if (this.books.length !== 0) this.books = [];
+    if (this.changed.length !== 0) this.changed = [];
     return this.events;
   }
 
   /** Records a change of a writable market's book: `bookSeq` rises once per command. */
   bookTouched(market: Market): void {
-    const known = this.books.get(market.spec.id);
-    if (known === market) return;
-    if (known === undefined) market.bookSeq++;
-    this.books.set(market.spec.id, market);
+    if (this.books.includes(market)) return;
+    market.bookSeq++;
+    this.books.push(market);
   }
 
   /** Queues a scope whose position changed, for the reduce-only and managed order rules. */
   positionChanged(account: string, market: number, mode: MarginMode): void {
-    const key = `${account}|${market}|${mode}`;
-    if (!this.scopes.has(key)) this.scopes.set(key, { account, market, mode });
+    for (const s of this.scopes) {
+      if (s.account === account && s.market === market && s.mode === mode) return;
+    }
+    this.scopes.push({ account, market, mode });
   }
 
   /** Takes the queued scopes. */
   takePendingScopes(): PendingScope[] {
-    const out = [...this.scopes.values()];
-    this.scopes.clear();
+    const out = this.scopes;
+    this.scopes = [];
     return out;
   }
 
   /** Marks an account for an account-summary push (spec push triggers only). */
   accountChanged(address: string): void {
-    this.changed.add(address);
+    if (!this.changed.includes(address)) this.changed.push(address);
   }
 
   // ---- ids -------------------------------------------------------------------------------
 
   /** Allocates the next order id. */
   nextOrderId(): number {
-    const c = this.state.counters;
-    this.state.counters = { ...c, order: c.order + 1 };
-    return c.order + 1;
+    return ++this.state.counters.order;
   }
 
   /** Allocates the next trade id. */
   nextTradeId(): number {
-    const c = this.state.counters;
-    this.state.counters = { ...c, trade: c.trade + 1 };
-    return c.trade + 1;
+    return ++this.state.counters.trade;
   }
 
   /** Allocates the next command id. */
   nextCommandId(): number {
-    const c = this.state.counters;
-    this.state.counters = { ...c, command: c.command + 1 };
-    return c.command + 1;
+    return ++this.state.counters.command;
   }
 
   // ---- markets ----------------------------------------------------------------------------
@@ -162,12 +171,16 @@ export class Ctx {
 
   /** An account for reading. */
   account(address: string): Account | undefined {
-    return this.state.accounts.get(address);
+    const cached = this.accountCache.get(address);
+    if (cached !== undefined) return cached;
+    const a = this.state.accounts.get(address);
+    if (a !== undefined) this.accountCache.set(address, a);
+    return a;
   }
 
   /** An account this session may mutate (its small arrays included). */
   writableAccount(address: string): Account {
-    const a = this.state.accounts.get(address);
+    const a = this.account(address);
     if (a === undefined) throw new Error(`unknown account ${address}`);
     if (a.edit === this.edit) return a;
     const w: Account = {
@@ -176,15 +189,17 @@ export class Ctx {
       isolated: a.isolated.slice(),
       positions: a.positions.slice(),
       leverage: a.leverage.slice(),
-      orderTotals: a.orderTotals.slice(),
+      orderTotals: a.orderTotals.map((t) => ({ ...t })),
     };
     this.state.accounts = this.state.accounts.set(this.edit, address, w);
+    this.accountCache.set(address, w);
     return w;
   }
 
   /** Stores a new account. */
   putAccount(account: Account): void {
     this.state.accounts = this.state.accounts.set(this.edit, account.address, account);
+    this.accountCache.set(account.address, account);
   }
 
   // ---- orders -----------------------------------------------------------------------------
@@ -199,7 +214,7 @@ export class Ctx {
     const o = this.state.orders.get(id);
     if (o === undefined) throw new Error(`unknown order ${id}`);
     if (o.edit === this.edit) return o;
-    const w: Order = { ...o, edit: this.edit };
+    const w = copyOrder(o, this.edit);
     this.state.orders = this.state.orders.set(this.edit, id, w);
     return w;
   }
@@ -216,25 +231,57 @@ export class Ctx {
 
   // ---- events -----------------------------------------------------------------------------
 
-  /**
-   * Numbers and emits an execution report for `account`. The order it carries is published:
-   * a later change in this session copies it, so the report keeps showing this moment.
-   */
+  /** Numbers and emits an execution report for `account`; returns its seq. */
   report(account: string, draft: ReportDraft): number {
-    const acct = this.writableAccount(account);
-    const seq = acct.reportSeq + 1;
-    acct.reportSeq = seq;
-    const c = this.state.counters;
-    this.state.counters = { ...c, exec: c.exec + 1 };
-    if ('order' in draft) (draft.order as Order).edit = null;
+    const seq = ++this.writableAccount(account).reportSeq;
+    const execId = ++this.state.counters.exec;
     this.events.push({
       ...draft,
       type: 'executionReport',
       account,
       seq,
-      execId: c.exec + 1,
+      execId,
       time: this.time,
     } as ExecutionReport);
+    return seq;
+  }
+
+  /**
+   * Fast path of {@link report} for order lifecycle reports (one object shape). The report
+   * carries a snapshot of the order as it is now.
+   */
+  orderReport(
+    account: string,
+    kind: OrderReport['kind'],
+    order: Order,
+    fill?: Fill,
+    markPrice?: bigint,
+  ): number {
+    return this.orderReportOf(account, kind, viewOf(order), fill, markPrice);
+  }
+
+  /** Emits an order lifecycle report carrying an existing snapshot. */
+  orderReportOf(
+    account: string,
+    kind: OrderReport['kind'],
+    view: OrderView,
+    fill?: Fill,
+    markPrice?: bigint,
+  ): number {
+    const seq = ++this.writableAccount(account).reportSeq;
+    const execId = ++this.state.counters.exec;
+    const event: OrderReport = {
+      type: 'executionReport',
+      account,
+      seq,
+      execId,
+      time: this.time,
+      kind,
+      order: view,
+      fill,
+      markPrice,
+    };
+    this.events.push(event);
     return seq;
   }
 
@@ -265,4 +312,35 @@ export class Ctx {
       ...(extra.commandId === undefined ? {} : { commandId: extra.commandId }),
     });
   }
+}
+
+/** A copy of an order owned by `edit` (explicit fields: faster than a spread). */
+function copyOrder(o: Order, edit: Edit): Order {
+  return {
+    edit,
+    orderId: o.orderId,
+    account: o.account,
+    market: o.market,
+    side: o.side,
+    orderType: o.orderType,
+    timeInForce: o.timeInForce,
+    marginMode: o.marginMode,
+    reduceOnly: o.reduceOnly,
+    postOnly: o.postOnly,
+    managed: o.managed,
+    parentCloid: o.parentCloid,
+    createdTime: o.createdTime,
+    expireTime: o.expireTime,
+    cloid: o.cloid,
+    price: o.price,
+    triggerPrice: o.triggerPrice,
+    quantity: o.quantity,
+    cumQty: o.cumQty,
+    filledNotional: o.filledNotional,
+    ordStatus: o.ordStatus,
+    reason: o.reason,
+    updatedTime: o.updatedTime,
+    slot: o.slot,
+    armed: o.armed,
+  };
 }

@@ -1,12 +1,43 @@
 /**
  * Events: what a command did. Execution reports go to one account's trading stream; the outcome
  * answers the request that carried the command; the rest feed market data and account pushes.
- * Events reference published records (an order in a report is never changed afterwards).
+ * Events carry immutable snapshots (an order in a report shows that moment, forever).
  *
  * @module
  */
 import type { ErrorCodeValue } from '../errors.js';
 import type { MarginMode, Order, Side } from './types.js';
+
+/** An immutable snapshot of an order at one moment, as reports and outcomes carry it. */
+export type OrderView = Readonly<Omit<Order, 'edit' | 'slot' | 'armed'>>;
+
+/** Takes a snapshot of an order. */
+export function viewOf(o: Order): OrderView {
+  return {
+    orderId: o.orderId,
+    account: o.account,
+    market: o.market,
+    side: o.side,
+    orderType: o.orderType,
+    timeInForce: o.timeInForce,
+    marginMode: o.marginMode,
+    reduceOnly: o.reduceOnly,
+    postOnly: o.postOnly,
+    managed: o.managed,
+    parentCloid: o.parentCloid,
+    createdTime: o.createdTime,
+    expireTime: o.expireTime,
+    cloid: o.cloid,
+    price: o.price,
+    triggerPrice: o.triggerPrice,
+    quantity: o.quantity,
+    cumQty: o.cumQty,
+    filledNotional: o.filledNotional,
+    ordStatus: o.ordStatus,
+    reason: o.reason,
+    updatedTime: o.updatedTime,
+  };
+}
 
 /** Execution report kinds (research 6.4.3, plus `LiquidationClaim`). */
 export type ExecKind =
@@ -70,7 +101,7 @@ export interface OrderReport extends ReportBase {
     | 'OrderFilled'
     | 'OrderCancelled'
     | 'OrderExpired';
-  readonly order: Order;
+  readonly order: OrderView;
   readonly fill?: Fill | undefined;
   /** `OrderTriggered`: the mark price that fired it. */
   readonly markPrice?: bigint | undefined;
@@ -79,7 +110,7 @@ export interface OrderReport extends ReportBase {
 /** A business rejection after signature and nonce checks. */
 export interface OrderRejectedReport extends ReportBase {
   readonly kind: 'OrderRejected';
-  readonly order: Order;
+  readonly order: OrderView;
   readonly code: ErrorCodeValue;
   readonly message: string;
 }
@@ -87,9 +118,13 @@ export interface OrderRejectedReport extends ReportBase {
 /** An accepted amend. */
 export interface OrderReplacedReport extends ReportBase {
   readonly kind: 'OrderReplaced';
-  readonly order: Order;
+  readonly order: OrderView;
   readonly origCloid: string | null;
-  readonly previous: { readonly price: bigint; readonly triggerPrice: bigint; readonly quantity: bigint };
+  readonly previous: {
+    readonly price: bigint;
+    readonly triggerPrice: bigint;
+    readonly quantity: bigint;
+  };
 }
 
 /** Completion of a margin or leverage command. */
@@ -111,7 +146,11 @@ export interface CommandReport extends ReportBase {
 }
 
 /** Every execution report. */
-export type ExecutionReport = OrderReport | OrderRejectedReport | OrderReplacedReport | CommandReport;
+export type ExecutionReport =
+  | OrderReport
+  | OrderRejectedReport
+  | OrderReplacedReport
+  | CommandReport;
 
 /** The answer to the request that carried the command (exactly one per command). */
 export type Outcome =
@@ -132,7 +171,7 @@ export type Outcome =
       readonly type: 'outcome';
       readonly ok: true;
       readonly kind: 'order' | 'cancel' | 'replace';
-      readonly order: Order;
+      readonly order: OrderView;
       readonly origCloid?: string | null | undefined;
       /** Seq of the last report this command produced for the account. */
       readonly seq: number;

@@ -4,6 +4,7 @@
  * @module
  */
 import { PMap } from '../persistent/hamt.js';
+import { IntMap } from '../persistent/int-map.js';
 import { emptyTimeIdSet } from '../persistent/sorted-set.js';
 import type { EngineState, VenueSettings } from './types.js';
 
@@ -14,10 +15,7 @@ export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
 };
 
 /** A new, empty engine state at time `time` (ms). */
-export function createEngineState(
-  settings: Partial<VenueSettings> = {},
-  time = 0,
-): EngineState {
+export function createEngineState(settings: Partial<VenueSettings> = {}, time = 0): EngineState {
   return {
     edit: null,
     time,
@@ -27,12 +25,14 @@ export function createEngineState(
     markets: PMap.empty(),
     symbols: PMap.empty(),
     accounts: PMap.empty(),
-    orders: PMap.empty(),
+    orders: IntMap.empty(),
+    nextOfAccount: IntMap.empty(),
+    prevOfAccount: IntMap.empty(),
     cloids: PMap.empty(),
-    cloidLog: { head: 0, tail: 0, entries: PMap.empty() },
+    cloidLog: { head: 0, tail: 0, entries: IntMap.empty() },
     expiries: emptyTimeIdSet(),
     nonces: PMap.empty(),
-    nonceLog: { head: 0, tail: 0, entries: PMap.empty() },
+    nonceLog: { head: 0, tail: 0, entries: IntMap.empty() },
     pending: PMap.empty(),
     feePool: 0n,
     insuranceFund: 0n,

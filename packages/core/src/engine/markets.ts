@@ -16,7 +16,10 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   const spec = cmd.instrument;
   const bySymbol = ctx.state.symbols.get(spec.symbol);
   if (bySymbol !== undefined && bySymbol !== spec.id) {
-    const r = reject('INVALID_REQUEST', `symbol ${spec.symbol} already belongs to market ${bySymbol}`);
+    const r = reject(
+      'INVALID_REQUEST',
+      `symbol ${spec.symbol} already belongs to market ${bySymbol}`,
+    );
     return ctx.fail(r.code, r.message);
   }
   const existing = ctx.market(spec.id);
@@ -47,12 +50,23 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   } else {
     const old = existing.spec;
     if (old.symbol !== spec.symbol || old.quantityDecimals !== spec.quantityDecimals) {
-      const r = reject('INVALID_REQUEST', 'symbol and quantityDecimals of a listed market cannot change');
+      const r = reject(
+        'INVALID_REQUEST',
+        'symbol and quantityDecimals of a listed market cannot change',
+      );
       return ctx.fail(r.code, r.message);
     }
-    const hasOrders = existing.bids.length + existing.asks.length + existing.triggersAbove.length + existing.triggersBelow.length > 0;
+    const hasOrders =
+      existing.bids.length +
+        existing.asks.length +
+        existing.triggersAbove.length +
+        existing.triggersBelow.length >
+      0;
     if (hasOrders && (old.tickSize !== spec.tickSize || old.lotSize !== spec.lotSize)) {
-      const r = reject('INVALID_REQUEST', 'tick and lot size cannot change while orders are working');
+      const r = reject(
+        'INVALID_REQUEST',
+        'tick and lot size cannot change while orders are working',
+      );
       return ctx.fail(r.code, r.message);
     }
     ctx.writableMarket(spec.id).spec = spec;

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { InvariantError } from '../errors.js';
+
 import { pruneNonces } from '../access/admission.js';
+import { InvariantError } from '../errors.js';
 import {
   deposit,
   openAccount,
@@ -16,10 +17,10 @@ import {
   withdraw,
 } from '../margin/commands.js';
 import { cancelAllCommand, cancelOrderCommand } from '../orders/cancel.js';
+import { pruneCloids } from '../orders/cloids.js';
 import { placeOrder } from '../orders/place.js';
 import { replaceOrderCommand } from '../orders/replace.js';
 import { expireDue } from '../orders/trigger.js';
-import { pruneCloids } from '../orders/cloids.js';
 import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
@@ -89,7 +90,9 @@ function outcomeOf(events: readonly EngineEvent[]): Outcome | undefined {
  */
 function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[] } {
   if (!Number.isSafeInteger(cmd.time) || cmd.time < ctx.state.time) {
-    throw new InvariantError(`command time ${cmd.time} is before the engine time ${ctx.state.time}`);
+    throw new InvariantError(
+      `command time ${cmd.time} is before the engine time ${ctx.state.time}`,
+    );
   }
   ctx.begin(cmd.time);
   // Time-driven work first: expiry applies before any command at or after it.

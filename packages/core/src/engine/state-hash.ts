@@ -9,6 +9,7 @@
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { PMap } from '../persistent/hamt.js';
+import { IntMap } from '../persistent/int-map.js';
 import { isTimeIdSet, timeIdEntries } from '../persistent/sorted-set.js';
 import type { EngineState } from './types.js';
 
@@ -51,6 +52,15 @@ function write(out: string[], value: unknown): void {
       write(out, v);
     });
     out.push('}');
+    return;
+  }
+  if (value instanceof IntMap) {
+    out.push(`#${value.size}:`);
+    value.forEach((v, k) => {
+      out.push(`${k}=`);
+      write(out, v);
+    });
+    out.push('#');
     return;
   }
   if (isTimeIdSet(value)) {

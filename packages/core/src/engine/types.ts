@@ -8,6 +8,7 @@
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit, Owned } from '../persistent/edit.js';
 import type { PMap } from '../persistent/hamt.js';
+import type { IntMap } from '../persistent/int-map.js';
 import type { TimeIdSet } from '../persistent/sorted-set.js';
 
 /** Order side. */
@@ -149,18 +150,21 @@ export interface Position {
   readonly fundingSinceOpen: bigint;
 }
 
-/** Resting-order totals of one (market, mode) scope, the input to order holds. */
+/**
+ * Resting-order totals of one (market, mode) scope, the input to order holds. Owned by its
+ * account: copied with it and changed in place.
+ */
 export interface OrderTotals {
   readonly market: number;
   readonly mode: MarginMode;
   /** Leaves quantity of resting buy orders that are not reduce-only. */
-  readonly buyQty: bigint;
+  buyQty: bigint;
   /** Sum of leaves x price over those orders (raw x raw). */
-  readonly buyNotional: bigint;
-  readonly sellQty: bigint;
-  readonly sellNotional: bigint;
+  buyNotional: bigint;
+  sellQty: bigint;
+  sellNotional: bigint;
   /** Working reduce-only and managed orders of the scope (they follow the position). */
-  readonly guardedCount: number;
+  guardedCount: number;
 }
 
 /** A leverage setting away from the instrument default. */
@@ -191,8 +195,11 @@ export interface Account extends Owned {
   positions: Position[];
   leverage: LeverageSetting[];
   orderTotals: OrderTotals[];
-  /** Ids of the account's working orders. */
-  openOrders: PMap<number, true>;
+  /** First and last of the account's working orders (a list threaded through the orders). */
+  firstOrder: number;
+  lastOrder: number;
+  /** Number of working orders. */
+  orderCount: number;
   /** Reserved margin of pending liquidation-auction claims, micro-units. */
   claimReserve: bigint;
 }
@@ -213,10 +220,10 @@ export interface VenueSettings {
 
 /** Monotonic id counters. Ids are JSON-safe integers (below 2^53). */
 export interface Counters {
-  readonly order: number;
-  readonly trade: number;
-  readonly exec: number;
-  readonly command: number;
+  order: number;
+  trade: number;
+  exec: number;
+  command: number;
 }
 
 /** The whole engine state. Treat as immutable: only `reduce` produces new versions. */
@@ -234,17 +241,24 @@ export interface EngineState {
   symbols: PMap<string, number>;
   accounts: PMap<string, Account>;
   /** Working orders by id. */
-  orders: PMap<number, Order>;
+  orders: IntMap<Order>;
+  /**
+   * Each account lists its working orders oldest first, as a list threaded through these two
+   * maps (order id -> next / previous order id of the same account, 0 at the ends). Kept apart
+   * from the order records so linking never copies an order.
+   */
+  nextOfAccount: IntMap<number>;
+  prevOfAccount: IntMap<number>;
   /** `${account}|${cloid}` -> entry. */
   cloids: PMap<string, CloidEntry>;
   /** Cloid registrations in acceptance order, for pruning after the retention time. */
-  cloidLog: { readonly head: number; readonly tail: number; readonly entries: PMap<number, string> };
+  cloidLog: { readonly head: number; readonly tail: number; readonly entries: IntMap<string> };
   /** GTD/DAY expiries, ascending by (expireTime, orderId). */
   expiries: TimeIdSet;
   /** Consumed wallet nonces `${wallet}|${nonce}` -> arrival time, kept while replayable. */
   nonces: PMap<string, number>;
   /** Consumed nonces in arrival order, for pruning. */
-  nonceLog: { readonly head: number; readonly tail: number; readonly entries: PMap<number, string> };
+  nonceLog: { readonly head: number; readonly tail: number; readonly entries: IntMap<string> };
   /** Deposits and withdrawals waiting for the chain adapter, by command id. */
   pending: PMap<number, PendingChainCommand>;
   /** Fees collected, micro-units. */

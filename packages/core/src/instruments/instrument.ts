@@ -133,7 +133,8 @@ function parseField(
   const value = text ?? fallback;
   if (typeof value !== 'string') throw new SettingsError(`${name} must be a decimal string`);
   const parsed = parseDecimal(value, decimals, allowNegative);
-  if (!parsed.ok) throw new SettingsError(`${name} ${describe(parsed.error, decimals)}: "${value}"`);
+  if (!parsed.ok)
+    throw new SettingsError(`${name} ${describe(parsed.error, decimals)}: "${value}"`);
   return parsed.value;
 }
 

@@ -18,7 +18,6 @@ import type {
 import type { Ctx } from '../engine/context.js';
 import type { Account, MarginMode } from '../engine/types.js';
 import { ErrorCode, type ErrorName, reject } from '../errors.js';
-import { PMap } from '../persistent/hamt.js';
 import { formatCollateral } from '../units/decimal.js';
 import {
   availableToOpen,
@@ -43,7 +42,9 @@ export function newAccount(ctx: Ctx, address: string): Account {
     positions: [],
     leverage: [],
     orderTotals: [],
-    openOrders: PMap.empty(),
+    firstOrder: 0,
+    lastOrder: 0,
+    orderCount: 0,
     claimReserve: 0n,
   };
 }
@@ -87,7 +88,12 @@ function submitted(ctx: Ctx, commandId: number): void {
 }
 
 /** What may leave a scope without trading: cross withdrawable or isolated transferable. */
-export function freeCollateral(ctx: Ctx, account: Account, mode: MarginMode, market: number): bigint {
+export function freeCollateral(
+  ctx: Ctx,
+  account: Account,
+  mode: MarginMode,
+  market: number,
+): bigint {
   const m = measureScope(ctx.state, account, mode, market);
   const free = transferableOf(m) - (mode === 'Cross' ? account.claimReserve : 0n);
   return free > 0n ? free : 0n;
@@ -103,7 +109,8 @@ export function deposit(ctx: Ctx, cmd: DepositCommand): void {
   const bad = targetProblem(ctx, cmd.target);
   if (bad !== undefined) return fail(ctx, 'INVALID_REQUEST', bad);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
-  if (!ADDRESS_RE.test(cmd.account)) return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
+  if (!ADDRESS_RE.test(cmd.account))
+    return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin')) return;
   ensureAccount(ctx, cmd.account);
   const commandId = ctx.nextCommandId();
@@ -132,7 +139,11 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, mode, market);
   if (cmd.amount > free) {
     const what = mode === 'Cross' ? 'withdrawable' : 'transferable';
-    return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', `amount ${formatCollateral(cmd.amount)} exceeds ${what} ${formatCollateral(free)}`);
+    return rejectCommand(
+      ctx,
+      'INSUFFICIENT_MARGIN',
+      `amount ${formatCollateral(cmd.amount)} exceeds ${what} ${formatCollateral(free)}`,
+    );
   }
   const commandId = ctx.nextCommandId();
   credit(ctx.writableAccount(cmd.account), mode, market, -cmd.amount);
@@ -176,7 +187,10 @@ export function settle(ctx: Ctx, cmd: SettlementCommand): void {
     ...(cmd.txHash === undefined ? {} : { txHash: cmd.txHash }),
     ...(cmd.success
       ? {}
-      : { code: ErrorCode.EXCHANGE_ERROR, message: `chain refused the ${kind}: ${cmd.reason ?? 'unknown reason'}` }),
+      : {
+          code: ErrorCode.EXCHANGE_ERROR,
+          message: `chain refused the ${kind}: ${cmd.reason ?? 'unknown reason'}`,
+        }),
   });
   ctx.accountChanged(p.account);
   ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
@@ -184,7 +198,8 @@ export function settle(ctx: Ctx, cmd: SettlementCommand): void {
 
 /** Handles `transferMargin` between the cross pool and one market's isolated pool. */
 export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
-  if (ctx.market(cmd.market) === undefined) return fail(ctx, 'INVALID_REQUEST', `unknown market ${cmd.market}`);
+  if (ctx.market(cmd.market) === undefined)
+    return fail(ctx, 'INVALID_REQUEST', `unknown market ${cmd.market}`);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
   if (ctx.account(cmd.account) === undefined) {
     return fail(ctx, 'ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
@@ -195,7 +210,11 @@ export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, source, cmd.market);
   if (cmd.amount > free) {
     const what = fromCross ? 'cross withdrawable' : 'isolated transferable';
-    return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', `amount ${formatCollateral(cmd.amount)} exceeds ${what} ${formatCollateral(free)}`);
+    return rejectCommand(
+      ctx,
+      'INSUFFICIENT_MARGIN',
+      `amount ${formatCollateral(cmd.amount)} exceeds ${what} ${formatCollateral(free)}`,
+    );
   }
   const commandId = ctx.nextCommandId();
   const account = ctx.writableAccount(cmd.account);
@@ -225,7 +244,11 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
   ensureAccount(ctx, cmd.account);
   const spec = market.spec;
   if (cmd.leverage > spec.maxLeverage) {
-    return rejectCommand(ctx, 'MAX_LEVERAGE_EXCEEDED', `leverage ${cmd.leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`);
+    return rejectCommand(
+      ctx,
+      'MAX_LEVERAGE_EXCEEDED',
+      `leverage ${cmd.leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
+    );
   }
   const account = ctx.account(cmd.account)!;
   const previous = leverageOf(account, spec, cmd.mode);
@@ -239,7 +262,11 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
     };
     const after = measureScope(ctx.state, trial, cmd.mode, cmd.market);
     if (availableToOpen(after) < 0n) {
-      return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', `lowering ${spec.symbol} ${cmd.mode} leverage to ${cmd.leverage / 100}x needs ${formatCollateral(-availableToOpen(after))} more margin`);
+      return rejectCommand(
+        ctx,
+        'INSUFFICIENT_MARGIN',
+        `lowering ${spec.symbol} ${cmd.mode} leverage to ${cmd.leverage / 100}x needs ${formatCollateral(-availableToOpen(after))} more margin`,
+      );
     }
   }
   const commandId = ctx.nextCommandId();

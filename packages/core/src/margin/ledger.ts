@@ -5,9 +5,10 @@
  *
  * @module
  */
+
+import type { Account, MarginMode, Market, Position } from '../engine/types.js';
 import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
 import { divCeil, divFloor, divHalfEven } from '../units/rounding.js';
-import type { Account, MarginMode, Market, Position } from '../engine/types.js';
 import { findScope, isolatedCash, setIsolatedCash } from './scope.js';
 
 /** The cash leg of a fill: `|q| x p` in micro-units, rounded half-even (engine-rules section 1). */
@@ -57,7 +58,7 @@ export function applyFillLeg(
   const absQty = signedQty < 0n ? -signedQty : signedQty;
   let realized = 0n;
   let next: Position | undefined;
-  if (before === 0n || (before > 0n) === (signedQty > 0n)) {
+  if (before === 0n || before > 0n === signedQty > 0n) {
     // Opening or increasing.
     next = {
       market: spec.id,
@@ -81,7 +82,7 @@ export function applyFillLeg(
     );
     if (after === 0n) {
       next = undefined;
-    } else if ((after > 0n) === (before > 0n)) {
+    } else if (after > 0n === before > 0n) {
       next = { ...p, size: after, realizedPnl: p.realizedPnl + realized };
     } else {
       const opened = absQty - absBefore;

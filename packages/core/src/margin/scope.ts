@@ -8,8 +8,7 @@
  *
  * @module
  */
-import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
-import { divCeil, divFloor } from '../units/rounding.js';
+
 import type {
   Account,
   EngineState,
@@ -20,6 +19,8 @@ import type {
   OrderTotals,
   Position,
 } from '../engine/types.js';
+import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
+import { divCeil, divFloor } from '../units/rounding.js';
 
 /** Index of a (market, mode) pair in an account's small arrays, or -1. */
 export function findScope<T extends { market: number; mode: MarginMode }>(
@@ -35,7 +36,11 @@ export function findScope<T extends { market: number; mode: MarginMode }>(
 }
 
 /** The account's position in (market, mode), or `undefined` when flat and never opened. */
-export function positionOf(account: Account, market: number, mode: MarginMode): Position | undefined {
+export function positionOf(
+  account: Account,
+  market: number,
+  mode: MarginMode,
+): Position | undefined {
   const i = findScope(account.positions, market, mode);
   return i < 0 ? undefined : account.positions[i];
 }
@@ -65,7 +70,15 @@ export function totalsOf(account: Account, market: number, mode: MarginMode): Or
 
 /** Totals with nothing resting. */
 export function zeroTotals(market: number, mode: MarginMode): OrderTotals {
-  return { market, mode, buyQty: 0n, buyNotional: 0n, sellQty: 0n, sellNotional: 0n, guardedCount: 0 };
+  return {
+    market,
+    mode,
+    buyQty: 0n,
+    buyNotional: 0n,
+    sellQty: 0n,
+    sellNotional: 0n,
+    guardedCount: 0,
+  };
 }
 
 /** The price positions are valued at: the mark, else the last trade; `null` before either. */
@@ -79,7 +92,12 @@ export function positionValueFloor(spec: Instrument, size: bigint, mark: bigint)
 }
 
 /** Initial margin `|s| x M / L`, micro-units, rounded up. */
-export function initialMargin(spec: Instrument, size: bigint, mark: bigint, leverage: number): bigint {
+export function initialMargin(
+  spec: Instrument,
+  size: bigint,
+  mark: bigint,
+  leverage: number,
+): bigint {
   const abs = size < 0n ? -size : size;
   return divCeil(abs * mark * 100n, notionalScale(spec) * BigInt(leverage));
 }
@@ -128,15 +146,23 @@ export function sideHoldNotional(
   if (k <= 0n) return 0n;
   // Partly reducing: each order increases by min(its leaves, k).
   let held = 0n;
-  account.openOrders.forEach((_v, id) => {
-    const o = state.orders.get(id);
-    if (o === undefined || !holdsMargin(o)) return;
-    if (o.market !== totals.market || o.marginMode !== totals.mode) return;
-    if ((o.side === 'Buy') !== buy) return;
+  for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
+    const o = state.orders.get(id)!;
+    if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
+    if ((o.side === 'Buy') !== buy) continue;
     const leaves = o.quantity - o.cumQty;
     held += (leaves < k ? leaves : k) * o.price;
-  });
+  }
   return held;
+}
+
+/** The account's working orders, oldest first. */
+export function accountOrders(state: EngineState, account: Account): Order[] {
+  const out: Order[] = [];
+  for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
+    out.push(state.orders.get(id)!);
+  }
+  return out;
 }
 
 /** Whether an order counts in resting-order totals: it rests on the book and may increase. */
@@ -224,7 +250,14 @@ export function measureScope(
     if (isChanged) seenChange = true;
     const m = state.markets.get(t.market)!;
     const size = isChanged ? change!.sizeDelta : 0n;
-    const r = scopePart(state, account, m, mode, size, applyTotals(t, isChanged ? change : undefined));
+    const r = scopePart(
+      state,
+      account,
+      m,
+      mode,
+      size,
+      applyTotals(t, isChanged ? change : undefined),
+    );
     equity += r.value;
     im += r.im;
     mm += r.mm;

@@ -8,9 +8,10 @@ import { admitRequest } from '../access/admission.js';
 import type { CancelAllCommand, CancelOrderCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import { reject } from '../errors.js';
+import { accountOrders } from '../margin/scope.js';
+import { cloidKey } from './cloids.js';
 import { cancelOrder } from './execution.js';
 import { latestOrder } from './place.js';
-import { cloidKey } from './cloids.js';
 
 /** Finds a working order of `account` in `market` by id or by cloid. */
 export function findWorkingOrder(
@@ -53,7 +54,10 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
   const id = findWorkingOrder(ctx, cmd.account, cmd.market, cmd.orderId, cmd.cloid);
   if (id === undefined) {
     const target = cmd.orderId !== 0n ? `order ${cmd.orderId}` : `cloid ${cmd.cloid}`;
-    const r = reject('ORDER_NOT_FOUND', `${target} is not working (filled, cancelled, expired or unknown)`);
+    const r = reject(
+      'ORDER_NOT_FOUND',
+      `${target} is not working (filled, cancelled, expired or unknown)`,
+    );
     return ctx.fail(r.code, r.message, {
       nonceConsumed: true,
       ...(cmd.orderId !== 0n && cmd.orderId <= BigInt(Number.MAX_SAFE_INTEGER)
@@ -78,10 +82,9 @@ export function cancelAllCommand(ctx: Ctx, cmd: CancelAllCommand): void {
     return ctx.fail(r.code, r.message);
   }
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'cancel')) return;
-  const ids = account.openOrders
-    .keys()
-    .filter((id) => cmd.market === 0 || ctx.order(id)?.market === cmd.market)
-    .sort((a, b) => a - b);
+  const ids = accountOrders(ctx.state, account)
+    .filter((o) => cmd.market === 0 || o.market === cmd.market)
+    .map((o) => o.orderId);
   let cancelled = 0;
   for (const id of ids) {
     // An earlier cancel may have ended a dependent order (ParentCancelled).

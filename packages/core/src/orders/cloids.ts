@@ -31,7 +31,9 @@ export function cloidHolder(ctx: Ctx, account: string, cloid: string): number | 
   if (entry === undefined) return undefined;
   const order = ctx.order(entry.orderId);
   if (order !== undefined && order.cloid === cloid) return entry.orderId;
-  return entry.acceptedTime + ctx.state.settings.cloidRetentionMs > ctx.time ? entry.orderId : undefined;
+  return entry.acceptedTime + ctx.state.settings.cloidRetentionMs > ctx.time
+    ? entry.orderId
+    : undefined;
 }
 
 /** Releases the cloid of an order that ended after its retention time already ran out. */

@@ -10,10 +10,11 @@
  */
 import { compact, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
-import type { Fill } from '../engine/events.js';
+import { type Fill, type OrderView, viewOf } from '../engine/events.js';
 import type { Account, Level, Market, Order, OrderTotals } from '../engine/types.js';
 import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
+  accountOrders,
   availableToOpen,
   findScope,
   holdsMargin,
@@ -60,35 +61,67 @@ function pruneTotals(account: Account, index: number): void {
   }
 }
 
-/** Adds (negative `qty`: removes) resting quantity of `order` to its scope's hold totals. */
+/**
+ * Adds (negative `qty`: removes) resting quantity of `order` to its scope's hold totals.
+ * `account` must be writable (its totals are copied with it).
+ */
 export function adjustTotals(account: Account, order: Order, qty: bigint): void {
   if (qty === 0n) return;
   const index = totalsIndex(account, order);
   const t = account.orderTotals[index] as OrderTotals;
-  const notional = qty * order.price;
-  account.orderTotals[index] =
-    order.side === 'Buy'
-      ? { ...t, buyQty: t.buyQty + qty, buyNotional: t.buyNotional + notional }
-      : { ...t, sellQty: t.sellQty + qty, sellNotional: t.sellNotional + notional };
+  if (order.side === 'Buy') {
+    t.buyQty += qty;
+    t.buyNotional += qty * order.price;
+  } else {
+    t.sellQty += qty;
+    t.sellNotional += qty * order.price;
+  }
   pruneTotals(account, index);
 }
 
 function adjustGuarded(account: Account, order: Order, delta: number): void {
   if (!order.reduceOnly && !order.managed) return;
   const index = totalsIndex(account, order);
-  const t = account.orderTotals[index] as OrderTotals;
-  account.orderTotals[index] = { ...t, guardedCount: t.guardedCount + delta };
+  (account.orderTotals[index] as OrderTotals).guardedCount += delta;
   pruneTotals(account, index);
+}
+
+/** Whether a scope has working reduce-only or managed orders (they follow the position). */
+function hasGuarded(account: Account, market: number, mode: Order['marginMode']): boolean {
+  const i = findScope(account.orderTotals, market, mode);
+  return i >= 0 && (account.orderTotals[i] as OrderTotals).guardedCount > 0;
 }
 
 // ---- lifecycle ----------------------------------------------------------------------------
 
 /** Stores a freshly accepted order as working and indexes it on its account. */
 export function registerOrder(ctx: Ctx, order: Order): void {
-  ctx.putOrder(order);
   const account = ctx.writableAccount(order.account);
-  account.openOrders = account.openOrders.set(ctx.edit, order.orderId, true);
+  const s = ctx.state;
+  const id = order.orderId;
+  ctx.putOrder(order);
+  s.prevOfAccount = s.prevOfAccount.set(ctx.edit, id, account.lastOrder);
+  s.nextOfAccount = s.nextOfAccount.set(ctx.edit, id, 0);
+  if (account.lastOrder !== 0)
+    s.nextOfAccount = s.nextOfAccount.set(ctx.edit, account.lastOrder, id);
+  else account.firstOrder = id;
+  account.lastOrder = id;
+  account.orderCount++;
   adjustGuarded(account, order, 1);
+}
+
+/** Takes a working order out of its writable account's list. */
+function unlinkFromAccount(ctx: Ctx, account: Account, id: number): void {
+  const s = ctx.state;
+  const prev = s.prevOfAccount.get(id)!;
+  const next = s.nextOfAccount.get(id)!;
+  if (prev !== 0) s.nextOfAccount = s.nextOfAccount.set(ctx.edit, prev, next);
+  else account.firstOrder = next;
+  if (next !== 0) s.prevOfAccount = s.prevOfAccount.set(ctx.edit, next, prev);
+  else account.lastOrder = prev;
+  s.prevOfAccount = s.prevOfAccount.delete(ctx.edit, id);
+  s.nextOfAccount = s.nextOfAccount.delete(ctx.edit, id);
+  account.orderCount--;
 }
 
 /** Puts a working, writable order at the back of its level and into its hold totals. */
@@ -100,25 +133,32 @@ export function rest(ctx: Ctx, market: Market, order: Order): void {
 
 /** Takes a resting, writable order off the book and out of its hold totals. */
 export function unrest(ctx: Ctx, market: Market, order: Order): void {
+  takeOffBook(ctx, market, order);
+  order.slot = -1;
+}
+
+/** Removes a resting order's level entry and hold; leaves the (possibly shared) record alone. */
+function takeOffBook(ctx: Ctx, market: Market, order: Order): void {
   if (holdsMargin(order)) adjustTotals(ctx.writableAccount(order.account), order, -leavesOf(order));
   unrestOrder(ctx, market, order);
   ctx.bookTouched(market);
 }
 
 /**
- * Removes a working order from every index (book, triggers, expiries, its account's working set)
- * and from the working orders; returns a writable copy for the final report.
+ * Removes a working order from every index (book, triggers, expiries, its account's list) and
+ * from the working orders. Returns the record as it was, unchanged: it may be shared with an
+ * older state, so the final report is built from it without writing to it.
  */
 function retire(ctx: Ctx, orderId: number): Order {
-  const order = ctx.writableOrder(orderId);
+  const order = ctx.order(orderId)!;
   const market = ctx.writableMarket(order.market);
-  if (order.slot >= 0) unrest(ctx, market, order);
+  if (order.slot >= 0) takeOffBook(ctx, market, order);
   if (order.ordStatus === 'Untriggered' && order.armed) removeTrigger(ctx, market, order);
   if (order.expireTime !== null) {
     ctx.state.expiries = removeTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
   }
   const account = ctx.writableAccount(order.account);
-  account.openOrders = account.openOrders.delete(ctx.edit, orderId);
+  unlinkFromAccount(ctx, account, orderId);
   adjustGuarded(account, order, -1);
   ctx.deleteOrder(orderId);
   releaseCloidOnEnd(ctx, order);
@@ -133,14 +173,13 @@ export function endOrder(
   reason: EndReason,
 ): number {
   const order = retire(ctx, orderId);
-  order.ordStatus = status;
-  order.reason = reason;
-  order.updatedTime = ctx.time;
-  const seq = ctx.report(order.account, {
-    kind: status === 'Expired' ? 'OrderExpired' : 'OrderCancelled',
-    order,
-  });
-  afterOrderEnded(ctx, order);
+  const view: OrderView = { ...viewOf(order), ordStatus: status, reason, updatedTime: ctx.time };
+  const seq = ctx.orderReportOf(
+    order.account,
+    status === 'Expired' ? 'OrderExpired' : 'OrderCancelled',
+    view,
+  );
+  afterOrderEnded(ctx, view);
   return seq;
 }
 
@@ -153,16 +192,15 @@ export function cancelOrder(ctx: Ctx, orderId: number, reason: EndReason): numbe
  * Follow-ups of an order that ended: managed children of an entry order that never filled are
  * cancelled (ParentCancelled); a filled managed TP/SL cancels its sibling (SiblingFilled).
  */
-function afterOrderEnded(ctx: Ctx, order: Order): void {
+function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   const account = ctx.account(order.account);
   if (account === undefined) return;
   const t = account.orderTotals[findScope(account.orderTotals, order.market, order.marginMode)];
   if (t === undefined || t.guardedCount === 0) return;
   const related: number[] = [];
-  account.openOrders.forEach((_v, id) => {
-    const o = ctx.order(id);
-    if (o === undefined || !o.managed || o.market !== order.market) return;
-    if (o.marginMode !== order.marginMode) return;
+  for (const o of accountOrders(ctx.state, account)) {
+    const id = o.orderId;
+    if (!o.managed || o.market !== order.market || o.marginMode !== order.marginMode) continue;
     if (order.cloid !== null && o.parentCloid === order.cloid && order.cumQty === 0n) {
       related.push(id);
     } else if (
@@ -173,8 +211,7 @@ function afterOrderEnded(ctx: Ctx, order: Order): void {
     ) {
       related.push(id);
     }
-  });
-  related.sort((a, b) => a - b);
+  }
   for (const id of related) {
     if (ctx.order(id) === undefined) continue;
     cancelOrder(ctx, id, order.ordStatus === 'Filled' ? 'SiblingFilled' : 'ParentCancelled');
@@ -379,9 +416,27 @@ function settleFill(
 
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;
-  const makerLeg = applyFillLeg(makerAccount, market, maker.marginMode, makerSigned, price, quote, makerFee, ctx.time);
+  const makerLeg = applyFillLeg(
+    makerAccount,
+    market,
+    maker.marginMode,
+    makerSigned,
+    price,
+    quote,
+    makerFee,
+    ctx.time,
+  );
   const takerAccount = ctx.writableAccount(taker.account);
-  const takerLeg = applyFillLeg(takerAccount, market, taker.marginMode, -makerSigned, price, quote, takerFee, ctx.time);
+  const takerLeg = applyFillLeg(
+    takerAccount,
+    market,
+    taker.marginMode,
+    -makerSigned,
+    price,
+    quote,
+    takerFee,
+    ctx.time,
+  );
   market.prices = { ...market.prices, lastTrade: price };
 
   level.quantity -= qty;
@@ -403,23 +458,37 @@ function settleFill(
   taker.ordStatus = takerDone ? 'Filled' : 'PartiallyFilled';
   ctx.bookTouched(market);
 
-  ctx.report(maker.account, {
-    kind: makerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
-    order: maker,
-    fill: makeFill(tradeId, spec.id, maker, qty, price, quote, makerLeg, makerFee, 'Maker', ctx.time),
+  ctx.orderReport(
+    maker.account,
+    makerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
+    maker,
+    makeFill(tradeId, spec.id, maker, qty, price, quote, makerLeg, makerFee, 'Maker', ctx.time),
+  );
+  ctx.orderReport(
+    taker.account,
+    takerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
+    taker,
+    makeFill(tradeId, spec.id, taker, qty, price, quote, takerLeg, takerFee, 'Taker', ctx.time),
+  );
+  ctx.emit({
+    type: 'trade',
+    market: spec.id,
+    tradeId,
+    price,
+    quantity: qty,
+    takerSide: taker.side,
+    time: ctx.time,
   });
-  ctx.report(taker.account, {
-    kind: takerDone ? 'OrderFilled' : 'OrderPartiallyFilled',
-    order: taker,
-    fill: makeFill(tradeId, spec.id, taker, qty, price, quote, takerLeg, takerFee, 'Taker', ctx.time),
-  });
-  ctx.emit({ type: 'trade', market: spec.id, tradeId, price, quantity: qty, takerSide: taker.side, time: ctx.time });
   if (makerDone) afterOrderEnded(ctx, retire(ctx, makerId));
   if (takerDone) afterOrderEnded(ctx, retire(ctx, takerId));
   activateChildren(ctx, maker);
   activateChildren(ctx, taker);
   ctx.accountChanged(maker.account);
   ctx.accountChanged(taker.account);
-  ctx.positionChanged(maker.account, spec.id, maker.marginMode);
-  ctx.positionChanged(taker.account, spec.id, taker.marginMode);
+  if (hasGuarded(makerAccount, spec.id, maker.marginMode)) {
+    ctx.positionChanged(maker.account, spec.id, maker.marginMode);
+  }
+  if (hasGuarded(ctx.account(taker.account)!, spec.id, taker.marginMode)) {
+    ctx.positionChanged(taker.account, spec.id, taker.marginMode);
+  }
 }

@@ -8,7 +8,7 @@
  */
 import type { Ctx, PendingScope } from '../engine/context.js';
 import type { Order } from '../engine/types.js';
-import { findScope, sizeOf } from '../margin/scope.js';
+import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
 import { cancelOrder } from './execution.js';
 import { addTrigger } from './triggers-index.js';
 
@@ -18,13 +18,9 @@ export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
   if (account === undefined) return [];
   const t = account.orderTotals[findScope(account.orderTotals, scope.market, scope.mode)];
   if (t === undefined || t.guardedCount === 0) return [];
-  const out: Order[] = [];
-  account.openOrders.forEach((_v, id) => {
-    const o = ctx.order(id);
-    if (o === undefined || o.market !== scope.market || o.marginMode !== scope.mode) return;
-    if (o.reduceOnly || o.managed) out.push(o);
-  });
-  return out.sort((a, b) => a.orderId - b.orderId);
+  return accountOrders(ctx.state, account).filter(
+    (o) => o.market === scope.market && o.marginMode === scope.mode && (o.reduceOnly || o.managed),
+  );
 }
 
 /**
@@ -63,7 +59,7 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
         cancelOrder(ctx, o.orderId, 'PositionClosed');
         continue;
       }
-      const sameSide = (size > 0n) === (o.side === 'Buy');
+      const sameSide = size > 0n === (o.side === 'Buy');
       if (sameSide) {
         cancelOrder(ctx, o.orderId, o.managed ? 'PositionClosed' : 'ReduceOnly');
         continue;

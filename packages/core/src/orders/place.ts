@@ -4,14 +4,17 @@
  *
  * @module
  */
-import { leavesOf } from '../book/levels.js';
-import type { Ctx } from '../engine/context.js';
-import type { PlaceOrderCommand } from '../engine/commands.js';
-import type { Order } from '../engine/types.js';
+
 import { admitRequest } from '../access/admission.js';
+import { leavesOf } from '../book/levels.js';
+import type { PlaceOrderCommand } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
+import { type OrderView, viewOf } from '../engine/events.js';
+import type { Order } from '../engine/types.js';
 import { reject } from '../errors.js';
-import { addTimeId } from '../persistent/sorted-set.js';
 import { sizeOf } from '../margin/scope.js';
+import { addTimeId } from '../persistent/sorted-set.js';
+import { cloidHolder, registerCloid } from './cloids.js';
 import {
   cancelOrder,
   fillableQuantity,
@@ -21,8 +24,7 @@ import {
   rest,
 } from './execution.js';
 import { reconcileScopes } from './managed.js';
-import { cloidHolder, registerCloid } from './cloids.js';
-import { checkReduceOnly, checkRiskAndSize } from './rules.js';
+import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
 import { addTrigger } from './triggers-index.js';
 import { validateOrderRequest } from './validate.js';
 
@@ -95,7 +97,7 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
     order.reason = problem.reason;
     ctx.report(cmd.account, {
       kind: 'OrderRejected',
-      order,
+      order: viewOf(order),
       code: problem.code,
       message: problem.message,
     });
@@ -119,9 +121,18 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
       order.armed = true;
       addTrigger(ctx.writableMarket(order.market), order);
     }
-    ctx.report(cmd.account, { kind: 'OrderAccepted', order });
+    ctx.orderReport(cmd.account, 'OrderAccepted', order);
+  } else if (!wouldCross(market, order.side === 'Buy', order.price)) {
+    // Nothing to match: rest (or end an IOC/FOK) before the report, saving a copy of the order.
+    if (order.timeInForce === 'IOC' || order.timeInForce === 'FOK') {
+      ctx.orderReport(cmd.account, 'OrderAccepted', order);
+      cancelOrder(ctx, orderId, order.timeInForce);
+    } else {
+      rest(ctx, ctx.writableMarket(order.market), order);
+      ctx.orderReport(cmd.account, 'OrderAccepted', order);
+    }
   } else {
-    ctx.report(cmd.account, { kind: 'OrderAccepted', order });
+    ctx.orderReport(cmd.account, 'OrderAccepted', order);
     execute(ctx, orderId);
   }
   ctx.emit({
@@ -142,7 +153,10 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
   const order = ctx.order(orderId)!;
   const market = ctx.writableMarket(order.market);
   const price = limit ?? order.price;
-  if (order.timeInForce === 'FOK' && fillableQuantity(ctx, market, order, price) < leavesOf(order)) {
+  if (
+    order.timeInForce === 'FOK' &&
+    fillableQuantity(ctx, market, order, price) < leavesOf(order)
+  ) {
     cancelOrder(ctx, orderId, 'FOK');
     return;
   }
@@ -162,19 +176,32 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
   rest(ctx, ctx.writableMarket(after.market), ctx.writableOrder(orderId));
 }
 
-/**
- * The order as it stands after this command: the working record (published, so later writes
- * copy it), or the last version a report carried once it ended.
- */
-export function latestOrder(ctx: Ctx, orderId: number): Order {
+/** A snapshot of the order as it stands after this command (working or just ended). */
+export function latestOrder(ctx: Ctx, orderId: number): OrderView {
   const working = ctx.order(orderId);
-  if (working !== undefined) {
-    working.edit = null;
-    return working;
-  }
-  for (let i = ctx.events.length - 1; i >= 0; i--) {
+  let reported: OrderView | undefined;
+  for (let i = ctx.events.length - 1; i >= 0 && reported === undefined; i--) {
     const e = ctx.events[i]!;
-    if (e.type === 'executionReport' && 'order' in e && e.order.orderId === orderId) return e.order;
+    if (e.type === 'executionReport' && 'order' in e && e.order.orderId === orderId)
+      reported = e.order;
   }
-  throw new Error(`order ${orderId} has no version`);
+  // The last report's snapshot is reused when nothing changed since (the common case).
+  if (working === undefined || (reported !== undefined && sameState(reported, working))) {
+    if (reported === undefined) throw new Error(`order ${orderId} has no version`);
+    return reported;
+  }
+  return viewOf(working);
+}
+
+function sameState(view: OrderView, order: Order): boolean {
+  return (
+    view.cumQty === order.cumQty &&
+    view.ordStatus === order.ordStatus &&
+    view.quantity === order.quantity &&
+    view.price === order.price &&
+    view.triggerPrice === order.triggerPrice &&
+    view.cloid === order.cloid &&
+    view.reason === order.reason &&
+    view.updatedTime === order.updatedTime
+  );
 }

@@ -9,14 +9,15 @@
 import { admitRequest } from '../access/admission.js';
 import type { ReplaceOrderCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
+import { viewOf } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
-import { reject, type Rejection } from '../errors.js';
+import { type Rejection, reject } from '../errors.js';
 import { holdsMargin } from '../margin/scope.js';
 import { formatDecimal } from '../units/decimal.js';
 import { findWorkingOrder, targetProblem } from './cancel.js';
+import { cloidHolder, registerCloid } from './cloids.js';
 import { adjustTotals, rest, unrest } from './execution.js';
 import { execute, latestOrder } from './place.js';
-import { cloidHolder, registerCloid } from './cloids.js';
 import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
 import { addTrigger, removeTrigger } from './triggers-index.js';
 import { checkPrice, checkQuantity } from './validate.js';
@@ -36,7 +37,10 @@ function fieldProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejecti
     const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
     if (bad) return bad;
   } else if (cmd.triggerPrice !== 0n && cmd.triggerPrice !== order.triggerPrice) {
-    return reject('INVALID_ORDER_PRICE', 'the trigger price of a working (triggered or Limit) order cannot change');
+    return reject(
+      'INVALID_ORDER_PRICE',
+      'the trigger price of a working (triggered or Limit) order cannot change',
+    );
   }
   const badQty = checkQuantity(spec, cmd.quantity);
   if (badQty) return badQty;
@@ -47,7 +51,10 @@ function fieldProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejecti
     );
   }
   if (order.managed && cmd.quantity !== order.quantity) {
-    return reject('INVALID_REQUEST', 'a managed TP/SL follows its position; its quantity cannot be amended');
+    return reject(
+      'INVALID_REQUEST',
+      'a managed TP/SL follows its position; its quantity cannot be amended',
+    );
   }
   if (cmd.cloid !== null && !CLOID_RE.test(cmd.cloid)) {
     return reject('INVALID_REQUEST', 'cloid must be 0x followed by 32 lowercase hex digits');
@@ -75,7 +82,10 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'order')) return;
   if (id === undefined) {
     const target = cmd.orderId !== 0n ? `order ${cmd.orderId}` : `cloid ${cmd.origCloid}`;
-    const r = reject('ORDER_NOT_FOUND', `${target} is not working (filled, cancelled, expired or unknown)`);
+    const r = reject(
+      'ORDER_NOT_FOUND',
+      `${target} is not working (filled, cancelled, expired or unknown)`,
+    );
     return ctx.fail(r.code, r.message, { nonceConsumed: true, cloid: cmd.origCloid });
   }
   const current = ctx.order(id)!;
@@ -88,7 +98,9 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
     cloid: cmd.cloid ?? current.cloid,
   };
   const newCloidHolder =
-    cmd.cloid !== null && cmd.cloid !== current.cloid ? cloidHolder(ctx, cmd.account, cmd.cloid) : undefined;
+    cmd.cloid !== null && cmd.cloid !== current.cloid
+      ? cloidHolder(ctx, cmd.account, cmd.cloid)
+      : undefined;
   const problem =
     (market.status === 'Paused'
       ? reject('INVALID_REQUEST', `market ${market.spec.symbol} is paused`)
@@ -99,15 +111,22 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
     checkReduceOnly(ctx, account, amended, id) ??
     checkRiskAndSize(ctx, account, market, amended, current);
   if (problem !== undefined) {
-    return ctx.fail(problem.code, problem.message, { nonceConsumed: true, orderId: id, cloid: current.cloid });
+    return ctx.fail(problem.code, problem.message, {
+      nonceConsumed: true,
+      orderId: id,
+      cloid: current.cloid,
+    });
   }
 
-  const previous = { price: current.price, triggerPrice: current.triggerPrice, quantity: current.quantity };
+  const previous = {
+    price: current.price,
+    triggerPrice: current.triggerPrice,
+    quantity: current.quantity,
+  };
   const origCloid = current.cloid;
   const wMarket = ctx.writableMarket(current.market);
   const resting = current.slot >= 0;
-  const losesPriority =
-    resting && (cmd.price !== current.price || cmd.quantity > current.quantity);
+  const losesPriority = resting && (cmd.price !== current.price || cmd.quantity > current.quantity);
   const w = ctx.writableOrder(id);
   if (resting && losesPriority) {
     unrest(ctx, wMarket, w);
@@ -132,7 +151,7 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   if (cmd.cloid !== null && cmd.cloid !== origCloid) {
     registerCloid(ctx, cmd.account, cmd.cloid, id);
   }
-  ctx.report(cmd.account, { kind: 'OrderReplaced', order: w, origCloid, previous });
+  ctx.report(cmd.account, { kind: 'OrderReplaced', order: viewOf(w), origCloid, previous });
   if (resting && losesPriority) {
     if (wouldCross(ctx.market(w.market)!, w.side === 'Buy', amended.price)) execute(ctx, id);
     else rest(ctx, ctx.writableMarket(w.market), ctx.writableOrder(id));

@@ -6,19 +6,21 @@
  *
  * @module
  */
-import { reject, type Rejection } from '../errors.js';
-import { notionalScale } from '../instruments/instrument.js';
-import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
+
 import { bestLevel, leavesOf, ownSide } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import type { Account, Market, Order } from '../engine/types.js';
+import { type Rejection, reject } from '../errors.js';
+import { notionalScale } from '../instruments/instrument.js';
 import {
+  accountOrders,
   availableToOpen,
   holdsMargin,
   leverageOf,
   measureScope,
   sizeOf,
 } from '../margin/scope.js';
+import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import { cloidHolder } from './cloids.js';
 import { firesAbove, triggerSatisfied } from './triggers-index.js';
 
@@ -28,7 +30,6 @@ export interface OrderProblem extends Rejection {
 }
 
 const problem = (rejection: Rejection, reason: string): OrderProblem => ({ ...rejection, reason });
-
 
 /** The slippage-capped limit of a market-style trigger order: 10% from mark, on the tick grid. */
 export function marketStyleLimit(order: Pick<Order, 'side'>, mark: bigint, tick: bigint): bigint {
@@ -59,7 +60,10 @@ export function checkReduceOnly(
 ): OrderProblem | undefined {
   if (!order.reduceOnly) return undefined;
   const size = sizeOf(account, order.market, order.marginMode);
-  const kind = order.orderType === 'Limit' || order.orderType === 'StopLimit' ? 'reduce-only order' : `${order.orderType} order`;
+  const kind =
+    order.orderType === 'Limit' || order.orderType === 'StopLimit'
+      ? 'reduce-only order'
+      : `${order.orderType} order`;
   if (order.managed) {
     if (order.parentCloid !== null) {
       const parentId = cloidHolder(ctx, account.address, order.parentCloid);
@@ -71,13 +75,19 @@ export function checkReduceOnly(
         parent.marginMode !== order.marginMode
       ) {
         return problem(
-          reject('INVALID_REQUEST', `managed ${kind} requires an open position or a resting entry order (no working entry order ${order.parentCloid})`),
+          reject(
+            'INVALID_REQUEST',
+            `managed ${kind} requires an open position or a resting entry order (no working entry order ${order.parentCloid})`,
+          ),
           'NoParent',
         );
       }
       if (parent.side === order.side) {
         return problem(
-          reject('INVALID_REQUEST', `managed ${kind} must reduce position (opposite side required): its entry order is a ${parent.side}`),
+          reject(
+            'INVALID_REQUEST',
+            `managed ${kind} must reduce position (opposite side required): its entry order is a ${parent.side}`,
+          ),
           'ReduceOnly',
         );
       }
@@ -85,16 +95,22 @@ export function checkReduceOnly(
     }
     if (size === 0n) {
       return problem(
-        reject('INVALID_REQUEST', `managed ${kind} requires an open position or a resting entry order`),
+        reject(
+          'INVALID_REQUEST',
+          `managed ${kind} requires an open position or a resting entry order`,
+        ),
         'NoParent',
       );
     }
   } else if (size === 0n) {
     return problem(reject('INVALID_REQUEST', `${kind} requires an open position`), 'NoPosition');
   }
-  if ((size > 0n) === (order.side === 'Buy')) {
+  if (size > 0n === (order.side === 'Buy')) {
     return problem(
-      reject('INVALID_REQUEST', `${kind} must reduce position (opposite side required): the position is ${size > 0n ? 'long' : 'short'}`),
+      reject(
+        'INVALID_REQUEST',
+        `${kind} must reduce position (opposite side required): the position is ${size > 0n ? 'long' : 'short'}`,
+      ),
       'ReduceOnly',
     );
   }
@@ -104,22 +120,27 @@ export function checkReduceOnly(
   const leaves = leavesOf(order);
   if (leaves > abs) {
     return problem(
-      reject('INVALID_REQUEST', `${kind} exceeds position size: ${formatDecimal(leaves, qd)} > ${formatDecimal(abs, qd)}`),
+      reject(
+        'INVALID_REQUEST',
+        `${kind} exceeds position size: ${formatDecimal(leaves, qd)} > ${formatDecimal(abs, qd)}`,
+      ),
       'ReduceOnly',
     );
   }
   const direction = sweepDirection(order);
   let sweep = leaves;
-  account.openOrders.forEach((_v, id) => {
-    if (id === replacing) return;
-    const o = ctx.order(id);
-    if (o === undefined || !o.reduceOnly || o.managed) return;
-    if (o.market !== order.market || o.marginMode !== order.marginMode || o.side !== order.side) return;
+  for (const o of accountOrders(ctx.state, account)) {
+    if (o.orderId === replacing || !o.reduceOnly || o.managed) continue;
+    if (o.market !== order.market || o.marginMode !== order.marginMode || o.side !== order.side)
+      continue;
     if (sweepDirection(o) === direction) sweep += leavesOf(o);
-  });
+  }
   if (sweep > abs) {
     return problem(
-      reject('INVALID_REQUEST', `reduce-only orders in one sweep would close ${formatDecimal(sweep, qd)} of a ${formatDecimal(abs, qd)} position`),
+      reject(
+        'INVALID_REQUEST',
+        `reduce-only orders in one sweep would close ${formatDecimal(sweep, qd)} of a ${formatDecimal(abs, qd)} position`,
+      ),
       'ReduceOnly',
     );
   }
@@ -149,12 +170,21 @@ export function checkRiskAndSize(
   const isTrigger = order.ordStatus === 'Untriggered';
   if (isTrigger && mark !== null && triggerSatisfied(order, mark)) {
     return problem(
-      reject('INVALID_ORDER_PRICE', `trigger price ${formatPrice(order.triggerPrice)} is already reached by the mark ${formatPrice(mark)}`),
+      reject(
+        'INVALID_ORDER_PRICE',
+        `trigger price ${formatPrice(order.triggerPrice)} is already reached by the mark ${formatPrice(mark)}`,
+      ),
       'PriceBand',
     );
   }
   if (order.postOnly && wouldCross(market, order.side === 'Buy', order.price)) {
-    return problem(reject('INVALID_REQUEST', `post-only order at ${formatPrice(order.price)} would take liquidity`), 'PostOnly');
+    return problem(
+      reject(
+        'INVALID_REQUEST',
+        `post-only order at ${formatPrice(order.price)} would take liquidity`,
+      ),
+      'PostOnly',
+    );
   }
   // Minimum notional (engine-rules 5): at the limit price, or at mark for market-style triggers.
   const size = sizeOf(account, order.market, order.marginMode);
@@ -165,13 +195,22 @@ export function checkRiskAndSize(
     let price = order.price;
     if (price === 0n) {
       if (mark === null) {
-        return problem(reject('INVALID_ORDER_PRICE', `no mark price for ${spec.symbol} yet; a market-style trigger order needs one`), 'PriceBand');
+        return problem(
+          reject(
+            'INVALID_ORDER_PRICE',
+            `no mark price for ${spec.symbol} yet; a market-style trigger order needs one`,
+          ),
+          'PriceBand',
+        );
       }
       price = mark;
     }
     if (order.quantity * price < spec.minNotional * notionalScale(spec)) {
       return problem(
-        reject('ORDER_TOO_SMALL', `notional ${formatCollateral((order.quantity * price) / notionalScale(spec))} is below the minimum ${formatCollateral(spec.minNotional)}`),
+        reject(
+          'ORDER_TOO_SMALL',
+          `notional ${formatCollateral((order.quantity * price) / notionalScale(spec))} is below the minimum ${formatCollateral(spec.minNotional)}`,
+        ),
         'OrderTooSmall',
       );
     }
@@ -180,7 +219,10 @@ export function checkRiskAndSize(
   const leverage = leverageOf(account, spec, order.marginMode);
   if (leverage > spec.maxLeverage) {
     return problem(
-      reject('MAX_LEVERAGE_EXCEEDED', `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`),
+      reject(
+        'MAX_LEVERAGE_EXCEEDED',
+        `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
+      ),
       'MaxLeverage',
     );
   }
@@ -197,7 +239,10 @@ export function checkRiskAndSize(
         })();
   if (increase > previousIncrease && market.openInterest + increase > spec.openInterestCap) {
     return problem(
-      reject('OI_CAP_EXCEEDED', `${spec.symbol} open interest ${formatDecimal(market.openInterest, spec.quantityDecimals)} plus ${formatDecimal(increase, spec.quantityDecimals)} would exceed the cap ${formatDecimal(spec.openInterestCap, spec.quantityDecimals)}`),
+      reject(
+        'OI_CAP_EXCEEDED',
+        `${spec.symbol} open interest ${formatDecimal(market.openInterest, spec.quantityDecimals)} plus ${formatDecimal(increase, spec.quantityDecimals)} would exceed the cap ${formatDecimal(spec.openInterestCap, spec.quantityDecimals)}`,
+      ),
       'OICap',
     );
   }
@@ -235,7 +280,10 @@ export function checkHold(
   if (after.hold <= before.hold || availableToOpen(after) >= 0n) return undefined;
   const scope = order.marginMode === 'Cross' ? 'cross' : `${market.spec.symbol} isolated`;
   return problem(
-    reject('INSUFFICIENT_MARGIN', `order needs ${formatCollateral(after.hold - before.hold)} of margin, ${scope} available ${formatCollateral(availableToOpen(before) > 0n ? availableToOpen(before) : 0n)}`),
+    reject(
+      'INSUFFICIENT_MARGIN',
+      `order needs ${formatCollateral(after.hold - before.hold)} of margin, ${scope} available ${formatCollateral(availableToOpen(before) > 0n ? availableToOpen(before) : 0n)}`,
+    ),
     'InsufficientMargin',
   );
 }

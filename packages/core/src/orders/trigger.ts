@@ -5,12 +5,11 @@
  * @module
  */
 import type { Ctx } from '../engine/context.js';
-import { checkHold } from './rules.js';
 import { sizeOf } from '../margin/scope.js';
 import { firstTimeId } from '../persistent/sorted-set.js';
 import { cancelOrder, endOrder, reducibleBy } from './execution.js';
 import { execute } from './place.js';
-import { marketStyleLimit } from './rules.js';
+import { checkHold, marketStyleLimit } from './rules.js';
 import { popFired } from './triggers-index.js';
 
 /** Fires every armed trigger order of a market that `mark` reaches, oldest first. */
@@ -29,7 +28,7 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
   const account = ctx.account(w.account)!;
   const size = sizeOf(account, w.market, w.marginMode);
   if (w.managed && w.parentCloid === null) w.quantity = w.cumQty + (size < 0n ? -size : size);
-  ctx.report(w.account, { kind: 'OrderTriggered', order: w, markPrice: mark });
+  ctx.orderReport(w.account, 'OrderTriggered', w, undefined, mark);
   const order = ctx.order(id)!;
   if (order.reduceOnly && reducibleBy(ctx, order) === 0n) {
     cancelOrder(ctx, id, size === 0n ? 'PositionClosed' : 'ReduceOnly');
@@ -43,7 +42,8 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
       return;
     }
   }
-  const limit = order.price === 0n ? marketStyleLimit(order, mark, market.spec.tickSize) : undefined;
+  const limit =
+    order.price === 0n ? marketStyleLimit(order, mark, market.spec.tickSize) : undefined;
   execute(ctx, id, limit);
 }
 

@@ -26,7 +26,11 @@ export function triggerSatisfied(
  * Position of `entry` in a list ordered so the next to fire is last: `above` lists descend by
  * trigger (lowest last), `below` lists ascend (highest last); ties put the older order last.
  */
-function insertionIndex(list: readonly TriggerEntry[], entry: TriggerEntry, above: boolean): number {
+function insertionIndex(
+  list: readonly TriggerEntry[],
+  entry: TriggerEntry,
+  above: boolean,
+): number {
   let lo = 0;
   let hi = list.length;
   while (lo < hi) {
@@ -55,7 +59,11 @@ export function addTrigger(market: Market, order: Order): void {
 export function removeTrigger(_ctx: Ctx, market: Market, order: Order): void {
   const above = firesAbove(order);
   const list = above ? market.triggersAbove : market.triggersBelow;
-  const at = insertionIndex(list, { triggerPrice: order.triggerPrice, orderId: order.orderId }, above);
+  const at = insertionIndex(
+    list,
+    { triggerPrice: order.triggerPrice, orderId: order.orderId },
+    above,
+  );
   const e = list[at];
   if (e !== undefined && e.orderId === order.orderId) list.splice(at, 1);
 }

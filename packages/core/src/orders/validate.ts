@@ -6,10 +6,8 @@
  *
  * @module
  */
-import { reject, type Rejection } from '../errors.js';
-import type { Instrument } from '../instruments/instrument.js';
-import { formatDecimal, formatPrice } from '../units/decimal.js';
-import { type OrderRequest, OrderFlags } from '../engine/commands.js';
+
+import { OrderFlags, type OrderRequest } from '../engine/commands.js';
 import {
   type EngineState,
   type MarginMode,
@@ -18,8 +16,12 @@ import {
   TIME_IN_FORCES,
   type TimeInForce,
 } from '../engine/types.js';
+import { type Rejection, reject } from '../errors.js';
+import type { Instrument } from '../instruments/instrument.js';
+import { formatDecimal, formatPrice } from '../units/decimal.js';
 
-const KNOWN_FLAGS = OrderFlags.ISOLATED | OrderFlags.REDUCE_ONLY | OrderFlags.POST_ONLY | OrderFlags.MANAGED;
+const KNOWN_FLAGS =
+  OrderFlags.ISOLATED | OrderFlags.REDUCE_ONLY | OrderFlags.POST_ONLY | OrderFlags.MANAGED;
 /** Largest price the engine accepts (keeps products far from any practical overflow). */
 const MAX_PRICE = 10n ** 36n;
 /** Largest raw quantity the engine accepts. */
@@ -84,7 +86,8 @@ export function validateOrderRequest(
 ): ValidationResult {
   const fail = (error: Rejection): ValidationResult => ({ ok: false, error });
   const market = state.markets.get(request.market);
-  if (market === undefined) return fail(reject('INVALID_REQUEST', `unknown market ${request.market}`));
+  if (market === undefined)
+    return fail(reject('INVALID_REQUEST', `unknown market ${request.market}`));
   const spec = market.spec;
   const orderType = ORDER_TYPES[request.orderType];
   if (orderType === undefined || !Number.isInteger(request.orderType)) {
@@ -92,7 +95,9 @@ export function validateOrderRequest(
   }
   const timeInForce = TIME_IN_FORCES[request.timeInForce];
   if (timeInForce === undefined || !Number.isInteger(request.timeInForce)) {
-    return fail(reject('INVALID_TIME_IN_FORCE', `time in force ${request.timeInForce} is not one of 0-4`));
+    return fail(
+      reject('INVALID_TIME_IN_FORCE', `time in force ${request.timeInForce} is not one of 0-4`),
+    );
   }
   if ((request.flags & ~KNOWN_FLAGS) !== 0) {
     return fail(reject('INVALID_REQUEST', `unknown flag bits 0x${request.flags.toString(16)}`));
@@ -125,14 +130,18 @@ export function validateOrderRequest(
     return fail(reject('INVALID_REQUEST', 'parentCloid is only valid on a managed TP/SL'));
   }
   if (postOnly && (orderType !== 'Limit' || timeInForce === 'IOC' || timeInForce === 'FOK')) {
-    return fail(reject('INVALID_TIME_IN_FORCE', 'post-only needs a resting Limit order (GTC, GTD or DAY)'));
+    return fail(
+      reject('INVALID_TIME_IN_FORCE', 'post-only needs a resting Limit order (GTC, GTD or DAY)'),
+    );
   }
   for (const [name, value] of [
     ['cloid', request.cloid],
     ['parentCloid', request.parentCloid],
   ] as const) {
     if (value !== null && !CLOID_RE.test(value)) {
-      return fail(reject('INVALID_REQUEST', `${name} must be 0x followed by 32 lowercase hex digits`));
+      return fail(
+        reject('INVALID_REQUEST', `${name} must be 0x followed by 32 lowercase hex digits`),
+      );
     }
   }
   let expireTime: number | null = null;

@@ -5,12 +5,21 @@ import { PMap } from './hamt.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 200);
 
-type Op = { kind: 'set'; key: number | string; value: number } | { kind: 'delete'; key: number | string } | { kind: 'commit' };
+type Op =
+  | { kind: 'set'; key: number | string; value: number }
+  | { kind: 'delete'; key: number | string }
+  | { kind: 'commit' };
 
 const keyArb = fc.oneof(
   fc.integer({ min: 0, max: 200 }),
   fc.integer({ min: 0, max: 2 ** 40 }),
-  fc.constantFrom('a', 'b', 'c', '0x00000000000000000000000000000000000000ff', '0x10000000000000000000000000000000000000ff'),
+  fc.constantFrom(
+    'a',
+    'b',
+    'c',
+    '0x00000000000000000000000000000000000000ff',
+    '0x10000000000000000000000000000000000000ff',
+  ),
   fc.string({ maxLength: 4 }),
 );
 const opArb: fc.Arbitrary<Op> = fc.oneof(

@@ -101,6 +101,64 @@ function writable(node: Node, edit: Edit | null): Node {
   };
 }
 
+/**
+ * The node with one cell (`a`) or two cells (`a`, `b`) inserted at `at`: in place when owned,
+ * else a fresh copy built in one pass.
+ */
+function spliceIn(
+  node: Node,
+  edit: Edit | null,
+  at: number,
+  cells: 1 | 2,
+  a: unknown,
+  b?: unknown,
+): Node {
+  const src = node.arr;
+  const n = src.length;
+  if (edit !== null && node.edit === edit) {
+    for (let i = 0; i < cells; i++) src.push(undefined);
+    for (let i = n - 1; i >= at; i--) src[i + cells] = src[i];
+    src[at] = a;
+    if (cells === 2) src[at + 1] = b;
+    return node;
+  }
+  const out = new Array(n + cells);
+  for (let i = 0; i < at; i++) out[i] = src[i];
+  out[at] = a;
+  if (cells === 2) out[at + 1] = b;
+  for (let i = at; i < n; i++) out[i + cells] = src[i];
+  return {
+    edit,
+    dataMap: node.dataMap,
+    nodeMap: node.nodeMap,
+    collisionHash: node.collisionHash,
+    collision: node.collision,
+    arr: out,
+  };
+}
+
+/** `arr` with `cells` cells removed at `at` (in place when owned, else a fresh copy). */
+function spliceOut(node: Node, edit: Edit | null, at: number, cells: number): Node {
+  const src = node.arr;
+  const n = src.length;
+  if (edit !== null && node.edit === edit) {
+    for (let i = at; i + cells < n; i++) src[i] = src[i + cells];
+    for (let i = 0; i < cells; i++) src.pop();
+    return node;
+  }
+  const out = new Array(n - cells);
+  for (let i = 0; i < at; i++) out[i] = src[i];
+  for (let i = at + cells; i < n; i++) out[i - cells] = src[i];
+  return {
+    edit,
+    dataMap: node.dataMap,
+    nodeMap: node.nodeMap,
+    collisionHash: node.collisionHash,
+    collision: node.collision,
+    arr: out,
+  };
+}
+
 /** Result flags of one recursive write. */
 interface WriteResult {
   added: boolean;
@@ -278,13 +336,11 @@ function setIn(
       key,
       value,
     );
-    const w = writable(node, edit);
-    w.arr.splice(idx, 2);
+    const w = spliceOut(node, edit, idx, 2);
     w.dataMap ^= bit;
     w.nodeMap |= bit;
     const nodePos = w.arr.length - popcount(w.nodeMap & (bit - 1));
-    w.arr.splice(nodePos, 0, child);
-    return w;
+    return spliceIn(w, edit, nodePos, 1, child);
   }
   if ((node.nodeMap & bit) !== 0) {
     const pos = node.arr.length - 1 - popcount(node.nodeMap & (bit - 1));
@@ -296,9 +352,7 @@ function setIn(
     return w;
   }
   result.added = true;
-  const w = writable(node, edit);
-  const idx = 2 * popcount(w.dataMap & (bit - 1));
-  w.arr.splice(idx, 0, key, value);
+  const w = spliceIn(node, edit, 2 * popcount(node.dataMap & (bit - 1)), 2, key, value);
   w.dataMap |= bit;
   return w;
 }
@@ -325,7 +379,9 @@ function mergeTwo(
     return makeNode(edit, 0, 1 << i1, [child]);
   }
   const dataMap = (1 << i1) | (1 << i2);
-  return i1 < i2 ? makeNode(edit, dataMap, 0, [k1, v1, k2, v2]) : makeNode(edit, dataMap, 0, [k2, v2, k1, v1]);
+  return i1 < i2
+    ? makeNode(edit, dataMap, 0, [k1, v1, k2, v2])
+    : makeNode(edit, dataMap, 0, [k2, v2, k1, v1]);
 }
 
 function setInCollision(
@@ -377,8 +433,7 @@ function deleteIn(
     const idx = 2 * popcount(node.dataMap & (bit - 1));
     if (node.arr[idx] !== key) return node;
     result.removed = true;
-    const w = writable(node, edit);
-    w.arr.splice(idx, 2);
+    const w = spliceOut(node, edit, idx, 2);
     w.dataMap ^= bit;
     return w;
   }
@@ -391,17 +446,16 @@ function deleteIn(
   // the trie canonical (its shape depends only on the key set).
   const nextPairs = next.collision ? next.arr.length / 2 : popcount(next.dataMap);
   const nextChildren = next.collision ? 0 : popcount(next.nodeMap);
-  const w = writable(node, edit);
   if (nextChildren === 0 && nextPairs <= 1) {
-    w.arr.splice(pos, 1);
+    let w = spliceOut(node, edit, pos, 1);
     w.nodeMap ^= bit;
     if (nextPairs === 1) {
-      const idx = 2 * popcount(w.dataMap & (bit - 1));
-      w.arr.splice(idx, 0, next.arr[0], next.arr[1]);
+      w = spliceIn(w, edit, 2 * popcount(w.dataMap & (bit - 1)), 2, next.arr[0], next.arr[1]);
       w.dataMap |= bit;
     }
     return w;
   }
+  const w = writable(node, edit);
   w.arr[pos] = next;
   return w;
 }

@@ -26,7 +26,11 @@ export interface TimeIdSet {
 
 /** Whether a value is a {@link TimeIdSet}. */
 export function isTimeIdSet(value: unknown): value is TimeIdSet {
-  return typeof value === 'object' && value !== null && (value as { tree?: unknown }).tree instanceof BTree;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { tree?: unknown }).tree instanceof BTree
+  );
 }
 
 /** The empty set. */

@@ -35,7 +35,9 @@ export function expNegative(a: bigint, b: bigint): bigint {
 
 /** Median of the values present (mean of two, the value of one); `null` when none. */
 export function medianOf(values: readonly (bigint | null)[]): bigint | null {
-  const v = values.filter((x): x is bigint => x !== null).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const v = values
+    .filter((x): x is bigint => x !== null)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   if (v.length === 0) return null;
   if (v.length % 2 === 1) return v[(v.length - 1) / 2]!;
   const hi = v.length / 2;

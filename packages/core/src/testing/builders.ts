@@ -6,10 +6,10 @@
  */
 import type { OrderRequest } from '../engine/commands.js';
 import { OrderFlags } from '../engine/commands.js';
+import { ORDER_TYPES, type OrderType, TIME_IN_FORCES, type TimeInForce } from '../engine/types.js';
 import type { Instrument, InstrumentSettings } from '../instruments/instrument.js';
 import { buildInstrument } from '../instruments/instrument.js';
-import { parseDecimal, PRICE_DECIMALS } from '../units/decimal.js';
-import { ORDER_TYPES, type OrderType, TIME_IN_FORCES, type TimeInForce } from '../engine/types.js';
+import { PRICE_DECIMALS, parseDecimal } from '../units/decimal.js';
 
 /** Parses a decimal string at `decimals` places or throws (test input is trusted). */
 export function units(text: string, decimals: number): bigint {

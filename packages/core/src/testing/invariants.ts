@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { InvariantError } from '../errors.js';
+
 import type { EngineState, Level, Order } from '../engine/types.js';
+import { InvariantError } from '../errors.js';
 import { holdsMargin } from '../margin/scope.js';
 
 function fail(message: string): never {
@@ -28,7 +29,8 @@ export function checkInvariants(state: EngineState): void {
   // I1 conservation, exactly.
   const total = totalCollateral(state);
   const expected = state.totalDeposits - state.totalWithdrawals;
-  if (total !== expected) fail(`conservation: pools ${total} != deposits - withdrawals ${expected}`);
+  if (total !== expected)
+    fail(`conservation: pools ${total} != deposits - withdrawals ${expected}`);
 
   // I3 zero-sum positions and open interest.
   const sums = new Map<number, bigint>();
@@ -73,7 +75,8 @@ export function checkInvariants(state: EngineState): void {
           resting.add(oid);
         }
         if (count === 0) fail(`market ${id}: empty level ${l.price} kept`);
-        if (count !== l.count || qty !== l.quantity) fail(`market ${id}: level ${l.price} totals wrong`);
+        if (count !== l.count || qty !== l.quantity)
+          fail(`market ${id}: level ${l.price} totals wrong`);
       }
     };
     check(m.bids, true);
@@ -89,8 +92,8 @@ export function checkInvariants(state: EngineState): void {
   const totals = new Map<string, { bq: bigint; bn: bigint; sq: bigint; sn: bigint; g: number }>();
   state.orders.forEach((o: Order, id) => {
     if (o.cumQty >= o.quantity) fail(`order ${id} working but filled`);
-    if (!state.accounts.get(o.account)?.openOrders.has(id)) fail(`order ${id} missing from its account`);
-    if ((o.slot >= 0) !== resting.has(id)) fail(`order ${id} slot ${o.slot} disagrees with the book`);
+    if (state.accounts.get(o.account) === undefined) fail(`order ${id} has no account`);
+    if (o.slot >= 0 !== resting.has(id)) fail(`order ${id} slot ${o.slot} disagrees with the book`);
     const key = `${o.account}|${o.market}|${o.marginMode}`;
     const t = totals.get(key) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, g: 0 };
     if (holdsMargin(o)) {
@@ -106,18 +109,49 @@ export function checkInvariants(state: EngineState): void {
     if (o.reduceOnly || o.managed) t.g++;
     totals.set(key, t);
   });
+  let listedTotal = 0;
   state.accounts.forEach((a) => {
-    a.openOrders.forEach((_v, id) => {
-      if (state.orders.get(id)?.account !== a.address) fail(`account ${a.address} lists order ${id}`);
-    });
+    let listed = 0;
+    let prev = 0;
+    for (let id = a.firstOrder; id !== 0; ) {
+      const o = state.orders.get(id);
+      if (o === undefined || o.account !== a.address)
+        fail(`account ${a.address} lists order ${id}`);
+      if (state.prevOfAccount.get(id) !== prev || id <= prev) {
+        fail(`account ${a.address} order list broken at ${id}`);
+      }
+      prev = id;
+      id = state.nextOfAccount.get(id)!;
+      listed++;
+    }
+    if (prev !== a.lastOrder || listed !== a.orderCount)
+      fail(`account ${a.address} order list ends wrong`);
+    listedTotal += listed;
     for (const t of a.orderTotals) {
-      const want = totals.get(`${a.address}|${t.market}|${t.mode}`) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, g: 0 };
-      if (t.buyQty !== want.bq || t.buyNotional !== want.bn || t.sellQty !== want.sq || t.sellNotional !== want.sn || t.guardedCount !== want.g) {
+      const want = totals.get(`${a.address}|${t.market}|${t.mode}`) ?? {
+        bq: 0n,
+        bn: 0n,
+        sq: 0n,
+        sn: 0n,
+        g: 0,
+      };
+      if (
+        t.buyQty !== want.bq ||
+        t.buyNotional !== want.bn ||
+        t.sellQty !== want.sq ||
+        t.sellNotional !== want.sn ||
+        t.guardedCount !== want.g
+      ) {
         fail(`account ${a.address} totals for ${t.market}/${t.mode} are wrong`);
       }
       totals.delete(`${a.address}|${t.market}|${t.mode}`);
     }
   });
+  if (listedTotal !== state.orders.size)
+    fail(`accounts list ${listedTotal} of ${state.orders.size} orders`);
+  if (state.nextOfAccount.size !== listedTotal || state.prevOfAccount.size !== listedTotal) {
+    fail('order list links out of step with the working orders');
+  }
   for (const [key, t] of totals) {
     if (t.bq !== 0n || t.sq !== 0n || t.g !== 0) fail(`totals missing for ${key}`);
   }

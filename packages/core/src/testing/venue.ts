@@ -89,11 +89,15 @@ export class TestVenue {
 
   /** Deposits and settles `amount` (decimal USD) into the cross pool or an isolated pool. */
   fund(address: string, amount: string, isolated?: string): void {
-    const target = isolated === undefined
-      ? { mode: 'Cross' as MarginMode, market: 0 }
-      : { mode: 'Isolated' as MarginMode, market: this.spec(isolated).id };
-    const out = this.outcome(this.run({ type: 'deposit', account: address, amount: usd(amount), target }));
-    if (!out.ok || out.kind !== 'command') throw new Error(`deposit refused: ${JSON.stringify(out, replacer)}`);
+    const target =
+      isolated === undefined
+        ? { mode: 'Cross' as MarginMode, market: 0 }
+        : { mode: 'Isolated' as MarginMode, market: this.spec(isolated).id };
+    const out = this.outcome(
+      this.run({ type: 'deposit', account: address, amount: usd(amount), target }),
+    );
+    if (!out.ok || out.kind !== 'command')
+      throw new Error(`deposit refused: ${JSON.stringify(out, replacer)}`);
     this.expectOk(this.run({ type: 'settleDeposit', commandId: out.commandId, success: true }));
   }
 
@@ -102,7 +106,10 @@ export class TestVenue {
     return this.run({
       type: 'oracle',
       ...(time === undefined ? {} : { time }),
-      prices: Object.entries(prices).map(([symbol, p]) => ({ market: this.spec(symbol).id, price: px(p) })),
+      prices: Object.entries(prices).map(([symbol, p]) => ({
+        market: this.spec(symbol).id,
+        price: px(p),
+      })),
     });
   }
 
@@ -112,12 +119,26 @@ export class TestVenue {
   }
 
   /** Places an order and returns the command's events. */
-  place(address: string, symbol: string, order: OrderSpec, extra: Partial<PlaceOrderCommand> = {}): EngineEvent[] {
-    return this.run({ type: 'placeOrder', account: address, order: this.request(symbol, order), ...extra });
+  place(
+    address: string,
+    symbol: string,
+    order: OrderSpec,
+    extra: Partial<PlaceOrderCommand> = {},
+  ): EngineEvent[] {
+    return this.run({
+      type: 'placeOrder',
+      account: address,
+      order: this.request(symbol, order),
+      ...extra,
+    });
   }
 
   /** Cancels by order id or cloid. */
-  cancel(address: string, symbol: string, target: { orderId?: number; cloid?: string }): EngineEvent[] {
+  cancel(
+    address: string,
+    symbol: string,
+    target: { orderId?: number; cloid?: string },
+  ): EngineEvent[] {
     return this.run({
       type: 'cancelOrder',
       account: address,
@@ -148,7 +169,8 @@ export class TestVenue {
   /** The execution reports among `events`, optionally for one account. */
   reports(events: readonly EngineEvent[], account?: string): ExecutionReport[] {
     return events.filter(
-      (e): e is ExecutionReport => e.type === 'executionReport' && (account === undefined || e.account === account),
+      (e): e is ExecutionReport =>
+        e.type === 'executionReport' && (account === undefined || e.account === account),
     );
   }
 }

@@ -39,11 +39,7 @@ export type ParsedDecimal = { ok: true; value: bigint } | { ok: false; error: De
  * `"0.000001"`; refuses exponents, signs other than a leading `-` (and that only when
  * `allowNegative`), spaces, `.5`, `1.` and anything with more than `decimals` fraction digits.
  */
-export function parseDecimal(
-  text: string,
-  decimals: number,
-  allowNegative = false,
-): ParsedDecimal {
+export function parseDecimal(text: string, decimals: number, allowNegative = false): ParsedDecimal {
   if (text.length > 100) return { ok: false, error: 'format' };
   const m = DECIMAL_RE.exec(text);
   if (m === null) return { ok: false, error: 'format' };

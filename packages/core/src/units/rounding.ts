@@ -9,13 +9,13 @@
 /** `floor(a / b)` for any signs, `b !== 0`. */
 export function divFloor(a: bigint, b: bigint): bigint {
   const q = a / b;
-  return (a % b !== 0n && (a < 0n) !== (b < 0n)) ? q - 1n : q;
+  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
 }
 
 /** `ceil(a / b)` for any signs, `b !== 0`. */
 export function divCeil(a: bigint, b: bigint): bigint {
   const q = a / b;
-  return (a % b !== 0n && (a < 0n) === (b < 0n)) ? q + 1n : q;
+  return a % b !== 0n && a < 0n === b < 0n ? q + 1n : q;
 }
 
 /** `a / b` rounded to the nearest integer, ties to even, for any signs, `b !== 0`. */
