@@ -35,12 +35,12 @@ export function instrument(settings: InstrumentSettings): Instrument {
   return r.instrument;
 }
 
-/** Settings of a BTC-like perp used across tests: tick 0.5, lot 0.0001, 40x. */
+/** Settings of a BTC-like perp used across tests: tick 0.5, lot 0.001 at 4 decimals, 40x. */
 export const BTC_SETTINGS: InstrumentSettings = {
   id: 1,
   symbol: 'BTC-PERP',
   tickSize: '0.5',
-  lotSize: '0.0001',
+  lotSize: '0.001',
   quantityDecimals: 4,
   maxLeverage: 40,
   defaultLeverage: 10,

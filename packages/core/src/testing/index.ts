@@ -7,3 +7,4 @@
 export * from './builders.js';
 export * from './invariants.js';
 export * from './venue.js';
+export * from './reference-book.js';
