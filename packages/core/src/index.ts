@@ -21,3 +21,26 @@ export type { Edit } from './persistent/edit.js';
 export { PMap } from './persistent/hamt.js';
 export * from './units/decimal.js';
 export * from './units/rounding.js';
+export * from './units/rational.js';
+export {
+  accountSummary,
+  emptyAccountSummary,
+  type AccountSummary,
+  type AssetPosition,
+  type MarginSummary,
+} from './margin/summary.js';
+export { liquidationPrice, bankruptcyPrice, maintenanceExact } from './margin/liquidation-price.js';
+export {
+  measureScope,
+  availableToOpen,
+  transferableOf,
+  initialMargin,
+  maintenanceMargin,
+  positionOf,
+  leverageOf,
+  isolatedCash,
+  valuationPrice,
+  type ScopeMetrics,
+} from './margin/scope.js';
+export { quoteAmount, feeAmount } from './margin/ledger.js';
+export { viewOf } from './engine/events.js';

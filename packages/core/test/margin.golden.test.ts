@@ -1,0 +1,177 @@
+/**
+ * Golden cases A, B (without funding), D and E of research/perp-mechanics.md section 6.4, driven
+ * through the engine (deposits, trades, oracle marks) and read back through the account
+ * summary, exactly.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  type AccountSummary,
+  accountSummary,
+  type EngineEvent,
+  maintenanceMargin,
+  type OrderReport,
+} from '../src/index.js';
+import { instrument, px, TestVenue, wallet } from '../src/testing/index.js';
+
+const GOLD = wallet(0x60); // the account under test
+const MAKER = wallet(0x61); // counterparty
+const MM = wallet(0x62); // market maker that frames the mark
+
+function summary(v: TestVenue): AccountSummary {
+  return accountSummary(v.state, GOLD, v.time)!;
+}
+
+/**
+ * Sets the mark of `symbol` to exactly `mark`: a symmetric one-tick quote around it makes the
+ * book mid (and the basis EMA sample) equal the index, so the median is the index.
+ */
+function setMark(v: TestVenue, symbol: string, mark: string, tick: string): void {
+  const m = Number(mark);
+  const t = Number(tick);
+  const digits = (tick.split('.')[1] ?? '').length;
+  const qd = v.spec(symbol).quantityDecimals;
+  const qty = (Math.ceil((10 / m) * 10 ** qd) / 10 ** qd).toFixed(qd); // ~10 USD: above the minimum
+  v.run({ type: 'cancelAll', account: MM, market: 0 });
+  v.expectOk(v.place(MM, symbol, { side: 'Buy', qty, price: (m - t).toFixed(digits) }));
+  v.expectOk(v.place(MM, symbol, { side: 'Sell', qty, price: (m + t).toFixed(digits) }));
+  v.oracle({ [symbol]: mark });
+  expect(v.state.markets.get(v.spec(symbol).id)!.prices.mark).toBe(px(mark));
+}
+
+function tradeAsTaker(v: TestVenue, symbol: string, side: 'Buy' | 'Sell', qty: string, price: string, isolated = false): EngineEvent[] {
+  v.place(MAKER, symbol, { side: side === 'Buy' ? 'Sell' : 'Buy', qty, price });
+  const events = v.place(GOLD, symbol, { side, qty, price, isolated });
+  const outcome = events.find((e) => e.type === 'outcome');
+  if (outcome?.type !== 'outcome' || !outcome.ok) throw new Error(`trade refused: ${JSON.stringify(outcome, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
+  return events;
+}
+
+describe('golden case A: Hyperliquid isolated example', () => {
+  it('reproduces every figure of the published account state', () => {
+    const v = new TestVenue();
+    // ETH, max 50x (mmr 1%), 0.1 tick, 0.0001 lot; a 0.025% taker fee lets the isolated cash
+    // land exactly on HL's rawUsd after opening at 20x.
+    v.list({ id: 7, symbol: 'ETH-PERP', tickSize: '0.1', lotSize: '0.0001', quantityDecimals: 4, maxLeverage: 50, openInterestCap: '1000000', makerFeeRate: '0', takerFeeRate: '0.00025' });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '100000');
+    v.fund(MM, '100000');
+    v.fund(GOLD, '13104.514502');
+    v.fund(GOLD, '5.006237', 'ETH-PERP');
+    v.run({ type: 'updateLeverage', account: GOLD, market: 7, mode: 'Isolated', leverage: 2000 });
+    v.oracle({ 'ETH-PERP': '2986.3' });
+    tradeAsTaker(v, 'ETH-PERP', 'Buy', '0.0335', '2986.3', true);
+    setMark(v, 'ETH-PERP', '2985.9', '0.1');
+    const s = summary(v);
+    const iso = s.assetPositions.find((p) => p.marginMode === 'Isolated')!;
+    expect(iso).toEqual({
+      instrument: 'ETH-PERP',
+      marginMode: 'Isolated',
+      entryPx: '2986.3',
+      leverage: 20,
+      // 95.059824 / (0.0335 x 0.99), half-even at 18 decimals
+      liquidationPx: '2866.269380370872908186',
+      marginUsed: '4.967826',
+      maxLeverage: 50,
+      positionValue: '100.02765',
+      returnOnEquity: '-0.0026789',
+      szi: '0.0335',
+      unrealizedPnl: '-0.0134',
+      transferable: '0',
+    });
+    expect(s.crossMarginSummary).toEqual({
+      accountValue: '13104.514502',
+      totalMarginUsed: '0',
+      totalNtlPos: '0',
+      totalRawUsd: '13104.514502',
+    });
+    expect(s.marginSummary).toEqual({
+      accountValue: '13109.482328',
+      totalMarginUsed: '4.967826',
+      totalNtlPos: '100.02765',
+      totalRawUsd: '13009.454678',
+    });
+    expect(s.withdrawable).toBe('13104.514502');
+    expect(s.crossMaintenanceMarginUsed).toBe('0');
+    // MM = 100.02765 x 1% = 1.0002765, rounded up
+    expect(s.maintenanceMarginUsed).toBe('1.000277');
+  });
+});
+
+describe('golden case B: cross account with two positions (no funding yet)', () => {
+  it('reproduces account value, margins, withdrawable, ROE and both liquidation prices', () => {
+    const v = new TestVenue();
+    v.list({ id: 1, symbol: 'BTC-PERP', tickSize: '0.5', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 40, defaultLeverage: 10, openInterestCap: '1000', makerFeeRate: '0', takerFeeRate: '0' });
+    v.list({ id: 2, symbol: 'ETH-PERP', tickSize: '0.01', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 25, defaultLeverage: 5, openInterestCap: '100000', makerFeeRate: '0', takerFeeRate: '0' });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '1000000');
+    v.fund(MM, '1000000');
+    v.fund(GOLD, '20000');
+    v.oracle({ 'BTC-PERP': '60000', 'ETH-PERP': '3000' });
+    tradeAsTaker(v, 'BTC-PERP', 'Buy', '1', '60000');
+    tradeAsTaker(v, 'ETH-PERP', 'Sell', '10', '3000');
+    setMark(v, 'BTC-PERP', '58000', '0.5');
+    setMark(v, 'ETH-PERP', '3100', '0.01');
+    const s = summary(v);
+    expect(s.crossMarginSummary).toEqual({
+      accountValue: '17000',
+      totalMarginUsed: '12000',
+      totalNtlPos: '89000',
+      totalRawUsd: '-10000',
+    });
+    expect(s.crossMaintenanceMarginUsed).toBe('1345');
+    expect(s.withdrawable).toBe('5000');
+    const btc = s.assetPositions.find((p) => p.instrument === 'BTC-PERP')!;
+    const eth = s.assetPositions.find((p) => p.instrument === 'ETH-PERP')!;
+    expect(btc.returnOnEquity).toBe('-0.33333333');
+    expect(eth.returnOnEquity).toBe('-0.16666667');
+    // 3329600/79 and 236375/51
+    expect(btc.liquidationPx).toBe('42146.835443037974683544');
+    expect(eth.liquidationPx).toBe('4634.80392156862745098');
+    expect(btc.marginUsed).toBe('5800');
+    expect(eth.marginUsed).toBe('6200');
+    expect(btc.szi).toBe('1');
+    expect(eth.szi).toBe('-10');
+    expect(eth.unrealizedPnl).toBe('-1000');
+  });
+});
+
+describe('golden case D: entry price through increase, flip and fees', () => {
+  it('averages the entry, realizes PnL on the closed part and resets the entry on the flip', () => {
+    const v = new TestVenue();
+    v.list({ id: 1, symbol: 'BTC-PERP', tickSize: '0.5', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 40, defaultLeverage: 10, openInterestCap: '1000', makerFeeRate: '0', takerFeeRate: '0.00045' });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '1000000');
+    v.fund(MM, '1000000');
+    v.fund(GOLD, '50000');
+    v.oracle({ 'BTC-PERP': '60000' });
+    const fee = (events: EngineEvent[]) =>
+      (events.find((e): e is OrderReport => e.type === 'executionReport' && e.account === GOLD && 'fill' in e && e.fill !== undefined)!).fill!;
+    expect(fee(tradeAsTaker(v, 'BTC-PERP', 'Buy', '2', '60000')).fee).toBe(54_000_000n);
+    expect(fee(tradeAsTaker(v, 'BTC-PERP', 'Buy', '1', '63000')).fee).toBe(28_350_000n);
+    expect(summary(v).assetPositions[0]!.entryPx).toBe('61000');
+    const flip = fee(tradeAsTaker(v, 'BTC-PERP', 'Sell', '4', '62000'));
+    expect(flip.fee).toBe(111_600_000n);
+    expect(flip.realizedPnl).toBe(3_000_000_000n);
+    expect(flip.positionBefore).toBe(3000n);
+    expect(flip.positionAfter).toBe(-1000n);
+    expect(v.state.accounts.get(GOLD)!.crossCash).toBe(114_806_050_000n);
+    setMark(v, 'BTC-PERP', '62000', '0.5');
+    const s = summary(v);
+    expect(s.assetPositions[0]!.entryPx).toBe('62000');
+    expect(s.assetPositions[0]!.szi).toBe('-1');
+    expect(s.crossMarginSummary.accountValue).toBe('52806.05');
+  });
+});
+
+describe('golden case E: tiered maintenance margin', () => {
+  it('is continuous across the 150M floor and uses the deduction above it', () => {
+    const spec = instrument({ id: 1, symbol: 'BTC-PERP', tickSize: '1', lotSize: '1', quantityDecimals: 0, maxLeverage: 40, openInterestCap: '100000000', marginTiers: [{ notionalFloor: '150000000', maxLeverage: 20 }] });
+    expect(spec.tiers[1]!.deduction).toBe(1_875_000n * 10n ** 6n * 10n ** 18n);
+    const price = px('1');
+    const usd = (n: bigint) => n * 1_000_000n;
+    expect(maintenanceMargin(spec, 100_000_000n, price)).toBe(usd(1_250_000n));
+    expect(maintenanceMargin(spec, 150_000_000n, price)).toBe(usd(1_875_000n));
+    expect(maintenanceMargin(spec, 149_999_999n, price)).toBe(1_874_999_987_500n);
+    expect(maintenanceMargin(spec, 200_000_000n, price)).toBe(usd(3_125_000n));
+  });
+});
