@@ -44,3 +44,12 @@ export {
 } from './margin/scope.js';
 export { quoteAmount, feeAmount } from './margin/ledger.js';
 export { viewOf } from './engine/events.js';
+export * from './limits/rate-limiter.js';
+export {
+  hasAppAccess,
+  generatedCode,
+  REFERRAL_CODE_RE,
+  REFERRAL_NONCE_RE,
+  type ReferralError,
+} from './access/referral.js';
+export { nonceFailure, notInvited } from './access/admission.js';

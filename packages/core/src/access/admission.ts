@@ -1,14 +1,16 @@
 /**
  * Admission of a signed request inside the reducer: deadline and nonce window against the
- * command's time, replay protection through the per-wallet nonce store, then consumption of the
- * nonce. The signature itself was verified by the adapter before sequencing (`auth/`).
+ * command's time, the app-access gate, replay protection through the per-wallet nonce store,
+ * then consumption of the nonce. The signature itself was verified by the adapter before
+ * sequencing (`auth/`). A request that fails here changes nothing.
  *
  * @module
  */
-
-import type { RequestAuth } from '../engine/commands.js';
+import type { AuthenticateCommand, RequestAuth } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import { reject } from '../errors.js';
+import { ensureAccount } from '../margin/commands.js';
+import { hasAppAccess } from './referral.js';
 
 /** The nonce window: a nonce within +-5 minutes (inclusive) of the command time is fresh. */
 export const NONCE_WINDOW_MS = 300_000;
@@ -17,32 +19,43 @@ export const MAX_DEADLINE_AHEAD_MS = 3_600_000;
 /** A consumed nonce is forgotten this long after it arrived (it is out of the window by then). */
 const NONCE_RETENTION_MS = 2 * NONCE_WINDOW_MS;
 
-/** What kind of signed request is being admitted (rate-limit classes). */
+/** What kind of signed request is being admitted. */
 export type RequestKind = 'order' | 'cancel' | 'margin' | 'authenticate';
 
-/** Key of a consumed nonce in the store. */
+/** Key of a consumed wallet nonce in the store. */
 export function nonceKey(wallet: string, nonce: bigint): string {
   return `${wallet}|${nonce}`;
+}
+
+/** Key of a consumed nonce given as text (referral `x-nonce` values are strings). */
+export function nonceKeyText(wallet: string, nonce: string): string {
+  return `${wallet}|${nonce}`;
+}
+
+/** The `USER_NOT_INVITED` refusal, with the spec's parseable prefix. */
+export function notInvited(wallet: string): { code: 4015; message: string } {
+  return {
+    code: 4015,
+    message: `USER_NOT_INVITED: ${wallet} has no app access; apply an invite code with POST /referral/apply`,
+  };
 }
 
 /**
  * Checks the freshness of a signed request and consumes its nonce. On failure emits the outcome
  * (nothing changes) and returns false. Unsigned commands (`auth` undefined: simulations, the
- * operator) pass.
+ * operator) pass. `gated` requests also need app access (4015).
  */
 export function admitRequest(
   ctx: Ctx,
   wallet: string,
   auth: RequestAuth | undefined,
   _kind: RequestKind,
+  gated = false,
 ): boolean {
   if (auth === undefined) return true;
   const now = BigInt(ctx.time);
   if (auth.deadline * 1000n <= now) {
-    const r = reject(
-      'INVALID_NONCE',
-      `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`,
-    );
+    const r = reject('INVALID_NONCE', `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`);
     ctx.fail(r.code, r.message);
     return false;
   }
@@ -57,25 +70,32 @@ export function admitRequest(
     ctx.fail(r.code, r.message);
     return false;
   }
-  consumeNonce(ctx, wallet, auth.nonce);
+  if (gated && !hasAppAccess(ctx.state, wallet)) {
+    const r = notInvited(wallet);
+    ctx.fail(r.code, r.message);
+    return false;
+  }
+  consumeNonce(ctx, nonceKey(wallet, auth.nonce));
   return true;
 }
 
 /** Why a nonce is not acceptable now, or `undefined` when it is fresh and unused. */
 export function nonceFailure(ctx: Ctx, wallet: string, nonce: bigint): string | undefined {
   const now = BigInt(ctx.time);
-  if (nonce < now - BigInt(NONCE_WINDOW_MS))
+  if (nonce < now - BigInt(NONCE_WINDOW_MS)) {
     return `too old: nonce ${nonce} is more than 5 minutes before ${ctx.time}`;
-  if (nonce > now + BigInt(NONCE_WINDOW_MS))
+  }
+  if (nonce > now + BigInt(NONCE_WINDOW_MS)) {
     return `too far in the future: nonce ${nonce} is more than 5 minutes after ${ctx.time}`;
-  if (ctx.state.nonces.has(nonceKey(wallet, nonce)))
+  }
+  if (ctx.state.nonces.has(nonceKey(wallet, nonce))) {
     return `replayed: nonce ${nonce} was already used by ${wallet}`;
+  }
   return undefined;
 }
 
-/** Records a nonce as used; it is pruned once it can no longer be inside the window. */
-export function consumeNonce(ctx: Ctx, wallet: string, nonce: bigint): void {
-  const key = nonceKey(wallet, nonce);
+/** Records a nonce key as used; it is pruned once it can no longer be inside the window. */
+export function consumeNonce(ctx: Ctx, key: string): void {
   const s = ctx.state;
   s.nonces = s.nonces.set(ctx.edit, key, ctx.time);
   s.nonceLog = {
@@ -90,6 +110,7 @@ export function pruneNonces(ctx: Ctx): boolean {
   const s = ctx.state;
   let { head } = s.nonceLog;
   const { tail } = s.nonceLog;
+  if (head === tail) return false;
   let entries = s.nonceLog.entries;
   let nonces = s.nonces;
   while (head < tail) {
@@ -104,4 +125,23 @@ export function pruneNonces(ctx: Ctx): boolean {
   s.nonces = nonces;
   s.nonceLog = { head, tail, entries };
   return true;
+}
+
+/**
+ * Handles WebSocket `authenticate`: the nonce window and replay check, the app-access gate
+ * (4015), then the account is created on first use.
+ */
+export function authenticate(ctx: Ctx, cmd: AuthenticateCommand): void {
+  const failure = nonceFailure(ctx, cmd.account, cmd.nonce);
+  if (failure !== undefined) {
+    const r = reject('INVALID_NONCE', failure);
+    return ctx.fail(r.code, r.message);
+  }
+  if (!hasAppAccess(ctx.state, cmd.account)) {
+    const r = notInvited(cmd.account);
+    return ctx.fail(r.code, r.message);
+  }
+  consumeNonce(ctx, nonceKey(cmd.account, cmd.nonce));
+  const created = ensureAccount(ctx, cmd.account);
+  ctx.emit({ type: 'outcome', ok: true, kind: 'authenticated', account: cmd.account, created });
 }

@@ -188,6 +188,45 @@ export interface UpdateLeverageCommand {
   readonly auth?: RequestAuth | undefined;
 }
 
+/** Operator: mints an invite code (a generated one when `code` is absent). */
+export interface CreateReferralCodeCommand {
+  readonly type: 'createReferralCode';
+  readonly time: number;
+  readonly code?: string | undefined;
+  readonly kind: 'system' | 'attributed';
+  readonly owner?: string | undefined;
+  readonly maxUses: number;
+}
+
+/** Operator: revokes an invite code. */
+export interface RevokeReferralCodeCommand {
+  readonly type: 'revokeReferralCode';
+  readonly time: number;
+  readonly code: string;
+}
+
+/** `POST /referral/apply` after its headers and personal_sign signature were verified. */
+export interface ApplyReferralCommand {
+  readonly type: 'applyReferral';
+  readonly time: number;
+  /** Lowercase wallet (the recovered signer). */
+  readonly wallet: string;
+  readonly code: string;
+  /** The `x-nonce` header. */
+  readonly nonce: string;
+  /** The `x-timestamp` header, ms. */
+  readonly timestamp: number;
+}
+
+/** WebSocket `authenticate` after its personal_sign signature was verified. */
+export interface AuthenticateCommand {
+  readonly type: 'authenticate';
+  readonly time: number;
+  readonly account: string;
+  /** The signed ms nonce. */
+  readonly nonce: bigint;
+}
+
 /** Advances time with nothing else to do: applies due expiries. */
 export interface TickCommand {
   readonly type: 'tick';
@@ -209,4 +248,8 @@ export type Command =
   | WithdrawCommand
   | TransferMarginCommand
   | UpdateLeverageCommand
+  | CreateReferralCodeCommand
+  | RevokeReferralCodeCommand
+  | ApplyReferralCommand
+  | AuthenticateCommand
   | TickCommand;

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import type { ReferralError } from '../access/referral.js';
 import type { ErrorCodeValue } from '../errors.js';
 import { type Edit, newEdit } from '../persistent/edit.js';
 import {
@@ -299,6 +300,7 @@ export class Ctx {
       orderId?: number;
       cloid?: string | null;
       commandId?: number;
+      referralError?: ReferralError;
     } = {},
   ): void {
     this.events.push({
@@ -310,6 +312,7 @@ export class Ctx {
       ...(extra.orderId === undefined ? {} : { orderId: extra.orderId }),
       ...(extra.cloid === undefined ? {} : { cloid: extra.cloid }),
       ...(extra.commandId === undefined ? {} : { commandId: extra.commandId }),
+      ...(extra.referralError === undefined ? {} : { referralError: extra.referralError }),
     });
   }
 }

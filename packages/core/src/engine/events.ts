@@ -6,7 +6,8 @@
  * @module
  */
 import type { ErrorCodeValue } from '../errors.js';
-import type { MarginMode, Order, Side } from './types.js';
+import type { ReferralError } from '../access/referral.js';
+import type { MarginMode, Order, Referral, ReferralCode, Side } from './types.js';
 
 /** An immutable snapshot of an order at one moment, as reports and outcomes carry it. */
 export type OrderView = Readonly<Omit<Order, 'edit' | 'slot' | 'armed'>>;
@@ -166,6 +167,8 @@ export type Outcome =
       readonly commandId?: number | undefined;
       /** Whether the signed request's nonce was consumed. */
       readonly nonceConsumed: boolean;
+      /** The 422 reason of a refused referral application. */
+      readonly referralError?: ReferralError | undefined;
     }
   | {
       readonly type: 'outcome';
@@ -189,6 +192,16 @@ export type Outcome =
       readonly kind: 'command';
       readonly commandId: number;
       readonly status: 'Submitted';
+    }
+  | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'referralCode'; readonly code: ReferralCode }
+  | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'referral'; readonly referral: Referral }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'authenticated';
+      readonly account: string;
+      /** Whether this authentication created the account. */
+      readonly created: boolean;
     }
   | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'done' };
 

@@ -31,6 +31,8 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     cloids: PMap.empty(),
     cloidLog: { head: 0, tail: 0, entries: IntMap.empty() },
     expiries: emptyTimeIdSet(),
+    referralCodes: PMap.empty(),
+    referrals: PMap.empty(),
     nonces: PMap.empty(),
     nonceLog: { head: 0, tail: 0, entries: IntMap.empty() },
     pending: PMap.empty(),

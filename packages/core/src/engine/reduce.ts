@@ -6,7 +6,8 @@
  * @module
  */
 
-import { pruneNonces } from '../access/admission.js';
+import { authenticate, pruneNonces } from '../access/admission.js';
+import { applyReferral, createReferralCode, revokeReferralCode } from '../access/referral.js';
 import { InvariantError } from '../errors.js';
 import {
   deposit,
@@ -69,6 +70,14 @@ function dispatch(ctx: Ctx, cmd: Command): void {
       return transferMargin(ctx, cmd);
     case 'updateLeverage':
       return updateLeverage(ctx, cmd);
+    case 'createReferralCode':
+      return createReferralCode(ctx, cmd);
+    case 'revokeReferralCode':
+      return revokeReferralCode(ctx, cmd);
+    case 'applyReferral':
+      return applyReferral(ctx, cmd);
+    case 'authenticate':
+      return authenticate(ctx, cmd);
     case 'tick':
       ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
       return;

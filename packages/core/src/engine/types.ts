@@ -255,6 +255,10 @@ export interface EngineState {
   cloidLog: { readonly head: number; readonly tail: number; readonly entries: IntMap<string> };
   /** GTD/DAY expiries, ascending by (expireTime, orderId). */
   expiries: TimeIdSet;
+  /** Invite codes by code. */
+  referralCodes: PMap<string, ReferralCode>;
+  /** Applied referrals (app access) by wallet; first touch, never changed. */
+  referrals: PMap<string, Referral>;
   /** Consumed wallet nonces `${wallet}|${nonce}` -> arrival time, kept while replayable. */
   nonces: PMap<string, number>;
   /** Consumed nonces in arrival order, for pruning. */
@@ -281,4 +285,25 @@ export interface PendingChainCommand {
   /** Market id for isolated, 0 for cross. */
   readonly market: number;
   readonly submittedTime: number;
+}
+
+/** An invite code. */
+export interface ReferralCode {
+  readonly code: string;
+  readonly kind: 'system' | 'attributed';
+  /** Owner of an attributed code (lowercase address); `null` for system codes. */
+  readonly owner: string | null;
+  readonly maxUses: number;
+  readonly uses: number;
+  readonly revoked: boolean;
+  readonly createdTime: number;
+}
+
+/** A wallet's applied referral: its app access and its immutable attribution. */
+export interface Referral {
+  readonly wallet: string;
+  readonly code: string;
+  readonly kind: 'system' | 'attributed';
+  readonly referrer: string | null;
+  readonly time: number;
 }

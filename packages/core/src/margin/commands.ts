@@ -111,7 +111,7 @@ export function deposit(ctx: Ctx, cmd: DepositCommand): void {
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
   if (!ADDRESS_RE.test(cmd.account))
     return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
-  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin')) return;
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const commandId = ctx.nextCommandId();
   ctx.state.pending = ctx.state.pending.set(ctx.edit, commandId, {
@@ -131,10 +131,8 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   const bad = targetProblem(ctx, cmd.target);
   if (bad !== undefined) return fail(ctx, 'INVALID_REQUEST', bad);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
-  if (ctx.account(cmd.account) === undefined) {
-    return fail(ctx, 'ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
-  }
-  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin')) return;
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
+  ensureAccount(ctx, cmd.account);
   const { mode, market } = cmd.target;
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, mode, market);
   if (cmd.amount > free) {
@@ -201,10 +199,8 @@ export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
   if (ctx.market(cmd.market) === undefined)
     return fail(ctx, 'INVALID_REQUEST', `unknown market ${cmd.market}`);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
-  if (ctx.account(cmd.account) === undefined) {
-    return fail(ctx, 'ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
-  }
-  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin')) return;
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
+  ensureAccount(ctx, cmd.account);
   const fromCross = cmd.direction === 'crossToIsolated';
   const source: MarginMode = fromCross ? 'Cross' : 'Isolated';
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, source, cmd.market);
@@ -240,7 +236,7 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
   if (!Number.isInteger(cmd.leverage) || cmd.leverage < 100) {
     return fail(ctx, 'INVALID_REQUEST', 'leverage must be an integer x100 of at least 100 (1x)');
   }
-  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin')) return;
+  if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const spec = market.spec;
   if (cmd.leverage > spec.maxLeverage) {

@@ -1,0 +1,152 @@
+/**
+ * Rate accounting (interface-spec "Limits", protocol.md section 5): at most 20 admitted requests
+ * per rolling second per wallet (REST and WebSocket together, 4029 with `retryAfterMs`), and a
+ * sustained budget of 3,000 signed requests per rolling 5 minutes (4035) in which cancels are
+ * refused only at 6,000. Only attributed requests are counted (after the signature verified, or
+ * on an authenticated connection), and a refused request does not count.
+ *
+ * The limiter reads no clock: every call carries its time, so the same calls give the same
+ * answers. Adapters hold one instance per process (limits protect the service, they are not
+ * ledger state, so they are not journaled); keys are wallets, or client IPs for public traffic.
+ *
+ * @module
+ */
+import { ErrorCode } from '../errors.js';
+
+/** Limits of one limiter. */
+export interface RateLimitConfig {
+  /** Admitted requests per rolling window (spec: 20 per second). */
+  readonly perWindow: number;
+  readonly windowMs: number;
+  /** Signed requests per rolling sustained window (3,000 per 5 minutes). */
+  readonly sustained: number;
+  readonly sustainedWindowMs: number;
+  /** Cancels are refused only at `sustained x cancelHeadroom` (2). */
+  readonly cancelHeadroom: number;
+}
+
+/** The spec's per-wallet limits, with the budget size protocol.md fixes. */
+export const WALLET_LIMITS: RateLimitConfig = {
+  perWindow: 20,
+  windowMs: 1_000,
+  sustained: 3_000,
+  sustainedWindowMs: 300_000,
+  cancelHeadroom: 2,
+};
+
+/** What is being admitted: a signed request, a signed cancel, or an unsigned request. */
+export type RateClass = 'signed' | 'cancel' | 'unsigned';
+
+/** Result of {@link RateLimiter.admit}. */
+export type RateDecision =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      readonly code: typeof ErrorCode.RATE_LIMIT_EXCEEDED | typeof ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED;
+      readonly message: string;
+      /** When a retry can first succeed. */
+      readonly retryAfterMs: number;
+    };
+
+/** A FIFO of timestamps in a growable ring. */
+class TimeRing {
+  private buf: Float64Array;
+  private head = 0;
+  size = 0;
+  constructor(capacity: number) {
+    this.buf = new Float64Array(Math.max(4, capacity));
+  }
+  at(i: number): number {
+    return this.buf[(this.head + i) % this.buf.length] as number;
+  }
+  push(t: number): void {
+    if (this.size === this.buf.length) {
+      const next = new Float64Array(this.buf.length * 2);
+      for (let i = 0; i < this.size; i++) next[i] = this.at(i);
+      this.buf = next;
+      this.head = 0;
+    }
+    this.buf[(this.head + this.size) % this.buf.length] = t;
+    this.size++;
+  }
+  /** Drops entries with time <= `cutoff`. */
+  evict(cutoff: number): void {
+    while (this.size > 0 && this.at(0) <= cutoff) {
+      this.head = (this.head + 1) % this.buf.length;
+      this.size--;
+    }
+  }
+}
+
+interface KeyState {
+  recent: TimeRing;
+  sustained: TimeRing;
+  lastSeen: number;
+}
+
+/** Deterministic rate accounting for many keys. */
+export class RateLimiter {
+  private readonly keys = new Map<string, KeyState>();
+  readonly config: RateLimitConfig;
+
+  constructor(config: RateLimitConfig = WALLET_LIMITS) {
+    this.config = config;
+  }
+
+  /** Admits (and counts) a request of `key` at `time`, or refuses it without counting. */
+  admit(key: string, time: number, kind: RateClass): RateDecision {
+    const c = this.config;
+    let s = this.keys.get(key);
+    if (s === undefined) {
+      s = { recent: new TimeRing(c.perWindow), sustained: new TimeRing(64), lastSeen: time };
+      this.keys.set(key, s);
+    }
+    s.lastSeen = Math.max(s.lastSeen, time);
+    s.recent.evict(time - c.windowMs);
+    if (s.recent.size >= c.perWindow) {
+      const retryAfterMs = s.recent.at(s.recent.size - c.perWindow) + c.windowMs - time;
+      return {
+        ok: false,
+        code: ErrorCode.RATE_LIMIT_EXCEEDED,
+        message: `RATE_LIMIT_EXCEEDED: more than ${c.perWindow} requests in ${c.windowMs} ms; retry in ${retryAfterMs} ms`,
+        retryAfterMs,
+      };
+    }
+    if (kind !== 'unsigned') {
+      s.sustained.evict(time - c.sustainedWindowMs);
+      const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
+      if (s.sustained.size >= limit) {
+        const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - time;
+        return {
+          ok: false,
+          code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
+          message: `SUSTAINED_RATE_LIMIT_EXCEEDED: ${s.sustained.size} signed requests in the last ${c.sustainedWindowMs / 60_000} minutes (budget ${limit}); retry in ${retryAfterMs} ms`,
+          retryAfterMs,
+        };
+      }
+      s.sustained.push(time);
+    }
+    s.recent.push(time);
+    return { ok: true };
+  }
+
+  /** Signed requests of `key` still inside the sustained window at `time`. */
+  sustainedUsed(key: string, time: number): number {
+    const s = this.keys.get(key);
+    if (s === undefined) return 0;
+    s.sustained.evict(time - this.config.sustainedWindowMs);
+    return s.sustained.size;
+  }
+
+  /** Forgets keys idle for longer than the sustained window (bounded memory). */
+  sweep(time: number): void {
+    for (const [key, s] of this.keys) {
+      if (s.lastSeen + this.config.sustainedWindowMs < time) this.keys.delete(key);
+    }
+  }
+
+  /** Number of keys tracked. */
+  get size(): number {
+    return this.keys.size;
+  }
+}

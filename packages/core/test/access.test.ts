@@ -1,0 +1,275 @@
+/**
+ * Invite gate, referral rules, WebSocket authentication, the nonce store and rate accounting
+ * (issue "Core authorisation": items 4, 5 and 6).
+ */
+import fc from 'fast-check';
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  type EngineEvent,
+  generatedCode,
+  hasAppAccess,
+  type Outcome,
+  RateLimiter,
+  REFERRAL_CODE_RE,
+} from '../src/index.js';
+import { BTC_SETTINGS, TestVenue, usd, wallet } from '../src/testing/index.js';
+
+const runs = Number(process.env.FC_NUM_RUNS ?? 300);
+const A = wallet(0xa2);
+const B = wallet(0xb2);
+const OWNER = wallet(0x0e);
+
+const outcome = (events: readonly EngineEvent[]): Outcome => events.find((e): e is Outcome => e.type === 'outcome')!;
+
+let v: TestVenue;
+beforeEach(() => {
+  v = new TestVenue({ checkPurity: true });
+  v.list(BTC_SETTINGS);
+});
+
+function mint(code: string, kind: 'system' | 'attributed' = 'system', maxUses = 10, owner?: string): void {
+  v.expectOk(v.run({ type: 'createReferralCode', code, kind, maxUses, ...(owner ? { owner } : {}) }));
+}
+
+let nonceN = 0;
+function apply(w: string, code: string, extra: { nonce?: string; timestamp?: number } = {}): Outcome {
+  return outcome(
+    v.run({ type: 'applyReferral', wallet: w, code, nonce: extra.nonce ?? `nonce-${++nonceN}-abc`, timestamp: extra.timestamp ?? v.time + 1 }),
+  );
+}
+
+describe('referral application', () => {
+  it('grants app access with the spec result shape (system code: no referrer)', () => {
+    mint('WELCOME');
+    expect(hasAppAccess(v.state, A)).toBe(false);
+    const o = apply(A, 'WELCOME');
+    expect(o.ok && o.kind === 'referral' ? o.referral : null).toMatchObject({ wallet: A, code: 'WELCOME', kind: 'system', referrer: null });
+    expect(hasAppAccess(v.state, A)).toBe(true);
+    expect(v.state.referralCodes.get('WELCOME')!.uses).toBe(1);
+  });
+
+  it('records an attributed referral with its referrer', () => {
+    mint('AFF-1', 'attributed', 5, OWNER);
+    const o = apply(A, 'AFF-1');
+    expect(o.ok && o.kind === 'referral' ? o.referral.referrer : null).toBe(OWNER);
+  });
+
+  it('checks the 422 rules in the spec order, each consuming the nonce', () => {
+    mint('GOOD');
+    mint('OLD');
+    v.run({ type: 'revokeReferralCode', code: 'OLD' });
+    mint('ONCE', 'system', 1);
+    mint('MINE', 'attributed', 5, OWNER);
+    const refusal = (o: Outcome) => (o.ok ? 'ok' : o.referralError);
+    expect(refusal(apply(A, 'NOPE'))).toBe('CODE_NOT_FOUND');
+    expect(refusal(apply(A, 'OLD'))).toBe('CODE_REVOKED');
+    expect(refusal(apply(B, 'ONCE'))).toBe('ok');
+    expect(refusal(apply(A, 'ONCE'))).toBe('CODE_EXHAUSTED');
+    expect(refusal(apply(OWNER, 'MINE'))).toBe('SELF_REFERRAL');
+    expect(refusal(apply(A, 'GOOD'))).toBe('ok');
+    // Already referred wins over every other rule, and the attribution stays.
+    expect(refusal(apply(A, 'NOPE'))).toBe('ALREADY_REFERRED');
+    expect(refusal(apply(A, 'MINE'))).toBe('ALREADY_REFERRED');
+    expect(v.state.referrals.get(A)!.code).toBe('GOOD');
+    const o = apply(A, 'NOPE');
+    expect(o.ok ? false : o.nonceConsumed).toBe(true);
+  });
+
+  it('accepts a timestamp exactly 5 minutes off and refuses one a millisecond further (4002, no change)', () => {
+    mint('GOOD', 'system', 10);
+    v.advance(1_000_000);
+    const before = v.state;
+    const late = apply(A, 'GOOD', { timestamp: v.time + 1 - 300_001 });
+    expect(late.ok ? 0 : late.code).toBe(4002);
+    expect(late.ok ? '' : late.message).toMatch(/expired timestamp/);
+    expect(v.state).toBe(before);
+    expect(apply(A, 'GOOD', { timestamp: v.time + 1 - 300_000 }).ok).toBe(true);
+    expect(apply(B, 'GOOD', { timestamp: v.time + 1 + 300_000 }).ok).toBe(true);
+  });
+
+  it('refuses a replayed nonce (4002) and a nonce outside [A-Za-z0-9_-]{8,128}', () => {
+    mint('GOOD');
+    expect(apply(A, 'GOOD', { nonce: 'same-nonce' }).ok).toBe(true);
+    const replay = apply(A, 'GOOD', { nonce: 'same-nonce' });
+    expect(replay.ok ? '' : replay.message).toMatch(/replayed/);
+    for (const nonce of ['short77', 'x'.repeat(129), 'has space', 'dot.nonce']) {
+      const o = apply(B, 'GOOD', { nonce });
+      expect(o.ok ? 0 : o.code).toBe(4002);
+    }
+    expect(apply(B, 'GOOD', { nonce: 'x'.repeat(128) }).ok).toBe(true);
+  });
+
+  it('generates distinct codes of the spec pattern', () => {
+    const seen = new Set<string>();
+    for (let n = 1; n <= 5000; n++) {
+      const c = generatedCode(n);
+      expect(c).toMatch(REFERRAL_CODE_RE);
+      seen.add(c);
+    }
+    expect(seen.size).toBe(5000);
+    const o = outcome(v.run({ type: 'createReferralCode', kind: 'system', maxUses: 3 }));
+    expect(o.ok && o.kind === 'referralCode' ? o.code.code : '').toMatch(/^[A-Z0-9]{7}$/);
+  });
+});
+
+describe('authentication and the gate', () => {
+  beforeEach(() => mint('GOOD'));
+
+  it('refuses an uninvited wallet with 4015 USER_NOT_INVITED and creates no account', () => {
+    const before = v.state;
+    const o = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(v.time) }));
+    expect(o.ok ? 0 : o.code).toBe(4015);
+    expect(o.ok ? '' : o.message).toMatch(/^USER_NOT_INVITED:/);
+    expect(v.state).toBe(before);
+  });
+
+  it('creates the account on the first authentication of an invited wallet', () => {
+    apply(A, 'GOOD');
+    const o = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(v.time) }));
+    expect(o.ok && o.kind === 'authenticated' ? o.created : null).toBe(true);
+    expect(v.state.accounts.has(A)).toBe(true);
+    const again = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(v.time) }));
+    expect(again.ok && again.kind === 'authenticated' ? again.created : null).toBe(false);
+  });
+
+  it('refuses a replayed authentication nonce and one 5 minutes + 1 ms old', () => {
+    apply(A, 'GOOD');
+    const n = BigInt(v.time);
+    expect(outcome(v.run({ type: 'authenticate', account: A, nonce: n })).ok).toBe(true);
+    const replay = outcome(v.run({ type: 'authenticate', account: A, nonce: n }));
+    expect(replay.ok ? 0 : replay.code).toBe(4002);
+    const t = v.time + 10;
+    const old = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(t - 300_001), time: t }));
+    expect(old.ok ? '' : old.message).toMatch(/too old/);
+    expect(outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(t + 1 - 300_000), time: t + 1 })).ok).toBe(true);
+  });
+
+  it('gates signed margin writes: 4015 for an uninvited wallet, no account created', () => {
+    const before = v.state;
+    const o = outcome(v.run({ type: 'deposit', account: A, amount: usd('10'), target: { mode: 'Cross', market: 0 }, auth: { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) } }));
+    expect(o.ok ? 0 : o.code).toBe(4015);
+    expect(v.state).toBe(before);
+  });
+});
+
+describe('nonces of signed requests', () => {
+  const auth = (nonce: number, deadlineSec?: number) => ({ nonce: BigInt(nonce), deadline: BigInt(deadlineSec ?? Math.floor(v.time / 1000) + 60) });
+
+  beforeEach(() => {
+    mint('GOOD');
+    apply(A, 'GOOD');
+    v.open(A);
+    v.fund(A, '100000');
+    v.oracle({ 'BTC-PERP': '50000' });
+  });
+
+  it('consumes a nonce once signature and window pass, whatever the business outcome', () => {
+    const n = v.time;
+    const refused = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '100', price: '50000' }, { auth: auth(n) }));
+    expect(refused.ok ? 0 : refused.code).toBe(4100);
+    expect(refused.ok ? false : refused.nonceConsumed).toBe(true);
+    const replay = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) }));
+    expect(replay.ok ? '' : replay.message).toMatch(/replayed/);
+  });
+
+  it('consumes nothing for a field error, a passed deadline or a deadline more than an hour ahead', () => {
+    const n = v.time;
+    const before = v.state;
+    expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0', price: '50000' }, { auth: auth(n) })).ok).toBe(false);
+    const past = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n, Math.floor(v.time / 1000) - 1) }));
+    expect(past.ok ? '' : past.message).toMatch(/^INVALID_NONCE: deadline passed/);
+    const far = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n, Math.floor(v.time / 1000) + 3700) }));
+    expect(far.ok ? 0 : far.code).toBe(4000);
+    expect(v.state).toBe(before);
+    expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) })).ok).toBe(true);
+  });
+
+  it('accepts any unused nonce in the window whatever the order of arrival, and prunes past it', () => {
+    const t = v.time;
+    for (const n of [t + 5, t - 100, t + 1, t - 299_000]) {
+      expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(n) })).ok).toBe(true);
+    }
+    expect(v.state.nonces.size).toBeGreaterThanOrEqual(4);
+    v.advance(700_000);
+    expect(v.state.nonces.size).toBe(0);
+    const stale = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(t + 5) }));
+    expect(stale.ok ? '' : stale.message).toMatch(/too old/);
+  });
+});
+
+describe('rate accounting', () => {
+  it('admits at most 20 per rolling second with a correct retryAfterMs; refusals do not count', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 300 }), (gaps) => {
+        const limiter = new RateLimiter();
+        const admitted: number[] = [];
+        let t = 0;
+        for (const g of gaps) {
+          t += g;
+          const d = limiter.admit('w', t, 'unsigned');
+          if (d.ok) admitted.push(t);
+          else {
+            expect(d.code).toBe(4029);
+            // Retrying exactly when told succeeds (unless something else arrives meanwhile).
+            expect(admitted.filter((x) => x > t + d.retryAfterMs - 1000).length).toBeLessThan(20);
+            expect(admitted.filter((x) => x > t + d.retryAfterMs - 1 - 1000).length).toBe(20);
+          }
+        }
+        for (let i = 20; i < admitted.length; i++) expect(admitted[i]! - admitted[i - 20]!).toBeGreaterThanOrEqual(1000);
+      }),
+      { numRuns: runs },
+    );
+  });
+
+  it('enforces the sustained budget (3,000 per 5 minutes) and lets cancels go on to 6,000', () => {
+    const limiter = new RateLimiter();
+    let t = 0;
+    let orders = 0;
+    let refusedAt = -1;
+    for (let i = 0; i < 4000; i++) {
+      t += 60; // 16.7/s: under the per-second limit
+      const d = limiter.admit('w', t, 'signed');
+      if (d.ok) orders++;
+      else if (refusedAt < 0) {
+        refusedAt = i;
+        expect(d.code).toBe(4035);
+        break;
+      }
+    }
+    expect(orders).toBe(3000);
+    let cancels = 0;
+    for (let i = 0; i < 3500; i++) {
+      t += 60;
+      if (limiter.admit('w', t, 'cancel').ok) cancels++;
+    }
+    // The window also ages: count what is inside it now.
+    expect(limiter.sustainedUsed('w', t)).toBeLessThanOrEqual(6000);
+    expect(cancels).toBeGreaterThan(0);
+    expect(limiter.admit('w', t + 1, 'signed').ok).toBe(false);
+  });
+
+  it('never admits more than the budgets in any window (model check)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 400 }), fc.constantFrom<'signed' | 'cancel'>('signed', 'cancel')), { maxLength: 400 }), (steps) => {
+        const small = new RateLimiter({ perWindow: 20, windowMs: 1000, sustained: 30, sustainedWindowMs: 5000, cancelHeadroom: 2 });
+        const log: [number, 'signed' | 'cancel'][] = [];
+        let t = 0;
+        for (const [gap, kind] of steps) {
+          t += gap;
+          if (small.admit('w', t, kind).ok) log.push([t, kind]);
+        }
+        for (const [time] of log) {
+          const inWindow = log.filter(([x]) => x > time - 5000 && x <= time);
+          expect(inWindow.length).toBeLessThanOrEqual(60);
+          // Every admitted non-cancel saw fewer than 30 before it in its window.
+        }
+        for (let i = 0; i < log.length; i++) {
+          const [time, kind] = log[i]!;
+          const before = log.slice(0, i).filter(([x]) => x > time - 5000).length;
+          expect(before).toBeLessThan(kind === 'cancel' ? 60 : 30);
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+});
