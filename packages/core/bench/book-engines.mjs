@@ -6,11 +6,11 @@ import { OrderBook } from 'nodejs-order-book';
 
 const OP_LIMIT = 0,
   OP_MARKET = 1,
-  OP_CANCEL = 2,
+  _OP_CANCEL = 2,
   BUY = 0;
 
 /** nodejs-order-book, driven exactly as performance-anchors.md section 3 did. */
-export function runNob(w, { timed = true } = {}) {
+export function runNob(w) {
   const { type, side, price, size, id } = w.ops;
   const ob = new OrderBook();
   const ids = new Array(w.maxId + 1);
@@ -29,21 +29,22 @@ export function runNob(w, { timed = true } = {}) {
   };
   for (let i = 0; i < w.preload; i++) step(i);
   const total = w.preload + w.n;
+  const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   for (let i = w.preload; i < total; i++) step(i);
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   const [asks, bids] = ob.depth();
   let restingLots = 0;
   for (const [, q] of asks) restingLots += q;
   for (const [, q] of bids) restingLots += q;
-  let restingOrders = 0;
-  for (const o of Object.values(ob.orders ?? {})) if (o) restingOrders++;
   return {
     ops: w.n,
     seconds,
+    cpuSeconds,
     final: {
       restingLots,
-      restingOrders: restingOrders || undefined,
       bestBid: bids.length ? Math.max(...bids.map((b) => b[0])) : -1,
       bestAsk: asks.length ? Math.min(...asks.map((a) => a[0])) : -1,
     },
@@ -182,6 +183,7 @@ export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } =
   }
   const total = w.preload + w.n;
   let events = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   if (batch === 1) {
     for (let i = w.preload; i < total; i++) {
@@ -207,6 +209,8 @@ export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } =
     }
   }
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   const market = state.markets.get(1);
   let restingOrders = 0;
   let restingLots = 0n;
@@ -217,6 +221,7 @@ export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } =
   return {
     ops: w.n,
     seconds,
+    cpuSeconds,
     events,
     failures,
     state,

@@ -19,7 +19,8 @@ const A = wallet(0xa2);
 const B = wallet(0xb2);
 const OWNER = wallet(0x0e);
 
-const outcome = (events: readonly EngineEvent[]): Outcome => events.find((e): e is Outcome => e.type === 'outcome')!;
+const outcome = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome')!;
 
 let v: TestVenue;
 beforeEach(() => {
@@ -27,14 +28,31 @@ beforeEach(() => {
   v.list(BTC_SETTINGS);
 });
 
-function mint(code: string, kind: 'system' | 'attributed' = 'system', maxUses = 10, owner?: string): void {
-  v.expectOk(v.run({ type: 'createReferralCode', code, kind, maxUses, ...(owner ? { owner } : {}) }));
+function mint(
+  code: string,
+  kind: 'system' | 'attributed' = 'system',
+  maxUses = 10,
+  owner?: string,
+): void {
+  v.expectOk(
+    v.run({ type: 'createReferralCode', code, kind, maxUses, ...(owner ? { owner } : {}) }),
+  );
 }
 
 let nonceN = 0;
-function apply(w: string, code: string, extra: { nonce?: string; timestamp?: number } = {}): Outcome {
+function apply(
+  w: string,
+  code: string,
+  extra: { nonce?: string; timestamp?: number } = {},
+): Outcome {
   return outcome(
-    v.run({ type: 'applyReferral', wallet: w, code, nonce: extra.nonce ?? `nonce-${++nonceN}-abc`, timestamp: extra.timestamp ?? v.time + 1 }),
+    v.run({
+      type: 'applyReferral',
+      wallet: w,
+      code,
+      nonce: extra.nonce ?? `nonce-${++nonceN}-abc`,
+      timestamp: extra.timestamp ?? v.time + 1,
+    }),
   );
 }
 
@@ -43,7 +61,12 @@ describe('referral application', () => {
     mint('WELCOME');
     expect(hasAppAccess(v.state, A)).toBe(false);
     const o = apply(A, 'WELCOME');
-    expect(o.ok && o.kind === 'referral' ? o.referral : null).toMatchObject({ wallet: A, code: 'WELCOME', kind: 'system', referrer: null });
+    expect(o.ok && o.kind === 'referral' ? o.referral : null).toMatchObject({
+      wallet: A,
+      code: 'WELCOME',
+      kind: 'system',
+      referrer: null,
+    });
     expect(hasAppAccess(v.state, A)).toBe(true);
     expect(v.state.referralCodes.get('WELCOME')!.uses).toBe(1);
   });
@@ -139,21 +162,38 @@ describe('authentication and the gate', () => {
     const replay = outcome(v.run({ type: 'authenticate', account: A, nonce: n }));
     expect(replay.ok ? 0 : replay.code).toBe(4002);
     const t = v.time + 10;
-    const old = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(t - 300_001), time: t }));
+    const old = outcome(
+      v.run({ type: 'authenticate', account: A, nonce: BigInt(t - 300_001), time: t }),
+    );
     expect(old.ok ? '' : old.message).toMatch(/too old/);
-    expect(outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(t + 1 - 300_000), time: t + 1 })).ok).toBe(true);
+    expect(
+      outcome(
+        v.run({ type: 'authenticate', account: A, nonce: BigInt(t + 1 - 300_000), time: t + 1 }),
+      ).ok,
+    ).toBe(true);
   });
 
   it('gates signed margin writes: 4015 for an uninvited wallet, no account created', () => {
     const before = v.state;
-    const o = outcome(v.run({ type: 'deposit', account: A, amount: usd('10'), target: { mode: 'Cross', market: 0 }, auth: { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) } }));
+    const o = outcome(
+      v.run({
+        type: 'deposit',
+        account: A,
+        amount: usd('10'),
+        target: { mode: 'Cross', market: 0 },
+        auth: { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) },
+      }),
+    );
     expect(o.ok ? 0 : o.code).toBe(4015);
     expect(v.state).toBe(before);
   });
 });
 
 describe('nonces of signed requests', () => {
-  const auth = (nonce: number, deadlineSec?: number) => ({ nonce: BigInt(nonce), deadline: BigInt(deadlineSec ?? Math.floor(v.time / 1000) + 60) });
+  const auth = (nonce: number, deadlineSec?: number) => ({
+    nonce: BigInt(nonce),
+    deadline: BigInt(deadlineSec ?? Math.floor(v.time / 1000) + 60),
+  });
 
   beforeEach(() => {
     mint('GOOD');
@@ -165,34 +205,65 @@ describe('nonces of signed requests', () => {
 
   it('consumes a nonce once signature and window pass, whatever the business outcome', () => {
     const n = v.time;
-    const refused = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '100', price: '50000' }, { auth: auth(n) }));
+    const refused = outcome(
+      v.place(A, 'BTC-PERP', { side: 'Buy', qty: '100', price: '50000' }, { auth: auth(n) }),
+    );
     expect(refused.ok ? 0 : refused.code).toBe(4100);
     expect(refused.ok ? false : refused.nonceConsumed).toBe(true);
-    const replay = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) }));
+    const replay = outcome(
+      v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) }),
+    );
     expect(replay.ok ? '' : replay.message).toMatch(/replayed/);
   });
 
   it('consumes nothing for a field error, a passed deadline or a deadline more than an hour ahead', () => {
     const n = v.time;
     const before = v.state;
-    expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0', price: '50000' }, { auth: auth(n) })).ok).toBe(false);
-    const past = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n, Math.floor(v.time / 1000) - 1) }));
+    expect(
+      outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0', price: '50000' }, { auth: auth(n) }))
+        .ok,
+    ).toBe(false);
+    const past = outcome(
+      v.place(
+        A,
+        'BTC-PERP',
+        { side: 'Buy', qty: '0.1', price: '50000' },
+        { auth: auth(n, Math.floor(v.time / 1000) - 1) },
+      ),
+    );
     expect(past.ok ? '' : past.message).toMatch(/^INVALID_NONCE: deadline passed/);
-    const far = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n, Math.floor(v.time / 1000) + 3700) }));
+    const far = outcome(
+      v.place(
+        A,
+        'BTC-PERP',
+        { side: 'Buy', qty: '0.1', price: '50000' },
+        { auth: auth(n, Math.floor(v.time / 1000) + 3700) },
+      ),
+    );
     expect(far.ok ? 0 : far.code).toBe(4000);
     expect(v.state).toBe(before);
-    expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) })).ok).toBe(true);
+    expect(
+      outcome(
+        v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) }),
+      ).ok,
+    ).toBe(true);
   });
 
   it('accepts any unused nonce in the window whatever the order of arrival, and prunes past it', () => {
     const t = v.time;
     for (const n of [t + 5, t - 100, t + 1, t - 299_000]) {
-      expect(outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(n) })).ok).toBe(true);
+      expect(
+        outcome(
+          v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(n) }),
+        ).ok,
+      ).toBe(true);
     }
     expect(v.state.nonces.size).toBeGreaterThanOrEqual(4);
     v.advance(700_000);
     expect(v.state.nonces.size).toBe(0);
-    const stale = outcome(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(t + 5) }));
+    const stale = outcome(
+      v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }, { auth: auth(t + 5) }),
+    );
     expect(stale.ok ? '' : stale.message).toMatch(/too old/);
   });
 });
@@ -200,23 +271,27 @@ describe('nonces of signed requests', () => {
 describe('rate accounting', () => {
   it('admits at most 20 per rolling second with a correct retryAfterMs; refusals do not count', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 300 }), (gaps) => {
-        const limiter = new RateLimiter();
-        const admitted: number[] = [];
-        let t = 0;
-        for (const g of gaps) {
-          t += g;
-          const d = limiter.admit('w', t, 'unsigned');
-          if (d.ok) admitted.push(t);
-          else {
-            expect(d.code).toBe(4029);
-            // Retrying exactly when told succeeds (unless something else arrives meanwhile).
-            expect(admitted.filter((x) => x > t + d.retryAfterMs - 1000).length).toBeLessThan(20);
-            expect(admitted.filter((x) => x > t + d.retryAfterMs - 1 - 1000).length).toBe(20);
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 300 }),
+        (gaps) => {
+          const limiter = new RateLimiter();
+          const admitted: number[] = [];
+          let t = 0;
+          for (const g of gaps) {
+            t += g;
+            const d = limiter.admit('w', t, 'unsigned');
+            if (d.ok) admitted.push(t);
+            else {
+              expect(d.code).toBe(4029);
+              // Retrying exactly when told succeeds (unless something else arrives meanwhile).
+              expect(admitted.filter((x) => x > t + d.retryAfterMs - 1000).length).toBeLessThan(20);
+              expect(admitted.filter((x) => x > t + d.retryAfterMs - 1 - 1000).length).toBe(20);
+            }
           }
-        }
-        for (let i = 20; i < admitted.length; i++) expect(admitted[i]! - admitted[i - 20]!).toBeGreaterThanOrEqual(1000);
-      }),
+          for (let i = 20; i < admitted.length; i++)
+            expect(admitted[i]! - admitted[i - 20]!).toBeGreaterThanOrEqual(1000);
+        },
+      ),
       { numRuns: runs },
     );
   });
@@ -250,25 +325,40 @@ describe('rate accounting', () => {
 
   it('never admits more than the budgets in any window (model check)', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 400 }), fc.constantFrom<'signed' | 'cancel'>('signed', 'cancel')), { maxLength: 400 }), (steps) => {
-        const small = new RateLimiter({ perWindow: 20, windowMs: 1000, sustained: 30, sustainedWindowMs: 5000, cancelHeadroom: 2 });
-        const log: [number, 'signed' | 'cancel'][] = [];
-        let t = 0;
-        for (const [gap, kind] of steps) {
-          t += gap;
-          if (small.admit('w', t, kind).ok) log.push([t, kind]);
-        }
-        for (const [time] of log) {
-          const inWindow = log.filter(([x]) => x > time - 5000 && x <= time);
-          expect(inWindow.length).toBeLessThanOrEqual(60);
-          // Every admitted non-cancel saw fewer than 30 before it in its window.
-        }
-        for (let i = 0; i < log.length; i++) {
-          const [time, kind] = log[i]!;
-          const before = log.slice(0, i).filter(([x]) => x > time - 5000).length;
-          expect(before).toBeLessThan(kind === 'cancel' ? 60 : 30);
-        }
-      }),
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.integer({ min: 0, max: 400 }),
+            fc.constantFrom<'signed' | 'cancel'>('signed', 'cancel'),
+          ),
+          { maxLength: 400 },
+        ),
+        (steps) => {
+          const small = new RateLimiter({
+            perWindow: 20,
+            windowMs: 1000,
+            sustained: 30,
+            sustainedWindowMs: 5000,
+            cancelHeadroom: 2,
+          });
+          const log: [number, 'signed' | 'cancel'][] = [];
+          let t = 0;
+          for (const [gap, kind] of steps) {
+            t += gap;
+            if (small.admit('w', t, kind).ok) log.push([t, kind]);
+          }
+          for (const [time] of log) {
+            const inWindow = log.filter(([x]) => x > time - 5000 && x <= time);
+            expect(inWindow.length).toBeLessThanOrEqual(60);
+            // Every admitted non-cancel saw fewer than 30 before it in its window.
+          }
+          for (let i = 0; i < log.length; i++) {
+            const [time, kind] = log[i]!;
+            const before = log.slice(0, i).filter(([x]) => x > time - 5000).length;
+            expect(before).toBeLessThan(kind === 'cancel' ? 60 : 30);
+          }
+        },
+      ),
       { numRuns: runs },
     );
   });

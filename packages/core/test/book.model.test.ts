@@ -5,8 +5,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type EngineEvent, type OrderReport, type Outcome, levelOrderIds } from '../src/index.js';
-import { BTC_SETTINGS, ReferenceBook, type RefFill, TestVenue, wallet } from '../src/testing/index.js';
+import { type EngineEvent, levelOrderIds, type OrderReport, type Outcome } from '../src/index.js';
+import {
+  BTC_SETTINGS,
+  ReferenceBook,
+  type RefFill,
+  TestVenue,
+  wallet,
+} from '../src/testing/index.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 150);
 const SYMBOL = 'BTC-PERP';
@@ -26,21 +32,33 @@ const accounts = [wallet(1), wallet(2), wallet(3)];
 
 function fillsOf(events: readonly EngineEvent[]): RefFill[] {
   const out: RefFill[] = [];
-  const reports = events.filter((e): e is OrderReport => e.type === 'executionReport' && 'fill' in e && e.fill !== undefined);
+  const reports = events.filter(
+    (e): e is OrderReport => e.type === 'executionReport' && 'fill' in e && e.fill !== undefined,
+  );
   for (let i = 0; i < reports.length; i += 2) {
     const maker = reports[i]!;
     const taker = reports[i + 1]!;
     expect(maker.fill!.liquidity).toBe('Maker');
     expect(taker.fill!.liquidity).toBe('Taker');
     expect(maker.fill!.tradeId).toBe(taker.fill!.tradeId);
-    out.push({ maker: maker.order.orderId, taker: taker.order.orderId, qty: maker.fill!.quantity, price: maker.fill!.price });
+    out.push({
+      maker: maker.order.orderId,
+      taker: taker.order.orderId,
+      qty: maker.fill!.quantity,
+      price: maker.fill!.price,
+    });
   }
   return out;
 }
 
 function selfTradeCancels(events: readonly EngineEvent[]): number[] {
   return events
-    .filter((e): e is OrderReport => e.type === 'executionReport' && e.kind === 'OrderCancelled' && e.order.reason === 'SelfTrade')
+    .filter(
+      (e): e is OrderReport =>
+        e.type === 'executionReport' &&
+        e.kind === 'OrderCancelled' &&
+        e.order.reason === 'SelfTrade',
+    )
     .map((e) => e.order.orderId);
 }
 
@@ -82,14 +100,32 @@ class Place implements fc.Command<Model, Real> {
       type: 'placeOrder',
       account: accounts[this.account]!,
       order: {
-        market: 1, isBuy: this.buy, orderType: 0, timeInForce: ['GTC', 'GTD', 'IOC', 'FOK'].indexOf(this.tif),
-        price, triggerPrice: 0n, quantity: BigInt(this.lots) * LOT, flags: this.postOnly ? 4 : 0,
-        expiry: 0n, cloid: null, parentCloid: null,
+        market: 1,
+        isBuy: this.buy,
+        orderType: 0,
+        timeInForce: ['GTC', 'GTD', 'IOC', 'FOK'].indexOf(this.tif),
+        price,
+        triggerPrice: 0n,
+        quantity: BigInt(this.lots) * LOT,
+        flags: this.postOnly ? 4 : 0,
+        expiry: 0n,
+        cloid: null,
+        parentCloid: null,
       },
     });
     const out = outcome(events);
-    const id = out.ok ? (out as { order: { orderId: number } }).order.orderId : (out.orderId as number);
-    const r = model.ref.place({ id, account: accounts[this.account]!, buy: this.buy, price, qty: BigInt(this.lots) * LOT, tif: this.tif, postOnly: this.postOnly });
+    const id = out.ok
+      ? (out as { order: { orderId: number } }).order.orderId
+      : (out.orderId as number);
+    const r = model.ref.place({
+      id,
+      account: accounts[this.account]!,
+      buy: this.buy,
+      price,
+      qty: BigInt(this.lots) * LOT,
+      tif: this.tif,
+      postOnly: this.postOnly,
+    });
     expect(out.ok).toBe(r.rejected === null);
     expect(fillsOf(events)).toEqual(r.fills);
     expect(selfTradeCancels(events)).toEqual(r.selfTradeCancels);
@@ -138,8 +174,15 @@ class Replace implements fc.Command<Model, Real> {
     const price = (PRICE0 + BigInt(this.ticks)) * TICK;
     const total = resting.filled + BigInt(this.lots) * LOT;
     const events = real.venue.run({
-      type: 'replaceOrder', account: resting.account, market: 1, orderId: BigInt(id), origCloid: null,
-      price, triggerPrice: 0n, quantity: total, cloid: null,
+      type: 'replaceOrder',
+      account: resting.account,
+      market: 1,
+      orderId: BigInt(id),
+      origCloid: null,
+      price,
+      triggerPrice: 0n,
+      quantity: total,
+      cloid: null,
     });
     const out = outcome(events);
     const r = model.ref.replace(id, price, total);
@@ -154,10 +197,20 @@ class Replace implements fc.Command<Model, Real> {
 }
 
 const commands = [
-  fc.tuple(fc.integer({ min: 0, max: 2 }), fc.boolean(), fc.integer({ min: -6, max: 6 }), fc.integer({ min: 1, max: 6 }), fc.constantFrom<'GTC' | 'IOC' | 'FOK'>('GTC', 'GTC', 'GTC', 'IOC', 'FOK'), fc.boolean())
+  fc
+    .tuple(
+      fc.integer({ min: 0, max: 2 }),
+      fc.boolean(),
+      fc.integer({ min: -6, max: 6 }),
+      fc.integer({ min: 1, max: 6 }),
+      fc.constantFrom<'GTC' | 'IOC' | 'FOK'>('GTC', 'GTC', 'GTC', 'IOC', 'FOK'),
+      fc.boolean(),
+    )
     .map(([a, b, t, l, tif, po]) => new Place(a, b, t, l, tif, po && tif === 'GTC')),
   fc.nat().map((p) => new Cancel(p)),
-  fc.tuple(fc.nat(), fc.integer({ min: -6, max: 6 }), fc.integer({ min: 1, max: 6 })).map(([p, t, l]) => new Replace(p, t, l)),
+  fc
+    .tuple(fc.nat(), fc.integer({ min: -6, max: 6 }), fc.integer({ min: 1, max: 6 }))
+    .map(([p, t, l]) => new Replace(p, t, l)),
 ];
 
 describe('order book against the naive reference book', () => {
@@ -165,9 +218,17 @@ describe('order book against the naive reference book', () => {
     fc.assert(
       fc.property(fc.commands(commands, { maxCommands: 150, size: 'max' }), (cmds) => {
         const venue = new TestVenue({ settings: { marginChecks: false } });
-        venue.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', minNotional: '0.000001' });
+        venue.list({
+          ...BTC_SETTINGS,
+          makerFeeRate: '0',
+          takerFeeRate: '0',
+          minNotional: '0.000001',
+        });
         for (const a of accounts) venue.open(a);
-        fc.modelRun(() => ({ model: { ref: new ReferenceBook(), ids: [] }, real: { venue } }), cmds);
+        fc.modelRun(
+          () => ({ model: { ref: new ReferenceBook(), ids: [] }, real: { venue } }),
+          cmds,
+        );
       }),
       { numRuns: runs },
     );

@@ -23,12 +23,15 @@ function orderIdOf(events: readonly EngineEvent[]): number {
   const o = outcome(events);
   if (o.ok && 'order' in o) return o.order.orderId;
   if (!o.ok && o.orderId !== undefined) return o.orderId;
-  throw new Error(`no order in outcome ${JSON.stringify(o, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
+  throw new Error(
+    `no order in outcome ${JSON.stringify(o, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`,
+  );
 }
 
 function reports(events: readonly EngineEvent[], account?: string): ExecutionReport[] {
   return events.filter(
-    (e): e is ExecutionReport => e.type === 'executionReport' && (account === undefined || e.account === account),
+    (e): e is ExecutionReport =>
+      e.type === 'executionReport' && (account === undefined || e.account === account),
   );
 }
 
@@ -73,8 +76,10 @@ describe('field validation (nothing changes, no nonce consumed)', () => {
   it('refuses a zero price with 4032', () => bad({ price: 0n }, 4032, /positive/));
   it('refuses an off-tick price with 4032 naming the tick', () =>
     bad({ price: px('65000.25') }, 4032, /tick size 0.5/));
-  it('refuses a trigger price on a Limit order with 4032', () => bad({ triggerPrice: px('64000') }, 4032));
-  it('refuses a StopLimit without trigger price with 4032', () => bad({ orderType: 1 }, 4032, /trigger/));
+  it('refuses a trigger price on a Limit order with 4032', () =>
+    bad({ triggerPrice: px('64000') }, 4032));
+  it('refuses a StopLimit without trigger price with 4032', () =>
+    bad({ orderType: 1 }, 4032, /trigger/));
   it('refuses a zero quantity with 4034', () => bad({ quantity: 0n }, 4034));
   it('refuses an off-lot quantity with 4034 naming the lot', () =>
     bad({ quantity: 10_005n }, 4034, /quantity 1.0005 is not a multiple of the lot size 0.001/));
@@ -100,12 +105,16 @@ describe('matching', () => {
     const a3 = orderIdOf(v.place(A, BTC, { side: 'Sell', qty: '1', price: '65005' }));
     const events = v.place(C, BTC, { side: 'Buy', qty: '2.5', price: '65010' });
     const fills = orderReports(events).filter((r) => r.fill?.liquidity === 'Maker');
-    expect(fills.map((r) => [r.order.orderId, formatPrice(r.fill!.price), r.fill!.quantity])).toEqual([
+    expect(
+      fills.map((r) => [r.order.orderId, formatPrice(r.fill!.price), r.fill!.quantity]),
+    ).toEqual([
       [a2, '65005', 10_000n],
       [a3, '65005', 10_000n],
       [a1, '65010', 5_000n],
     ]);
-    const taker = orderReports(events).filter((r) => r.account === C && r.fill !== undefined).at(-1)!;
+    const taker = orderReports(events)
+      .filter((r) => r.account === C && r.fill !== undefined)
+      .at(-1)!;
     expect(taker.kind).toBe('OrderFilled');
     expect(taker.order.cumQty).toBe(25_000n);
     // avgPx = (65005 + 65005 + 0.5 x 65010) / 2.5 = 65006
@@ -134,7 +143,9 @@ describe('matching', () => {
     const seq0 = v.state.markets.get(1)!.bookSeq;
     const e1 = v.place(A, BTC, { side: 'Sell', qty: '1', price: '65000' });
     const e2 = v.place(B, BTC, { side: 'Buy', qty: '1', price: '65000' });
-    const seqs = [...e1, ...e2].filter((e) => e.type === 'bookChanged').map((e) => (e as { bookSeq: number }).bookSeq);
+    const seqs = [...e1, ...e2]
+      .filter((e) => e.type === 'bookChanged')
+      .map((e) => (e as { bookSeq: number }).bookSeq);
     expect(seqs).toEqual([seq0 + 1, seq0 + 2]);
     expect(e2.filter((e) => e.type === 'trade')).toHaveLength(1);
   });
@@ -182,11 +193,18 @@ describe('time in force', () => {
 
   it('GTD expires with OrderExpired before the first command at or after its expiry', () => {
     const expirySec = Math.floor(v.time / 1000) + 10;
-    const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', tif: 'GTD', expiry: expirySec }));
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', tif: 'GTD', expiry: expirySec }),
+    );
     expect(v.state.orders.get(id)?.expireTime).toBe(expirySec * 1000);
     expect(kinds(v.run({ type: 'tick', time: expirySec * 1000 - 1 }))).toEqual([]);
     // A sell that would have crossed the bid arrives exactly at expiry: the bid is gone first.
-    const events = v.place(B, BTC, { side: 'Sell', qty: '1', price: '64000' }, { time: expirySec * 1000 });
+    const events = v.place(
+      B,
+      BTC,
+      { side: 'Sell', qty: '1', price: '64000' },
+      { time: expirySec * 1000 },
+    );
     expect(kinds(events)).toEqual(['OrderExpired', 'OrderAccepted']);
     expect((reports(events)[0] as OrderReport).order.reason).toBe('GTD');
     expect(v.state.orders.has(id)).toBe(false);
@@ -239,7 +257,9 @@ describe('post-only and self-trade prevention', () => {
 describe('cancel', () => {
   it('cancels by order id and by cloid', () => {
     const id1 = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
-    const id2 = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(7) }));
+    const id2 = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(7) }),
+    );
     const e1 = v.cancel(A, BTC, { orderId: id1 });
     expect(outcome(e1).ok).toBe(true);
     expect((reports(e1)[0] as OrderReport).order.reason).toBe('User');
@@ -262,19 +282,38 @@ describe('cancel', () => {
       expect(o.ok ? 0 : o.code).toBe(4041);
       expect(o.ok ? false : o.nonceConsumed).toBe(true);
     }
-    const wrongMarket = v.run({ type: 'cancelOrder', account: A, market: 2, orderId: BigInt(live), cloid: null });
+    const wrongMarket = v.run({
+      type: 'cancelOrder',
+      account: A,
+      market: 2,
+      orderId: BigInt(live),
+      cloid: null,
+    });
     expect(outcome(wrongMarket).ok).toBe(false);
     expect(v.state.orders.has(live)).toBe(true);
   });
 
   it('refuses a cancel naming both or neither target with 4000', () => {
-    const both = v.run({ type: 'cancelOrder', account: A, market: 1, orderId: 5n, cloid: cloid(1) });
+    const both = v.run({
+      type: 'cancelOrder',
+      account: A,
+      market: 1,
+      orderId: 5n,
+      cloid: cloid(1),
+    });
     const o = outcome(both);
     expect(o.ok ? 0 : o.code).toBe(4000);
   });
 
   it('cancelAll cancels every working order of the account in one market or in all', () => {
-    v.list({ ...BTC_SETTINGS, id: 2, symbol: 'ETH-PERP', tickSize: '0.01', lotSize: '0.001', quantityDecimals: 3 });
+    v.list({
+      ...BTC_SETTINGS,
+      id: 2,
+      symbol: 'ETH-PERP',
+      tickSize: '0.01',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+    });
     v.oracle({ 'ETH-PERP': '3000' });
     v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' });
     v.place(A, BTC, { side: 'Sell', qty: '1', price: '66000' });
@@ -292,10 +331,23 @@ describe('cancel', () => {
 });
 
 describe('replace', () => {
-  const replace = (id: number, price: string, qty: string, newCloid: string | null = null, who = A) =>
+  const replace = (
+    id: number,
+    price: string,
+    qty: string,
+    newCloid: string | null = null,
+    who = A,
+  ) =>
     v.run({
-      type: 'replaceOrder', account: who, market: 1, orderId: BigInt(id), origCloid: null,
-      price: px(price), triggerPrice: 0n, quantity: BigInt(Math.round(Number(qty) * 10_000)), cloid: newCloid,
+      type: 'replaceOrder',
+      account: who,
+      market: 1,
+      orderId: BigInt(id),
+      origCloid: null,
+      price: px(price),
+      triggerPrice: 0n,
+      quantity: BigInt(Math.round(Number(qty) * 10_000)),
+      cloid: newCloid,
     });
   const queue = (): number[] => {
     const bids = v.state.markets.get(1)!.bids;
@@ -316,7 +368,9 @@ describe('replace', () => {
   });
 
   it('reports the previous values and a new cloid with origCloid', () => {
-    const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }));
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }),
+    );
     const e = replace(id, '63999.5', '2', cloid(2));
     const r = reports(e)[0] as ExecutionReport & { origCloid: string; previous: { price: bigint } };
     expect(r.kind).toBe('OrderReplaced');
@@ -354,23 +408,37 @@ describe('replace', () => {
 
 describe('cloid reservation', () => {
   it('refuses a live or recent cloid with 4000 naming the order, frees it after 24 h', () => {
-    const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) }));
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) }),
+    );
     const dup = v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) });
     const o = outcome(dup);
     expect(o.ok ? '' : o.message).toContain(`order ${id}`);
     expect(kinds(dup)).toEqual(['OrderRejected']);
     v.cancel(A, BTC, { orderId: id });
-    expect(outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok).toBe(false);
+    expect(
+      outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok,
+    ).toBe(false);
     // Another wallet may use the same cloid.
-    expect(outcome(v.place(B, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok).toBe(true);
+    expect(
+      outcome(v.place(B, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok,
+    ).toBe(true);
     v.advance(86_400_000);
-    expect(outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok).toBe(true);
+    expect(
+      outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(9) })).ok,
+    ).toBe(true);
   });
 });
 
 describe('trigger orders (mark price)', () => {
   it('a buy StopLimit waits Untriggered, fires when mark >= trigger, then works as a Limit', () => {
-    const e = v.place(A, BTC, { side: 'Buy', qty: '1', price: '66000', trigger: '65500', type: 'StopLimit' });
+    const e = v.place(A, BTC, {
+      side: 'Buy',
+      qty: '1',
+      price: '66000',
+      trigger: '65500',
+      type: 'StopLimit',
+    });
     const id = orderIdOf(e);
     expect((reports(e)[0] as OrderReport).order.ordStatus).toBe('Untriggered');
     // With an empty book the mark is the index.
@@ -387,14 +455,26 @@ describe('trigger orders (mark price)', () => {
   });
 
   it('a sell StopLimit fires when mark <= trigger', () => {
-    v.place(A, BTC, { side: 'Sell', qty: '1', price: '64000', trigger: '64500', type: 'StopLimit' });
+    v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      price: '64000',
+      trigger: '64500',
+      type: 'StopLimit',
+    });
     expect(kinds(v.oracle({ [BTC]: '64500.5' }))).toEqual([]);
     expect(kinds(v.oracle({ [BTC]: '64500' }), A)).toEqual(['OrderTriggered']);
     expect(v.state.markets.get(1)!.asks).toHaveLength(1);
   });
 
   it('refuses a trigger already reached by the mark with 4032 (OrderRejected PriceBand)', () => {
-    const e = v.place(A, BTC, { side: 'Buy', qty: '1', price: '66000', trigger: '64000', type: 'StopLimit' });
+    const e = v.place(A, BTC, {
+      side: 'Buy',
+      qty: '1',
+      price: '66000',
+      trigger: '64000',
+      type: 'StopLimit',
+    });
     const o = outcome(e);
     expect(o.ok ? 0 : o.code).toBe(4032);
     expect((reports(e)[0] as OrderReport).order.reason).toBe('PriceBand');
@@ -421,7 +501,13 @@ describe('trigger orders (mark price)', () => {
   it('a TakeProfit sell fires when mark >= trigger', () => {
     v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
     v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
-    v.place(A, BTC, { side: 'Sell', qty: '1', price: '66000', trigger: '66000', type: 'TakeProfit' });
+    v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      price: '66000',
+      trigger: '66000',
+      type: 'TakeProfit',
+    });
     // Empty book, last trade 65000: mark = mean(index, 65000).
     expect(kinds(v.oracle({ [BTC]: '66999' }), A)).toEqual([]);
     expect(v.state.markets.get(1)!.prices.mark).toBe(px('65999.5'));

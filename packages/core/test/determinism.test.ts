@@ -20,7 +20,18 @@ const runs = Number(process.env.FC_NUM_RUNS ?? 40);
 const wallets = [wallet(1), wallet(2), wallet(3), wallet(4)];
 
 type Step =
-  | { k: 'order'; w: number; sym: number; buy: boolean; off: number; qty: number; type: number; tif: number; flags: number; cl: number }
+  | {
+      k: 'order';
+      w: number;
+      sym: number;
+      buy: boolean;
+      off: number;
+      qty: number;
+      type: number;
+      tif: number;
+      flags: number;
+      cl: number;
+    }
   | { k: 'cancel'; w: number; pick: number }
   | { k: 'replace'; w: number; pick: number; off: number; qty: number }
   | { k: 'cancelAll'; w: number; sym: number }
@@ -30,14 +41,72 @@ type Step =
   | { k: 'leverage'; w: number; sym: number; lev: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 8, arbitrary: fc.record({ k: fc.constant('order' as const), w: fc.nat(3), sym: fc.nat(1), buy: fc.boolean(), off: fc.integer({ min: -20, max: 20 }), qty: fc.integer({ min: 1, max: 30 }), type: fc.constantFrom(0, 0, 0, 0, 0, 0, 1, 2, 3), tif: fc.constantFrom(0, 0, 0, 1, 2, 3, 4), flags: fc.constantFrom(0, 0, 0, 0, 0, 1, 2, 4, 8, 10), cl: fc.constantFrom(0, 0, 0, 0, 0, 1, 2, 3) }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('cancel' as const), w: fc.nat(3), pick: fc.nat() }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('replace' as const), w: fc.nat(3), pick: fc.nat(), off: fc.integer({ min: -20, max: 20 }), qty: fc.integer({ min: 1, max: 30 }) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('cancelAll' as const), w: fc.nat(3), sym: fc.nat(2) }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('oracle' as const), sym: fc.nat(1), off: fc.integer({ min: -40, max: 40 }) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 30_000_000 }) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('transfer' as const), w: fc.nat(3), amount: fc.integer({ min: 1, max: 50_000 }), toIso: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('leverage' as const), w: fc.nat(3), sym: fc.nat(1), lev: fc.integer({ min: 1, max: 45 }) }) },
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      k: fc.constant('order' as const),
+      w: fc.nat(3),
+      sym: fc.nat(1),
+      buy: fc.boolean(),
+      off: fc.integer({ min: -20, max: 20 }),
+      qty: fc.integer({ min: 1, max: 30 }),
+      type: fc.constantFrom(0, 0, 0, 0, 0, 0, 1, 2, 3),
+      tif: fc.constantFrom(0, 0, 0, 1, 2, 3, 4),
+      flags: fc.constantFrom(0, 0, 0, 0, 0, 1, 2, 4, 8, 10),
+      cl: fc.constantFrom(0, 0, 0, 0, 0, 1, 2, 3),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ k: fc.constant('cancel' as const), w: fc.nat(3), pick: fc.nat() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('replace' as const),
+      w: fc.nat(3),
+      pick: fc.nat(),
+      off: fc.integer({ min: -20, max: 20 }),
+      qty: fc.integer({ min: 1, max: 30 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ k: fc.constant('cancelAll' as const), w: fc.nat(3), sym: fc.nat(2) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('oracle' as const),
+      sym: fc.nat(1),
+      off: fc.integer({ min: -40, max: 40 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('tick' as const),
+      ms: fc.integer({ min: 1, max: 30_000_000 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('transfer' as const),
+      w: fc.nat(3),
+      amount: fc.integer({ min: 1, max: 50_000 }),
+      toIso: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('leverage' as const),
+      w: fc.nat(3),
+      sym: fc.nat(1),
+      lev: fc.integer({ min: 1, max: 45 }),
+    }),
+  },
 );
 
 /** Turns abstract steps into engine commands, using a throwaway venue to learn order ids. */
@@ -64,13 +133,21 @@ function buildLog(steps: Step[]): Command[] {
         side: s.buy ? 'Buy' : 'Sell',
         qty: (s.qty / 100).toString(),
         price: s.type >= 2 && s.off % 3 === 0 ? undefined : p,
-        trigger: s.type === 0 ? undefined : (base[s.sym]! + (s.buy ? 1 : -1) * Math.abs(s.off) * tick[s.sym]! * 20 + (s.buy ? 1 : -1)).toFixed(2),
+        trigger:
+          s.type === 0
+            ? undefined
+            : (
+                base[s.sym]! +
+                (s.buy ? 1 : -1) * Math.abs(s.off) * tick[s.sym]! * 20 +
+                (s.buy ? 1 : -1)
+              ).toFixed(2),
         type: (['Limit', 'StopLimit', 'StopLoss', 'TakeProfit'] as const)[s.type],
         tif: (['GTC', 'GTD', 'IOC', 'FOK', 'DAY'] as const)[s.tif],
         expiry: s.tif === 1 ? Math.floor(v.time / 1000) + 60 + s.qty * 60 : 0,
         isolated: (s.flags & 1) === 1,
         reduceOnly: (s.flags & 2) === 2,
-        postOnly: (s.flags & 4) === 4 && s.type === 0 && (s.tif === 0 || s.tif === 1 || s.tif === 4),
+        postOnly:
+          (s.flags & 4) === 4 && s.type === 0 && (s.tif === 0 || s.tif === 1 || s.tif === 4),
         managed: (s.flags & 8) === 8 && s.type >= 2,
         cloid: s.cl === 0 ? null : cloid(s.cl),
       });
@@ -81,11 +158,23 @@ function buildLog(steps: Step[]): Command[] {
       }
     } else if (s.k === 'cancel') {
       const mine = idsBy[s.w]!;
-      v.cancel(wallets[s.w]!, 'BTC-PERP', { orderId: mine.length ? mine[s.pick % mine.length]! : 1 });
+      v.cancel(wallets[s.w]!, 'BTC-PERP', {
+        orderId: mine.length ? mine[s.pick % mine.length]! : 1,
+      });
     } else if (s.k === 'replace') {
       const mine = idsBy[s.w]!;
       const id = mine.length ? mine[s.pick % mine.length]! : 1;
-      v.run({ type: 'replaceOrder', account: wallets[s.w]!, market: 1, orderId: BigInt(id), origCloid: null, price: BigInt(Math.round((65000 + s.off * 5) * 2)) * 5n * 10n ** 17n, triggerPrice: 0n, quantity: BigInt(s.qty) * 100n, cloid: null });
+      v.run({
+        type: 'replaceOrder',
+        account: wallets[s.w]!,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: BigInt(Math.round((65000 + s.off * 5) * 2)) * 5n * 10n ** 17n,
+        triggerPrice: 0n,
+        quantity: BigInt(s.qty) * 100n,
+        cloid: null,
+      });
     } else if (s.k === 'cancelAll') {
       v.run({ type: 'cancelAll', account: wallets[s.w]!, market: s.sym });
     } else if (s.k === 'oracle') {
@@ -93,17 +182,37 @@ function buildLog(steps: Step[]): Command[] {
     } else if (s.k === 'tick') {
       v.advance(s.ms);
     } else if (s.k === 'transfer') {
-      v.run({ type: 'transferMargin', account: wallets[s.w]!, market: 1, amount: BigInt(s.amount) * 1_000_000n, direction: s.toIso ? 'crossToIsolated' : 'isolatedToCross' });
+      v.run({
+        type: 'transferMargin',
+        account: wallets[s.w]!,
+        market: 1,
+        amount: BigInt(s.amount) * 1_000_000n,
+        direction: s.toIso ? 'crossToIsolated' : 'isolatedToCross',
+      });
     } else {
-      v.run({ type: 'updateLeverage', account: wallets[s.w]!, market: s.sym + 1, mode: 'Cross', leverage: s.lev * 100 });
+      v.run({
+        type: 'updateLeverage',
+        account: wallets[s.w]!,
+        market: s.sym + 1,
+        mode: 'Cross',
+        leverage: s.lev * 100,
+      });
     }
   }
   if (process.env.LOG_STATS) {
     const counts: Record<string, number> = {};
-    for (const evs of v.history) for (const e of evs) {
-      const k = e.type === 'executionReport' ? e.kind : e.type === 'outcome' ? (e.ok ? 'ok' : `fail${e.code} ${e.message.slice(0, 50)}`) : e.type;
-      counts[k] = (counts[k] ?? 0) + 1;
-    }
+    for (const evs of v.history)
+      for (const e of evs) {
+        const k =
+          e.type === 'executionReport'
+            ? e.kind
+            : e.type === 'outcome'
+              ? e.ok
+                ? 'ok'
+                : `fail${e.code} ${e.message.slice(0, 50)}`
+              : e.type;
+        counts[k] = (counts[k] ?? 0) + 1;
+      }
     console.log(JSON.stringify(counts));
   }
   return v.log;
@@ -136,19 +245,23 @@ describe('determinism', () => {
 
   it('a batch gives exactly the events and state of the same commands one by one', () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { minLength: 20, maxLength: 120 }), fc.integer({ min: 1, max: 17 }), (steps, chunk) => {
-        const log = buildLog(steps);
-        const single = replay(log);
-        let state = createEngineState({}, log[0]!.time);
-        const texts: string[] = [];
-        for (let i = 0; i < log.length; i += chunk) {
-          const r = reduceAll(state, log.slice(i, i + chunk));
-          state = r.state;
-          for (const ev of r.events) texts.push(canonicalText(ev));
-        }
-        expect(texts.join('\n')).toBe(single.text);
-        expect(stateHash(state)).toBe(single.hash);
-      }),
+      fc.property(
+        fc.array(stepArb, { minLength: 20, maxLength: 120 }),
+        fc.integer({ min: 1, max: 17 }),
+        (steps, chunk) => {
+          const log = buildLog(steps);
+          const single = replay(log);
+          let state = createEngineState({}, log[0]!.time);
+          const texts: string[] = [];
+          for (let i = 0; i < log.length; i += chunk) {
+            const r = reduceAll(state, log.slice(i, i + chunk));
+            state = r.state;
+            for (const ev of r.events) texts.push(canonicalText(ev));
+          }
+          expect(texts.join('\n')).toBe(single.text);
+          expect(stateHash(state)).toBe(single.hash);
+        },
+      ),
       { numRuns: runs },
     );
   });
@@ -167,7 +280,8 @@ describe('determinism', () => {
           state = r.state;
         }
         // Older versions stay intact as newer ones are built from them.
-        for (const [old, hash] of seen.filter((_, i) => i % 10 === 0)) expect(stateHash(old)).toBe(hash);
+        for (const [old, hash] of seen.filter((_, i) => i % 10 === 0))
+          expect(stateHash(old)).toBe(hash);
       }),
       { numRuns: Math.max(5, Math.floor(runs / 2)) },
     );

@@ -38,11 +38,21 @@ function setMark(v: TestVenue, symbol: string, mark: string, tick: string): void
   expect(v.state.markets.get(v.spec(symbol).id)!.prices.mark).toBe(px(mark));
 }
 
-function tradeAsTaker(v: TestVenue, symbol: string, side: 'Buy' | 'Sell', qty: string, price: string, isolated = false): EngineEvent[] {
+function tradeAsTaker(
+  v: TestVenue,
+  symbol: string,
+  side: 'Buy' | 'Sell',
+  qty: string,
+  price: string,
+  isolated = false,
+): EngineEvent[] {
   v.place(MAKER, symbol, { side: side === 'Buy' ? 'Sell' : 'Buy', qty, price });
   const events = v.place(GOLD, symbol, { side, qty, price, isolated });
   const outcome = events.find((e) => e.type === 'outcome');
-  if (outcome?.type !== 'outcome' || !outcome.ok) throw new Error(`trade refused: ${JSON.stringify(outcome, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`);
+  if (outcome?.type !== 'outcome' || !outcome.ok)
+    throw new Error(
+      `trade refused: ${JSON.stringify(outcome, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
+    );
   return events;
 }
 
@@ -51,7 +61,17 @@ describe('golden case A: Hyperliquid isolated example', () => {
     const v = new TestVenue();
     // ETH, max 50x (mmr 1%), 0.1 tick, 0.0001 lot; a 0.025% taker fee lets the isolated cash
     // land exactly on HL's rawUsd after opening at 20x.
-    v.list({ id: 7, symbol: 'ETH-PERP', tickSize: '0.1', lotSize: '0.0001', quantityDecimals: 4, maxLeverage: 50, openInterestCap: '1000000', makerFeeRate: '0', takerFeeRate: '0.00025' });
+    v.list({
+      id: 7,
+      symbol: 'ETH-PERP',
+      tickSize: '0.1',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 50,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0.00025',
+    });
     for (const w of [GOLD, MAKER, MM]) v.open(w);
     v.fund(MAKER, '100000');
     v.fund(MM, '100000');
@@ -100,8 +120,30 @@ describe('golden case A: Hyperliquid isolated example', () => {
 describe('golden case B: cross account with two positions (no funding yet)', () => {
   it('reproduces account value, margins, withdrawable, ROE and both liquidation prices', () => {
     const v = new TestVenue();
-    v.list({ id: 1, symbol: 'BTC-PERP', tickSize: '0.5', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 40, defaultLeverage: 10, openInterestCap: '1000', makerFeeRate: '0', takerFeeRate: '0' });
-    v.list({ id: 2, symbol: 'ETH-PERP', tickSize: '0.01', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 25, defaultLeverage: 5, openInterestCap: '100000', makerFeeRate: '0', takerFeeRate: '0' });
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    v.list({
+      id: 2,
+      symbol: 'ETH-PERP',
+      tickSize: '0.01',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 25,
+      defaultLeverage: 5,
+      openInterestCap: '100000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
     for (const w of [GOLD, MAKER, MM]) v.open(w);
     v.fund(MAKER, '1000000');
     v.fund(MM, '1000000');
@@ -138,14 +180,28 @@ describe('golden case B: cross account with two positions (no funding yet)', () 
 describe('golden case D: entry price through increase, flip and fees', () => {
   it('averages the entry, realizes PnL on the closed part and resets the entry on the flip', () => {
     const v = new TestVenue();
-    v.list({ id: 1, symbol: 'BTC-PERP', tickSize: '0.5', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 40, defaultLeverage: 10, openInterestCap: '1000', makerFeeRate: '0', takerFeeRate: '0.00045' });
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0.00045',
+    });
     for (const w of [GOLD, MAKER, MM]) v.open(w);
     v.fund(MAKER, '1000000');
     v.fund(MM, '1000000');
     v.fund(GOLD, '50000');
     v.oracle({ 'BTC-PERP': '60000' });
     const fee = (events: EngineEvent[]) =>
-      (events.find((e): e is OrderReport => e.type === 'executionReport' && e.account === GOLD && 'fill' in e && e.fill !== undefined)!).fill!;
+      events.find(
+        (e): e is OrderReport =>
+          e.type === 'executionReport' && e.account === GOLD && 'fill' in e && e.fill !== undefined,
+      )!.fill!;
     expect(fee(tradeAsTaker(v, 'BTC-PERP', 'Buy', '2', '60000')).fee).toBe(54_000_000n);
     expect(fee(tradeAsTaker(v, 'BTC-PERP', 'Buy', '1', '63000')).fee).toBe(28_350_000n);
     expect(summary(v).assetPositions[0]!.entryPx).toBe('61000');
@@ -165,7 +221,16 @@ describe('golden case D: entry price through increase, flip and fees', () => {
 
 describe('golden case E: tiered maintenance margin', () => {
   it('is continuous across the 150M floor and uses the deduction above it', () => {
-    const spec = instrument({ id: 1, symbol: 'BTC-PERP', tickSize: '1', lotSize: '1', quantityDecimals: 0, maxLeverage: 40, openInterestCap: '100000000', marginTiers: [{ notionalFloor: '150000000', maxLeverage: 20 }] });
+    const spec = instrument({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '1',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 40,
+      openInterestCap: '100000000',
+      marginTiers: [{ notionalFloor: '150000000', maxLeverage: 20 }],
+    });
     expect(spec.tiers[1]!.deduction).toBe(1_875_000n * 10n ** 6n * 10n ** 18n);
     const price = px('1');
     const usd = (n: bigint) => n * 1_000_000n;

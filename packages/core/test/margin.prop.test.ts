@@ -15,13 +15,21 @@ import {
   maintenanceExact,
   measureScope,
   type Outcome,
+  type Rational,
   radd,
   ratio,
+  reduced,
   rmul,
-  type Rational,
   rsub,
 } from '../src/index.js';
-import { BTC_SETTINGS, ETH_SETTINGS, instrument, TestVenue, usd, wallet } from '../src/testing/index.js';
+import {
+  BTC_SETTINGS,
+  ETH_SETTINGS,
+  instrument,
+  TestVenue,
+  usd,
+  wallet,
+} from '../src/testing/index.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 1000);
 const W = Array.from({ length: 8 }, (_, i) => wallet(0x100 + i));
@@ -30,7 +38,17 @@ const BASE = [50000, 3000];
 const TICK = [0.5, 0.01];
 
 type Step =
-  | { k: 'order'; w: number; m: number; buy: boolean; off: number; qty: number; iso: boolean; ro: boolean; tif: number }
+  | {
+      k: 'order';
+      w: number;
+      m: number;
+      buy: boolean;
+      off: number;
+      qty: number;
+      iso: boolean;
+      ro: boolean;
+      tif: number;
+    }
   | { k: 'cancelAll'; w: number }
   | { k: 'oracle'; m: number; off: number }
   | { k: 'withdraw'; w: number; amount: number; iso: boolean; m: number }
@@ -39,21 +57,93 @@ type Step =
   | { k: 'deposit'; w: number; amount: number; iso: boolean; m: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 10, arbitrary: fc.record({ k: fc.constant('order' as const), w: fc.nat(7), m: fc.nat(1), buy: fc.boolean(), off: fc.integer({ min: -30, max: 30 }), qty: fc.integer({ min: 1, max: 400 }), iso: fc.boolean(), ro: fc.constantFrom(false, false, false, true), tif: fc.constantFrom(0, 0, 2) }) },
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      k: fc.constant('order' as const),
+      w: fc.nat(7),
+      m: fc.nat(1),
+      buy: fc.boolean(),
+      off: fc.integer({ min: -30, max: 30 }),
+      qty: fc.integer({ min: 1, max: 400 }),
+      iso: fc.boolean(),
+      ro: fc.constantFrom(false, false, false, true),
+      tif: fc.constantFrom(0, 0, 2),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('cancelAll' as const), w: fc.nat(7) }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('oracle' as const), m: fc.nat(1), off: fc.integer({ min: -400, max: 400 }) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('withdraw' as const), w: fc.nat(7), amount: fc.integer({ min: 1, max: 40_000 }), iso: fc.boolean(), m: fc.nat(1) }) },
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('transfer' as const), w: fc.nat(7), amount: fc.integer({ min: 1, max: 20_000 }), toIso: fc.boolean(), m: fc.nat(1) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('leverage' as const), w: fc.nat(7), m: fc.nat(1), lev: fc.integer({ min: 1, max: 45 }), iso: fc.boolean() }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('deposit' as const), w: fc.nat(7), amount: fc.integer({ min: 1, max: 20_000 }), iso: fc.boolean(), m: fc.nat(1) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('oracle' as const),
+      m: fc.nat(1),
+      off: fc.integer({ min: -400, max: 400 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('withdraw' as const),
+      w: fc.nat(7),
+      amount: fc.integer({ min: 1, max: 40_000 }),
+      iso: fc.boolean(),
+      m: fc.nat(1),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('transfer' as const),
+      w: fc.nat(7),
+      amount: fc.integer({ min: 1, max: 20_000 }),
+      toIso: fc.boolean(),
+      m: fc.nat(1),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('leverage' as const),
+      w: fc.nat(7),
+      m: fc.nat(1),
+      lev: fc.integer({ min: 1, max: 45 }),
+      iso: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('deposit' as const),
+      w: fc.nat(7),
+      amount: fc.integer({ min: 1, max: 20_000 }),
+      iso: fc.boolean(),
+      m: fc.nat(1),
+    }),
+  },
 );
 
-const outcome = (events: readonly EngineEvent[]): Outcome => events.find((e): e is Outcome => e.type === 'outcome')!;
+const outcome = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome')!;
 
 /** Everything economic: books, orders, pools, positions, leverage, fee and insurance pools. */
 function economicState(s: EngineState): string {
-  const accounts = s.accounts.values().map((a) => ({ a: a.address, c: a.crossCash, i: a.isolated, p: a.positions, l: a.leverage, t: a.orderTotals }));
-  return canonicalText({ m: s.markets, o: s.orders, accounts, f: s.feePool, ins: s.insuranceFund, d: s.totalDeposits, w: s.totalWithdrawals });
+  const accounts = s.accounts.values().map((a) => ({
+    a: a.address,
+    c: a.crossCash,
+    i: a.isolated,
+    p: a.positions,
+    l: a.leverage,
+    t: a.orderTotals,
+  }));
+  return canonicalText({
+    m: s.markets,
+    o: s.orders,
+    accounts,
+    f: s.feePool,
+    ins: s.insuranceFund,
+    d: s.totalDeposits,
+    w: s.totalWithdrawals,
+  });
 }
 
 function setup(): TestVenue {
@@ -87,7 +177,9 @@ function run(v: TestVenue, s: Step): void {
   } else if (s.k === 'oracle') {
     events = v.oracle({ [SYMS[s.m]!]: (BASE[s.m]! + s.off * TICK[s.m]! * 10).toFixed(2) });
   } else if (s.k === 'withdraw') {
-    const target = s.iso ? { mode: 'Isolated' as const, market: s.m + 1 } : { mode: 'Cross' as const, market: 0 };
+    const target = s.iso
+      ? { mode: 'Isolated' as const, market: s.m + 1 }
+      : { mode: 'Cross' as const, market: 0 };
     events = v.run({ type: 'withdraw', account: W[s.w]!, amount: usd(String(s.amount)), target });
     if (outcome(events).ok) {
       const m = measureScope(v.state, v.state.accounts.get(W[s.w]!)!, target.mode, target.market);
@@ -96,17 +188,39 @@ function run(v: TestVenue, s: Step): void {
       expect(m.equity * 10n).toBeGreaterThanOrEqual(m.notional);
     }
   } else if (s.k === 'transfer') {
-    events = v.run({ type: 'transferMargin', account: W[s.w]!, market: s.m + 1, amount: usd(String(s.amount)), direction: s.toIso ? 'crossToIsolated' : 'isolatedToCross' });
+    events = v.run({
+      type: 'transferMargin',
+      account: W[s.w]!,
+      market: s.m + 1,
+      amount: usd(String(s.amount)),
+      direction: s.toIso ? 'crossToIsolated' : 'isolatedToCross',
+    });
     if (outcome(events).ok) {
-      const source = s.toIso ? measureScope(v.state, v.state.accounts.get(W[s.w]!)!, 'Cross', 0) : measureScope(v.state, v.state.accounts.get(W[s.w]!)!, 'Isolated', s.m + 1);
+      const source = s.toIso
+        ? measureScope(v.state, v.state.accounts.get(W[s.w]!)!, 'Cross', 0)
+        : measureScope(v.state, v.state.accounts.get(W[s.w]!)!, 'Isolated', s.m + 1);
       expect(availableToOpen(source)).toBeGreaterThanOrEqual(0n);
     }
   } else if (s.k === 'leverage') {
-    events = v.run({ type: 'updateLeverage', account: W[s.w]!, market: s.m + 1, mode: s.iso ? 'Isolated' : 'Cross', leverage: s.lev * 100 });
+    events = v.run({
+      type: 'updateLeverage',
+      account: W[s.w]!,
+      market: s.m + 1,
+      mode: s.iso ? 'Isolated' : 'Cross',
+      leverage: s.lev * 100,
+    });
   } else {
-    const target = s.iso ? { mode: 'Isolated' as const, market: s.m + 1 } : { mode: 'Cross' as const, market: 0 };
-    const o = outcome(v.run({ type: 'deposit', account: W[s.w]!, amount: usd(String(s.amount)), target }));
-    events = v.run({ type: 'settleDeposit', commandId: o.ok && o.kind === 'command' ? o.commandId : -1, success: true });
+    const target = s.iso
+      ? { mode: 'Isolated' as const, market: s.m + 1 }
+      : { mode: 'Cross' as const, market: 0 };
+    const o = outcome(
+      v.run({ type: 'deposit', account: W[s.w]!, amount: usd(String(s.amount)), target }),
+    );
+    events = v.run({
+      type: 'settleDeposit',
+      commandId: o.ok && o.kind === 'command' ? o.commandId : -1,
+      success: true,
+    });
   }
   const o = outcome(events);
   if (!o.ok) {
@@ -130,15 +244,24 @@ describe('margin properties over random sequences with many accounts', () => {
 });
 
 /** Exact equity and maintenance of a scope with one market's mark replaced by `price`. */
-function scopeAt(v: TestVenue, address: string, mode: 'Cross' | 'Isolated', market: number, price: Rational): { equity: Rational; mm: Rational } {
+function scopeAt(
+  v: TestVenue,
+  address: string,
+  mode: 'Cross' | 'Isolated',
+  market: number,
+  price: Rational,
+): { equity: Rational; mm: Rational } {
   const s = v.state;
   const a = s.accounts.get(address)!;
-  let equity = ratio(mode === 'Cross' ? a.crossCash : (a.isolated.find((p) => p.market === market)?.cash ?? 0n), 1_000_000n);
+  let equity = ratio(
+    mode === 'Cross' ? a.crossCash : (a.isolated.find((p) => p.market === market)?.cash ?? 0n),
+    1_000_000n,
+  );
   let mm = ratio(0n);
   for (const p of a.positions) {
     if (p.mode !== mode || (mode === 'Isolated' && p.market !== market)) continue;
     const m = s.markets.get(p.market)!;
-    const mark = p.market === market ? price : ratio(m.prices.mark ?? m.prices.lastTrade!, 10n ** 18n);
+    const mark = p.market === market ? price : ratio(m.prices.mark ?? m.lastTrade!, 10n ** 18n);
     equity = radd(equity, rmul(ratio(p.size, 10n ** BigInt(m.spec.quantityDecimals)), mark));
     mm = radd(mm, maintenanceExact(m.spec, p.size, mark));
   }
@@ -153,10 +276,13 @@ describe('liquidation price', () => {
     expect(liquidationChecks).toBeGreaterThan(50);
   });
 
-  it('puts the scope\'s equity exactly at maintenance margin when plugged back', () => {
+  it("puts the scope's equity exactly at maintenance margin when plugged back", () => {
     fc.assert(
       fc.property(
-        fc.array(stepArb.filter((s) => s.k === 'order' || s.k === 'oracle'), { minLength: 30, maxLength: 80 }),
+        fc.array(
+          stepArb.filter((s) => s.k === 'order' || s.k === 'oracle'),
+          { minLength: 30, maxLength: 80 },
+        ),
         fc.boolean(),
         (steps, tiered) => {
           const v = setup();
@@ -171,7 +297,7 @@ describe('liquidation price', () => {
               const liq = liquidationPrice(v.state, a, p);
               if (liq === null) continue;
               const { equity, mm } = scopeAt(v, a.address, p.mode, p.market, liq);
-              expect(rsub(equity, mm)).toEqual(ratio(0n));
+              expect(rsub(equity, mm).num).toBe(0n);
               checked++;
             }
           });
@@ -183,10 +309,19 @@ describe('liquidation price', () => {
   });
 
   it('uses the tier that holds the notional at the liquidation price', () => {
-    const spec = instrument({ id: 1, symbol: 'X-PERP', tickSize: '1', lotSize: '1', quantityDecimals: 0, maxLeverage: 40, openInterestCap: '1000000000', marginTiers: [{ notionalFloor: '1000000', maxLeverage: 20 }] });
+    const spec = instrument({
+      id: 1,
+      symbol: 'X-PERP',
+      tickSize: '1',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 40,
+      openInterestCap: '1000000000',
+      marginTiers: [{ notionalFloor: '1000000', maxLeverage: 20 }],
+    });
     // 30 units: MM is continuous, so solving with either tier lands on the same consistency check.
     const mmAt = (price: bigint) => maintenanceExact(spec, 30n, ratio(price));
-    expect(mmAt(30_000n)).toEqual(ratio(11_250n)); // 900,000 x 1.25%
-    expect(mmAt(40_000n)).toEqual(ratio(17_500n)); // 1,200,000 x 2.5% - 12,500
+    expect(reduced(mmAt(30_000n))).toEqual(ratio(11_250n)); // 900,000 x 1.25%
+    expect(reduced(mmAt(40_000n))).toEqual(ratio(17_500n)); // 1,200,000 x 2.5% - 12,500
   });
 });

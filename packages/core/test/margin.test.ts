@@ -20,10 +20,15 @@ const A = wallet(0xa1);
 const B = wallet(0xb1);
 const C = wallet(0xc1);
 
-const outcome = (events: readonly EngineEvent[]): Outcome => events.find((e): e is Outcome => e.type === 'outcome')!;
+const outcome = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome')!;
 const reports = (events: readonly EngineEvent[], account?: string): ExecutionReport[] =>
-  events.filter((e): e is ExecutionReport => e.type === 'executionReport' && (account === undefined || e.account === account));
-const kinds = (events: readonly EngineEvent[], account?: string): string[] => reports(events, account).map((r) => r.kind);
+  events.filter(
+    (e): e is ExecutionReport =>
+      e.type === 'executionReport' && (account === undefined || e.account === account),
+  );
+const kinds = (events: readonly EngineEvent[], account?: string): string[] =>
+  reports(events, account).map((r) => r.kind);
 const pushes = (events: readonly EngineEvent[]): string[] =>
   events.filter((e) => e.type === 'accountChanged').map((e) => (e as { account: string }).account);
 const code = (events: readonly EngineEvent[]): number => {
@@ -52,7 +57,12 @@ function openLong(qty = '1'): void {
 
 describe('deposits, withdrawals, transfers and leverage (command lifecycle)', () => {
   it('a deposit is Submitted, then credited by the chain settlement with a DepositMargin report and a push', () => {
-    const e1 = v.run({ type: 'deposit', account: A, amount: usd('100'), target: { mode: 'Cross', market: 0 } });
+    const e1 = v.run({
+      type: 'deposit',
+      account: A,
+      amount: usd('100'),
+      target: { mode: 'Cross', market: 0 },
+    });
     const o = outcome(e1);
     expect(o.ok && o.kind === 'command' ? o.status : '').toBe('Submitted');
     expect(pushes(e1)).toEqual([]);
@@ -60,20 +70,38 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
     const id = o.ok && o.kind === 'command' ? o.commandId : 0;
     const e2 = v.run({ type: 'settleDeposit', commandId: id, success: true, txHash: '0xabc' });
     const r = reports(e2, A)[0] as CommandReport;
-    expect(r).toMatchObject({ kind: 'DepositMargin', commandId: id, status: 'Completed', amount: usd('100'), txHash: '0xabc' });
+    expect(r).toMatchObject({
+      kind: 'DepositMargin',
+      commandId: id,
+      status: 'Completed',
+      amount: usd('100'),
+      txHash: '0xabc',
+    });
     expect(pushes(e2)).toEqual([A]);
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('100'));
   });
 
   it('a failed deposit settlement credits nothing and reports Failed', () => {
-    const o = outcome(v.run({ type: 'deposit', account: A, amount: usd('100'), target: { mode: 'Cross', market: 0 } }));
+    const o = outcome(
+      v.run({
+        type: 'deposit',
+        account: A,
+        amount: usd('100'),
+        target: { mode: 'Cross', market: 0 },
+      }),
+    );
     const id = o.ok && o.kind === 'command' ? o.commandId : 0;
-    const e = v.run({ type: 'settleDeposit', commandId: id, success: false, reason: 'permit already used' });
+    const e = v.run({
+      type: 'settleDeposit',
+      commandId: id,
+      success: false,
+      reason: 'permit already used',
+    });
     expect((reports(e, A)[0] as CommandReport).status).toBe('Failed');
     expect(v.state.accounts.get(A)!.crossCash).toBe(0n);
   });
 
-  it('an isolated deposit lands in that market\'s pool', () => {
+  it("an isolated deposit lands in that market's pool", () => {
     v.fund(A, '250', BTC);
     expect(v.state.accounts.get(A)!.isolated).toEqual([{ market: 1, cash: usd('250') }]);
     expect(v.state.accounts.get(A)!.crossCash).toBe(0n);
@@ -81,7 +109,12 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
 
   it('a withdrawal above withdrawable is Rejected with 4100 and a command id, changing no balance', () => {
     v.fund(A, '1000');
-    const e = v.run({ type: 'withdraw', account: A, amount: usd('1000.000001'), target: { mode: 'Cross', market: 0 } });
+    const e = v.run({
+      type: 'withdraw',
+      account: A,
+      amount: usd('1000.000001'),
+      target: { mode: 'Cross', market: 0 },
+    });
     const o = outcome(e);
     expect(o.ok ? 0 : o.code).toBe(4100);
     expect(o.ok ? undefined : o.commandId).toBeGreaterThan(0);
@@ -90,10 +123,22 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
 
   it('a withdrawal is debited at acceptance, reported at settlement, and refunded when the chain fails it', () => {
     v.fund(A, '1000');
-    const ok = outcome(v.run({ type: 'withdraw', account: A, amount: usd('400'), target: { mode: 'Cross', market: 0 } }));
+    const ok = outcome(
+      v.run({
+        type: 'withdraw',
+        account: A,
+        amount: usd('400'),
+        target: { mode: 'Cross', market: 0 },
+      }),
+    );
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('600'));
     const id = ok.ok && ok.kind === 'command' ? ok.commandId : 0;
-    const settled = v.run({ type: 'settleWithdrawal', commandId: id, success: false, reason: 'vault paused' });
+    const settled = v.run({
+      type: 'settleWithdrawal',
+      commandId: id,
+      success: false,
+      reason: 'vault paused',
+    });
     expect((reports(settled, A)[0] as CommandReport).status).toBe('Failed');
     expect(pushes(settled)).toEqual([A]);
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('1000'));
@@ -106,26 +151,89 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
     v.place(A, BTC, { side: 'Buy', qty: '0.2', price: '40000' }); // hold 800
     const s = accountSummary(v.state, A, v.time)!;
     expect(s.withdrawable).toBe('4200');
-    expect(code(v.run({ type: 'withdraw', account: A, amount: usd('4200.000001'), target: { mode: 'Cross', market: 0 } }))).toBe(4100);
-    expect(code(v.run({ type: 'withdraw', account: A, amount: usd('4200'), target: { mode: 'Cross', market: 0 } }))).toBe(0);
+    expect(
+      code(
+        v.run({
+          type: 'withdraw',
+          account: A,
+          amount: usd('4200.000001'),
+          target: { mode: 'Cross', market: 0 },
+        }),
+      ),
+    ).toBe(4100);
+    expect(
+      code(
+        v.run({
+          type: 'withdraw',
+          account: A,
+          amount: usd('4200'),
+          target: { mode: 'Cross', market: 0 },
+        }),
+      ),
+    ).toBe(0);
     const m = measureScope(v.state, v.state.accounts.get(A)!, 'Cross', 0);
     expect(m.equity - m.initialMargin - m.hold).toBe(0n);
   });
 
   it('transfers move collateral both ways, bounded by withdrawable and transferable, with a report and a push', () => {
     v.fund(A, '1000');
-    const e = v.run({ type: 'transferMargin', account: A, market: 1, amount: usd('300'), direction: 'crossToIsolated' });
+    const e = v.run({
+      type: 'transferMargin',
+      account: A,
+      market: 1,
+      amount: usd('300'),
+      direction: 'crossToIsolated',
+    });
     expect(outcome(e).ok).toBe(true);
-    expect(reports(e, A)[0]).toMatchObject({ kind: 'TransferMargin', status: 'Completed', direction: 'crossToIsolated', amount: usd('300') });
+    expect(reports(e, A)[0]).toMatchObject({
+      kind: 'TransferMargin',
+      status: 'Completed',
+      direction: 'crossToIsolated',
+      amount: usd('300'),
+    });
     expect(pushes(e)).toEqual([A]);
     const s = accountSummary(v.state, A, v.time)!;
     expect(s.marginSummary.accountValue).toBe('1000');
     expect(s.crossMarginSummary.accountValue).toBe('700');
     const iso = s.assetPositions[0]!;
-    expect(iso).toMatchObject({ marginMode: 'Isolated', szi: '0', marginUsed: '300', transferable: '300', entryPx: '0' });
-    expect(code(v.run({ type: 'transferMargin', account: A, market: 1, amount: usd('300.000001'), direction: 'isolatedToCross' }))).toBe(4100);
-    expect(code(v.run({ type: 'transferMargin', account: A, market: 1, amount: usd('700.000001'), direction: 'crossToIsolated' }))).toBe(4100);
-    v.expectOk(v.run({ type: 'transferMargin', account: A, market: 1, amount: usd('300'), direction: 'isolatedToCross' }));
+    expect(iso).toMatchObject({
+      marginMode: 'Isolated',
+      szi: '0',
+      marginUsed: '300',
+      transferable: '300',
+      entryPx: '0',
+    });
+    expect(
+      code(
+        v.run({
+          type: 'transferMargin',
+          account: A,
+          market: 1,
+          amount: usd('300.000001'),
+          direction: 'isolatedToCross',
+        }),
+      ),
+    ).toBe(4100);
+    expect(
+      code(
+        v.run({
+          type: 'transferMargin',
+          account: A,
+          market: 1,
+          amount: usd('700.000001'),
+          direction: 'crossToIsolated',
+        }),
+      ),
+    ).toBe(4100);
+    v.expectOk(
+      v.run({
+        type: 'transferMargin',
+        account: A,
+        market: 1,
+        amount: usd('300'),
+        direction: 'isolatedToCross',
+      }),
+    );
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('1000'));
   });
 
@@ -133,13 +241,30 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
     v.fund(A, '6000');
     v.fund(B, '100000');
     openLong('1'); // IM at 10x = 5,000; equity 6,000
-    const raise = v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 2000 });
-    expect(reports(raise, A)[0]).toMatchObject({ kind: 'UpdateLeverage', status: 'Completed', leverage: 2000, previousLeverage: 1000 });
+    const raise = v.run({
+      type: 'updateLeverage',
+      account: A,
+      market: 1,
+      mode: 'Cross',
+      leverage: 2000,
+    });
+    expect(reports(raise, A)[0]).toMatchObject({
+      kind: 'UpdateLeverage',
+      status: 'Completed',
+      leverage: 2000,
+      previousLeverage: 1000,
+    });
     expect(pushes(raise)).toEqual([A]);
-    expect(code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4001 }))).toBe(4102);
+    expect(
+      code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4001 })),
+    ).toBe(4102);
     // At 8x IM is 6,250 > 6,000 equity.
-    expect(code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 800 }))).toBe(4100);
-    expect(code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 900 }))).toBe(0);
+    expect(
+      code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 800 })),
+    ).toBe(4100);
+    expect(
+      code(v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 900 })),
+    ).toBe(0);
     // Leverage is per mode: isolated keeps the default.
     const s = accountSummary(v.state, A, v.time)!;
     expect(s.assetPositions[0]!.leverage).toBe(9);
@@ -161,9 +286,19 @@ describe('pre-trade checks', () => {
 
   it('4100 in an isolated scope: isolated positions are funded only by the isolated pool', () => {
     v.fund(A, '100000');
-    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000', isolated: true }))).toBe(4100);
-    v.run({ type: 'transferMargin', account: A, market: 1, amount: usd('490'), direction: 'crossToIsolated' });
-    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000', isolated: true }))).toBe(0);
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000', isolated: true }))).toBe(
+      4100,
+    );
+    v.run({
+      type: 'transferMargin',
+      account: A,
+      market: 1,
+      amount: usd('490'),
+      direction: 'crossToIsolated',
+    });
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000', isolated: true }))).toBe(
+      0,
+    );
   });
 
   it('4101: notional below 5 USD, except a reduce-only order that closes the whole position', () => {
@@ -175,7 +310,9 @@ describe('pre-trade checks', () => {
     expect((reports(tiny)[0] as OrderReport).order.reason).toBe('OrderTooSmall');
     // A position of 0.001 (50 USD) shrinks to dust the same way... open, then close it all.
     openLong('0.001');
-    expect(code(v.place(A, BTC, { side: 'Sell', qty: '0.001', price: '4000', reduceOnly: true }))).toBe(0);
+    expect(
+      code(v.place(A, BTC, { side: 'Sell', qty: '0.001', price: '4000', reduceOnly: true })),
+    ).toBe(0);
   });
 
   it('4102: leverage above the instrument maximum after the operator lowered it', () => {
@@ -216,14 +353,16 @@ describe('pre-trade checks', () => {
   });
 });
 
-describe('reduce-only and TP/SL rules (the spec\'s five messages)', () => {
+describe("reduce-only and TP/SL rules (the spec's five messages)", () => {
   beforeEach(() => {
     v.fund(A, '100000');
     v.fund(B, '100000');
   });
 
   it('"requires an open position" for a reduce-only order or an unmanaged SL/TP without a position', () => {
-    expect(message(v.place(A, BTC, { side: 'Sell', qty: '1', price: '51000', reduceOnly: true }))).toContain('requires an open position');
+    expect(
+      message(v.place(A, BTC, { side: 'Sell', qty: '1', price: '51000', reduceOnly: true })),
+    ).toContain('requires an open position');
     const sl = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss' });
     expect(code(sl)).toBe(4000);
     expect(message(sl)).toContain('requires an open position');
@@ -231,30 +370,53 @@ describe('reduce-only and TP/SL rules (the spec\'s five messages)', () => {
   });
 
   it('"requires an open position or a resting entry order" for a managed SL/TP with nothing to attach to', () => {
-    const e = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss', managed: true });
+    const e = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '45000',
+      type: 'StopLoss',
+      managed: true,
+    });
     expect(message(e)).toContain('requires an open position or a resting entry order');
-    const child = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss', managed: true, parentCloid: cloid(99) });
+    const child = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '45000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(99),
+    });
     expect(message(child)).toContain('requires an open position or a resting entry order');
   });
 
   it('"must reduce position (opposite side required)" for an order on the position\'s side', () => {
     openLong('1');
-    expect(message(v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '49000', reduceOnly: true }))).toContain('must reduce position (opposite side required)');
+    expect(
+      message(v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '49000', reduceOnly: true })),
+    ).toContain('must reduce position (opposite side required)');
   });
 
   it('"exceeds position size" when the order alone closes more than is held', () => {
     openLong('1');
-    expect(message(v.place(A, BTC, { side: 'Sell', qty: '1.001', price: '51000', reduceOnly: true }))).toContain('exceeds position size');
+    expect(
+      message(v.place(A, BTC, { side: 'Sell', qty: '1.001', price: '51000', reduceOnly: true })),
+    ).toContain('exceeds position size');
   });
 
   it('"in one sweep would close" when reduce-only orders reachable by one move exceed the position', () => {
     openLong('1');
     v.expectOk(v.place(A, BTC, { side: 'Sell', qty: '0.6', price: '51000', reduceOnly: true }));
     // Up-sweep: another reduce-only sell limit or a take-profit.
-    expect(message(v.place(A, BTC, { side: 'Sell', qty: '0.5', price: '52000', reduceOnly: true }))).toContain('in one sweep would close');
-    expect(message(v.place(A, BTC, { side: 'Sell', qty: '0.5', trigger: '53000', type: 'TakeProfit' }))).toContain('in one sweep would close');
+    expect(
+      message(v.place(A, BTC, { side: 'Sell', qty: '0.5', price: '52000', reduceOnly: true })),
+    ).toContain('in one sweep would close');
+    expect(
+      message(v.place(A, BTC, { side: 'Sell', qty: '0.5', trigger: '53000', type: 'TakeProfit' })),
+    ).toContain('in one sweep would close');
     // A stop-loss is in the down-sweep, so it may cover the whole position.
-    expect(code(v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss' }))).toBe(0);
+    expect(
+      code(v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss' })),
+    ).toBe(0);
   });
 
   it('clamps a reduce-only order at fill time and cancels it when the position closes', () => {
@@ -284,8 +446,28 @@ describe('managed TP/SL', () => {
 
   it('follows the position size, is one-cancels-other, and is cancelled when the position closes', () => {
     openLong('1');
-    const tp = (outcome(v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '60000', type: 'TakeProfit', managed: true })) as { order: { orderId: number } }).order.orderId;
-    const sl = (outcome(v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss', managed: true })) as { order: { orderId: number } }).order.orderId;
+    const tp = (
+      outcome(
+        v.place(A, BTC, {
+          side: 'Sell',
+          qty: '1',
+          trigger: '60000',
+          type: 'TakeProfit',
+          managed: true,
+        }),
+      ) as { order: { orderId: number } }
+    ).order.orderId;
+    const sl = (
+      outcome(
+        v.place(A, BTC, {
+          side: 'Sell',
+          qty: '1',
+          trigger: '45000',
+          type: 'StopLoss',
+          managed: true,
+        }),
+      ) as { order: { orderId: number } }
+    ).order.orderId;
     // Position grows to 1.5: both follow.
     v.place(B, BTC, { side: 'Sell', qty: '0.5', price: '50000' });
     v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '50000' });
@@ -303,7 +485,14 @@ describe('managed TP/SL', () => {
 
   it('a child of an entry order waits for its first fill, is sized by it, and goes when the entry ends unfilled', () => {
     v.place(A, BTC, { side: 'Buy', qty: '1', price: '49000', cloid: cloid(1) });
-    const child = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss', managed: true, parentCloid: cloid(1) });
+    const child = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '45000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(1),
+    });
     const childId = (outcome(child) as { order: { orderId: number } }).order.orderId;
     expect(v.state.orders.get(childId)!.armed).toBe(false);
     v.place(B, BTC, { side: 'Sell', qty: '0.4', price: '49000' });
@@ -311,10 +500,19 @@ describe('managed TP/SL', () => {
     expect(v.state.orders.get(childId)!.quantity).toBe(4_000n);
     // A second entry, never filled, takes its children with it.
     v.place(A, BTC, { side: 'Buy', qty: '1', price: '48000', cloid: cloid(2) });
-    const child2 = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '44000', type: 'StopLoss', managed: true, parentCloid: cloid(2) });
+    const child2 = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '44000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(2),
+    });
     const child2Id = (outcome(child2) as { order: { orderId: number } }).order.orderId;
     const cancel = v.cancel(A, BTC, { cloid: cloid(2) });
-    const dropped = reports(cancel, A).find((r) => (r as OrderReport).order?.orderId === child2Id) as OrderReport;
+    const dropped = reports(cancel, A).find(
+      (r) => (r as OrderReport).order?.orderId === child2Id,
+    ) as OrderReport;
     expect(dropped.order.reason).toBe('ParentCancelled');
   });
 });
@@ -326,7 +524,21 @@ describe('account-summary push triggers', () => {
     const placed = v.place(A, BTC, { side: 'Buy', qty: '1', price: '49000' });
     expect(pushes(placed)).toEqual([]);
     const id = (outcome(placed) as { order: { orderId: number } }).order.orderId;
-    expect(pushes(v.run({ type: 'replaceOrder', account: A, market: 1, orderId: BigInt(id), origCloid: null, price: px('48000'), triggerPrice: 0n, quantity: 10_000n, cloid: null }))).toEqual([]);
+    expect(
+      pushes(
+        v.run({
+          type: 'replaceOrder',
+          account: A,
+          market: 1,
+          orderId: BigInt(id),
+          origCloid: null,
+          price: px('48000'),
+          triggerPrice: 0n,
+          quantity: 10_000n,
+          cloid: null,
+        }),
+      ),
+    ).toEqual([]);
     expect(pushes(v.cancel(A, BTC, { orderId: id }))).toEqual([]);
     expect(pushes(v.oracle({ [BTC]: '50500' }))).toEqual([]);
     v.place(B, BTC, { side: 'Sell', qty: '1', price: '50000' });

@@ -55,7 +55,10 @@ export function admitRequest(
   if (auth === undefined) return true;
   const now = BigInt(ctx.time);
   if (auth.deadline * 1000n <= now) {
-    const r = reject('INVALID_NONCE', `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`);
+    const r = reject(
+      'INVALID_NONCE',
+      `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`,
+    );
     ctx.fail(r.code, r.message);
     return false;
   }

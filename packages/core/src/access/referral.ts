@@ -6,14 +6,15 @@
  *
  * @module
  */
-import { reject } from '../errors.js';
-import type { Ctx } from '../engine/context.js';
+
 import type {
   ApplyReferralCommand,
   CreateReferralCodeCommand,
   RevokeReferralCodeCommand,
 } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
 import type { EngineState, Referral, ReferralCode } from '../engine/types.js';
+import { reject } from '../errors.js';
 import { consumeNonce, NONCE_WINDOW_MS, nonceKeyText } from './admission.js';
 
 /** Pattern of an invite code (interface-spec "Limits"). */
@@ -123,7 +124,10 @@ export function applyReferral(ctx: Ctx, cmd: ApplyReferralCommand): void {
   }
   const skew = cmd.timestamp - ctx.time;
   if (skew > NONCE_WINDOW_MS || skew < -NONCE_WINDOW_MS) {
-    const r = reject('INVALID_NONCE', `expired timestamp: ${cmd.timestamp} is more than 5 minutes from ${ctx.time}`);
+    const r = reject(
+      'INVALID_NONCE',
+      `expired timestamp: ${cmd.timestamp} is more than 5 minutes from ${ctx.time}`,
+    );
     return ctx.fail(r.code, r.message);
   }
   const key = nonceKeyText(cmd.wallet, `r:${cmd.nonce}`);
@@ -150,6 +154,9 @@ export function applyReferral(ctx: Ctx, cmd: ApplyReferralCommand): void {
     time: ctx.time,
   };
   ctx.state.referrals = ctx.state.referrals.set(ctx.edit, cmd.wallet, referral);
-  ctx.state.referralCodes = ctx.state.referralCodes.set(ctx.edit, record.code, { ...record, uses: record.uses + 1 });
+  ctx.state.referralCodes = ctx.state.referralCodes.set(ctx.edit, record.code, {
+    ...record,
+    uses: record.uses + 1,
+  });
   ctx.emit({ type: 'outcome', ok: true, kind: 'referral', referral });
 }

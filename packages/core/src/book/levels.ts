@@ -6,6 +6,7 @@
  * @module
  */
 import type { Ctx } from '../engine/context.js';
+import { newLevel } from '../engine/records.js';
 import type { Level, Market, Order } from '../engine/types.js';
 
 /** The levels an order of `side` rests on. */
@@ -49,15 +50,7 @@ export function restOrder(ctx: Ctx, market: Market, order: Order): void {
   let level: Level;
   if (idx < 0) {
     idx = -idx - 1;
-    level = {
-      edit: ctx.edit,
-      price: order.price,
-      ids: [],
-      base: 0,
-      head: 0,
-      count: 0,
-      quantity: 0n,
-    };
+    level = newLevel(ctx.edit, order.price);
     levels.splice(idx, 0, level);
   } else {
     level = ctx.writableLevel(market, levels, idx);

@@ -16,6 +16,7 @@ import {
   type OrderView,
   viewOf,
 } from './events.js';
+import { copyAccount, copyLevel, copyMarket, copyOrder } from './records.js';
 import type { Account, EngineState, Level, MarginMode, Market, Order } from './types.js';
 
 /** A (account, market, mode) scope queued for the order rules that follow a position. */
@@ -144,14 +145,7 @@ export class Ctx {
     const m = this.state.markets.get(id);
     if (m === undefined) throw new Error(`unknown market ${id}`);
     if (m.edit === this.edit) return m;
-    const w: Market = {
-      ...m,
-      edit: this.edit,
-      bids: m.bids.slice(),
-      asks: m.asks.slice(),
-      triggersAbove: m.triggersAbove.slice(),
-      triggersBelow: m.triggersBelow.slice(),
-    };
+    const w = copyMarket(m, this.edit);
     this.state.markets = this.state.markets.set(this.edit, id, w);
     return w;
   }
@@ -161,8 +155,7 @@ export class Ctx {
     const l = levels[index] as Level;
     if (l.edit === this.edit) return l;
     // Copying drops the spent prefix, so a level's array stays proportional to its live orders.
-    const start = l.head - l.base;
-    const w: Level = { ...l, edit: this.edit, ids: l.ids.slice(start), base: l.head };
+    const w = copyLevel(l, this.edit);
     levels[index] = w;
     void market;
     return w;
@@ -184,14 +177,7 @@ export class Ctx {
     const a = this.account(address);
     if (a === undefined) throw new Error(`unknown account ${address}`);
     if (a.edit === this.edit) return a;
-    const w: Account = {
-      ...a,
-      edit: this.edit,
-      isolated: a.isolated.slice(),
-      positions: a.positions.slice(),
-      leverage: a.leverage.slice(),
-      orderTotals: a.orderTotals.map((t) => ({ ...t })),
-    };
+    const w = copyAccount(a, this.edit);
     this.state.accounts = this.state.accounts.set(this.edit, address, w);
     this.accountCache.set(address, w);
     return w;
@@ -315,35 +301,4 @@ export class Ctx {
       ...(extra.referralError === undefined ? {} : { referralError: extra.referralError }),
     });
   }
-}
-
-/** A copy of an order owned by `edit` (explicit fields: faster than a spread). */
-function copyOrder(o: Order, edit: Edit): Order {
-  return {
-    edit,
-    orderId: o.orderId,
-    account: o.account,
-    market: o.market,
-    side: o.side,
-    orderType: o.orderType,
-    timeInForce: o.timeInForce,
-    marginMode: o.marginMode,
-    reduceOnly: o.reduceOnly,
-    postOnly: o.postOnly,
-    managed: o.managed,
-    parentCloid: o.parentCloid,
-    createdTime: o.createdTime,
-    expireTime: o.expireTime,
-    cloid: o.cloid,
-    price: o.price,
-    triggerPrice: o.triggerPrice,
-    quantity: o.quantity,
-    cumQty: o.cumQty,
-    filledNotional: o.filledNotional,
-    ordStatus: o.ordStatus,
-    reason: o.reason,
-    updatedTime: o.updatedTime,
-    slot: o.slot,
-    armed: o.armed,
-  };
 }

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import type { ErrorCodeValue } from '../errors.js';
+
 import type { ReferralError } from '../access/referral.js';
+import type { ErrorCodeValue } from '../errors.js';
 import type { MarginMode, Order, Referral, ReferralCode, Side } from './types.js';
 
 /** An immutable snapshot of an order at one moment, as reports and outcomes carry it. */
@@ -193,8 +194,18 @@ export type Outcome =
       readonly commandId: number;
       readonly status: 'Submitted';
     }
-  | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'referralCode'; readonly code: ReferralCode }
-  | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'referral'; readonly referral: Referral }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'referralCode';
+      readonly code: ReferralCode;
+    }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'referral';
+      readonly referral: Referral;
+    }
   | {
       readonly type: 'outcome';
       readonly ok: true;

@@ -9,7 +9,7 @@ import { fireTriggers } from '../orders/trigger.js';
 import { updatePrices } from '../risk/mark.js';
 import type { OracleCommand, SetInstrumentCommand, SetMarketStatusCommand } from './commands.js';
 import type { Ctx } from './context.js';
-import type { Market } from './types.js';
+import { newMarket } from './records.js';
 
 /** Handles `setInstrument`: lists a market or replaces its settings. */
 export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
@@ -24,27 +24,7 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   }
   const existing = ctx.market(spec.id);
   if (existing === undefined) {
-    const market: Market = {
-      edit: ctx.edit,
-      spec,
-      status: 'Active',
-      bids: [],
-      asks: [],
-      bookSeq: 0,
-      prices: {
-        index: null,
-        indexTime: 0,
-        mark: null,
-        markTime: 0,
-        lastTrade: null,
-        basisEmaNum: 0n,
-        basisEmaDen: 0n,
-        basisEmaTime: 0,
-      },
-      openInterest: 0n,
-      triggersAbove: [],
-      triggersBelow: [],
-    };
+    const market = newMarket(ctx.edit, spec);
     ctx.state.markets = ctx.state.markets.set(ctx.edit, spec.id, market);
     ctx.state.symbols = ctx.state.symbols.set(ctx.edit, spec.symbol, spec.id);
   } else {

@@ -102,8 +102,6 @@ export interface PriceState {
   /** Mark price, raw; `null` before the first oracle command. */
   readonly mark: bigint | null;
   readonly markTime: number;
-  /** Last trade price, raw. */
-  readonly lastTrade: bigint | null;
   /** EMA of (mid - index), numerator and denominator (exact, see risk/mark.ts). */
   readonly basisEmaNum: bigint;
   readonly basisEmaDen: bigint;
@@ -124,6 +122,8 @@ export interface Market extends Owned {
   /** Increases on every book change; the market-data `seq`. */
   bookSeq: number;
   prices: PriceState;
+  /** Last trade price, raw; `null` before the first trade. */
+  lastTrade: bigint | null;
   /** Sum of long position sizes, raw quantity. */
   openInterest: bigint;
   /** Orders that fire when mark >= trigger (buy stops, sell take-profits), ascending trigger. */
@@ -132,22 +132,25 @@ export interface Market extends Owned {
   triggersBelow: TriggerEntry[];
 }
 
-/** A position, keyed by (market, margin mode). Immutable: a change replaces the object. */
+/**
+ * A position, keyed by (market, margin mode). Owned by its account: copied with it and changed
+ * in place.
+ */
 export interface Position {
   readonly market: number;
   readonly mode: MarginMode;
   /** Signed size `szi`, raw quantity units. */
-  readonly size: bigint;
+  size: bigint;
   /** Sum of `|q| x p` over opening fills since the position was last flat or flipped. */
-  readonly entryNotional: bigint;
+  entryNotional: bigint;
   /** Sum of `|q|` over those fills; entry price = entryNotional / entryQty. */
-  readonly entryQty: bigint;
+  entryQty: bigint;
   /** Time the position was opened (ADL tie-break: older first). */
-  readonly openedTime: number;
+  openedTime: number;
   /** Realized PnL since opened, micro-units (display). */
-  readonly realizedPnl: bigint;
+  realizedPnl: bigint;
   /** Funding received (+) or paid (-) since opened, micro-units (display). */
-  readonly fundingSinceOpen: bigint;
+  fundingSinceOpen: bigint;
 }
 
 /**

@@ -42,7 +42,9 @@ export type RateDecision =
   | { readonly ok: true }
   | {
       readonly ok: false;
-      readonly code: typeof ErrorCode.RATE_LIMIT_EXCEEDED | typeof ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED;
+      readonly code:
+        | typeof ErrorCode.RATE_LIMIT_EXCEEDED
+        | typeof ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED;
       readonly message: string;
       /** When a retry can first succeed. */
       readonly retryAfterMs: number;

@@ -16,6 +16,7 @@ import type {
   WithdrawCommand,
 } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
+import { newAccount as makeAccount } from '../engine/records.js';
 import type { Account, MarginMode } from '../engine/types.js';
 import { ErrorCode, type ErrorName, reject } from '../errors.js';
 import { formatCollateral } from '../units/decimal.js';
@@ -32,21 +33,7 @@ const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
 
 /** Creates an empty account for a lowercase wallet address. */
 export function newAccount(ctx: Ctx, address: string): Account {
-  return {
-    edit: ctx.edit,
-    address,
-    createdTime: ctx.time,
-    reportSeq: 0,
-    crossCash: 0n,
-    isolated: [],
-    positions: [],
-    leverage: [],
-    orderTotals: [],
-    firstOrder: 0,
-    lastOrder: 0,
-    orderCount: 0,
-    claimReserve: 0n,
-  };
+  return makeAccount(ctx.edit, address, ctx.time);
 }
 
 /** Opens the account of `address` if it has none; returns whether it was created. */

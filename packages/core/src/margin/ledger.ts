@@ -52,26 +52,28 @@ export function applyFillLeg(
 ): FillLeg {
   const spec = market.spec;
   const idx = findScope(account.positions, spec.id, mode);
-  const old: Position | undefined = idx < 0 ? undefined : account.positions[idx];
-  const before = old?.size ?? 0n;
+  const p: Position | undefined = idx < 0 ? undefined : account.positions[idx];
+  const before = p?.size ?? 0n;
   const after = before + signedQty;
   const absQty = signedQty < 0n ? -signedQty : signedQty;
   let realized = 0n;
-  let next: Position | undefined;
-  if (before === 0n || before > 0n === signedQty > 0n) {
-    // Opening or increasing.
-    next = {
+  if (p === undefined) {
+    account.positions.push({
       market: spec.id,
       mode,
       size: after,
-      entryNotional: (old?.entryNotional ?? 0n) + absQty * price,
-      entryQty: (old?.entryQty ?? 0n) + absQty,
-      openedTime: old === undefined || before === 0n ? time : old.openedTime,
-      realizedPnl: before === 0n ? 0n : (old?.realizedPnl ?? 0n),
-      fundingSinceOpen: before === 0n ? 0n : (old?.fundingSinceOpen ?? 0n),
-    };
+      entryNotional: absQty * price,
+      entryQty: absQty,
+      openedTime: time,
+      realizedPnl: 0n,
+      fundingSinceOpen: 0n,
+    });
+  } else if (before > 0n === signedQty > 0n) {
+    // Increasing (the account owns its position records: update in place).
+    p.size = after;
+    p.entryNotional += absQty * price;
+    p.entryQty += absQty;
   } else {
-    const p = old as Position;
     const absBefore = before < 0n ? -before : before;
     const closed = absQty < absBefore ? absQty : absBefore;
     const side = before > 0n ? 1n : -1n;
@@ -81,29 +83,20 @@ export function applyFillLeg(
       p.entryQty * notionalScale(spec),
     );
     if (after === 0n) {
-      next = undefined;
+      account.positions.splice(idx, 1);
     } else if (after > 0n === before > 0n) {
-      next = { ...p, size: after, realizedPnl: p.realizedPnl + realized };
+      p.size = after;
+      p.realizedPnl += realized;
     } else {
+      // Flip: the rest opens a new position at this price.
       const opened = absQty - absBefore;
-      next = {
-        market: spec.id,
-        mode,
-        size: after,
-        entryNotional: opened * price,
-        entryQty: opened,
-        openedTime: time,
-        realizedPnl: 0n,
-        fundingSinceOpen: 0n,
-      };
+      p.size = after;
+      p.entryNotional = opened * price;
+      p.entryQty = opened;
+      p.openedTime = time;
+      p.realizedPnl = 0n;
+      p.fundingSinceOpen = 0n;
     }
-  }
-  if (next === undefined) {
-    if (idx >= 0) account.positions.splice(idx, 1);
-  } else if (idx >= 0) {
-    account.positions[idx] = next;
-  } else {
-    account.positions.push(next);
   }
   const cashDelta = (signedQty > 0n ? -quote : quote) - fee;
   if (mode === 'Cross') account.crossCash += cashDelta;

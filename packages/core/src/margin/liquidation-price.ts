@@ -6,10 +6,11 @@
  *
  * @module
  */
+
+import type { Account, EngineState, Position } from '../engine/types.js';
 import type { Instrument, MarginTier } from '../instruments/instrument.js';
 import { pow10 } from '../units/decimal.js';
 import { type Rational, radd, ratio, rdiv, rmul, rsign, rsub } from '../units/rational.js';
-import type { Account, EngineState, Position } from '../engine/types.js';
 import { isolatedCash, valuationPrice } from './scope.js';
 
 const RATE = 10n ** 18n;
@@ -77,26 +78,42 @@ function solve(
   return null;
 }
 
-/** Exact cross equity `Rc + sum(s x M)` (USD) and the exact maintenance of the other positions. */
-function crossExact(
-  state: EngineState,
-  account: Account,
-  except: Position,
-): { equity: Rational; otherMaintenance: Rational } {
+/** Exact figures of an account's cross scope, computed once for all its positions. */
+export interface CrossExact {
+  /** `Rc + sum(s x M)`, USD. */
+  readonly equity: Rational;
+  /** Exact maintenance margin of each cross position. */
+  readonly maintenance: Map<Position, Rational>;
+  readonly totalMaintenance: Rational;
+}
+
+/** The exact cross equity and maintenance of an account (USD). */
+export function crossExact(state: EngineState, account: Account): CrossExact {
   let equity = ratio(account.crossCash, 1_000_000n);
-  let other = ratio(0n);
+  let total = ratio(0n);
+  const maintenance = new Map<Position, Rational>();
   for (const p of account.positions) {
     if (p.mode !== 'Cross') continue;
     const m = state.markets.get(p.market)!;
     const mark = priceRational(valuationPrice(m)!);
     equity = radd(equity, rmul(sizeRational(m.spec, p.size), mark));
-    if (p !== except) other = radd(other, maintenanceExact(m.spec, p.size, mark));
+    const mm = maintenanceExact(m.spec, p.size, mark);
+    maintenance.set(p, mm);
+    total = radd(total, mm);
   }
-  return { equity, otherMaintenance: other };
+  return { equity, maintenance, totalMaintenance: total };
 }
 
-/** Liquidation price of a position (human units), or `null` where none exists. */
-export function liquidationPrice(state: EngineState, account: Account, position: Position): Rational | null {
+/**
+ * Liquidation price of a position (human units), or `null` where none exists. Pass `cross`
+ * (from {@link crossExact}) when pricing several cross positions of one account.
+ */
+export function liquidationPrice(
+  state: EngineState,
+  account: Account,
+  position: Position,
+  cross?: CrossExact,
+): Rational | null {
   const market = state.markets.get(position.market)!;
   const mark = priceRational(valuationPrice(market)!);
   if (position.mode === 'Isolated') {
@@ -104,12 +121,17 @@ export function liquidationPrice(state: EngineState, account: Account, position:
     const equity = radd(cash, rmul(sizeRational(market.spec, position.size), mark));
     return solve(market.spec, position.size, mark, equity, ratio(0n), true);
   }
-  const { equity, otherMaintenance } = crossExact(state, account, position);
-  return solve(market.spec, position.size, mark, equity, otherMaintenance, true);
+  const c = cross ?? crossExact(state, account);
+  const other = rsub(c.totalMaintenance, c.maintenance.get(position) ?? ratio(0n));
+  return solve(market.spec, position.size, mark, c.equity, other, true);
 }
 
 /** Bankruptcy price of a position (equity zero), or `null` where none exists. */
-export function bankruptcyPrice(state: EngineState, account: Account, position: Position): Rational | null {
+export function bankruptcyPrice(
+  state: EngineState,
+  account: Account,
+  position: Position,
+): Rational | null {
   const market = state.markets.get(position.market)!;
   const mark = priceRational(valuationPrice(market)!);
   if (position.mode === 'Isolated') {
@@ -117,6 +139,6 @@ export function bankruptcyPrice(state: EngineState, account: Account, position: 
     const equity = radd(cash, rmul(sizeRational(market.spec, position.size), mark));
     return solve(market.spec, position.size, mark, equity, ratio(0n), false);
   }
-  const { equity } = crossExact(state, account, position);
+  const { equity } = crossExact(state, account);
   return solve(market.spec, position.size, mark, equity, ratio(0n), false);
 }

@@ -83,7 +83,7 @@ export function zeroTotals(market: number, mode: MarginMode): OrderTotals {
 
 /** The price positions are valued at: the mark, else the last trade; `null` before either. */
 export function valuationPrice(market: Market): bigint | null {
-  return market.prices.mark ?? market.prices.lastTrade;
+  return market.prices.mark ?? market.lastTrade;
 }
 
 /** `s x M` in micro-units, rounded toward minus infinity (equity never overstated). */
@@ -151,7 +151,7 @@ export function sideHoldNotional(
     if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
     if ((o.side === 'Buy') !== buy) continue;
     const leaves = o.quantity - o.cumQty;
-    held += (leaves < k ? leaves : k) * o.price;
+    held += Math.min(leaves, k) * o.price;
   }
   return held;
 }
@@ -198,6 +198,32 @@ export interface ScopeMetrics {
   readonly hasPosition: boolean;
 }
 
+/**
+ * How much more margin the resting orders of one (market, mode) scope would hold after their
+ * totals change by `delta` (negative when they would hold less).
+ */
+export function holdIncrease(
+  state: EngineState,
+  account: Account,
+  spec: Instrument,
+  mode: MarginMode,
+  delta: { buyQty: bigint; buyNotional: bigint; sellQty: bigint; sellNotional: bigint },
+): bigint {
+  const t = totalsOf(account, spec.id, mode);
+  const size = sizeOf(account, spec.id, mode);
+  const after: OrderTotals = {
+    ...t,
+    buyQty: t.buyQty + delta.buyQty,
+    buyNotional: t.buyNotional + delta.buyNotional,
+    sellQty: t.sellQty + delta.sellQty,
+    sellNotional: t.sellNotional + delta.sellNotional,
+  };
+  return (
+    scopeHold(state, account, spec, mode, after, size) -
+    scopeHold(state, account, spec, mode, t, size)
+  );
+}
+
 /** A hypothetical change applied before measuring a scope (used for match-time checks). */
 export interface ScopeChange {
   readonly market: number;
@@ -217,6 +243,7 @@ export function measureScope(
   mode: MarginMode,
   market: number,
   change?: ScopeChange,
+  lite = false,
 ): ScopeMetrics {
   let equity = mode === 'Cross' ? account.crossCash : isolatedCash(account, market);
   if (change !== undefined) equity += change.cashDelta;
@@ -234,7 +261,7 @@ export function measureScope(
     if (isChanged) seenChange = true;
     const size = isChanged ? p.size + change!.sizeDelta : p.size;
     const totals = applyTotals(totalsOf(account, p.market, mode), isChanged ? change : undefined);
-    const r = scopePart(state, account, m, mode, size, totals);
+    const r = scopePart(state, account, m, mode, size, totals, lite);
     equity += r.value;
     im += r.im;
     mm += r.mm;
@@ -257,6 +284,7 @@ export function measureScope(
       mode,
       size,
       applyTotals(t, isChanged ? change : undefined),
+      lite,
     );
     equity += r.value;
     im += r.im;
@@ -274,6 +302,7 @@ export function measureScope(
       mode,
       change.sizeDelta,
       applyTotals(zeroTotals(change.market, mode), change),
+      lite,
     );
     equity += r.value;
     im += r.im;
@@ -303,6 +332,7 @@ function scopePart(
   mode: MarginMode,
   size: bigint,
   totals: OrderTotals,
+  lite: boolean,
 ): { value: bigint; im: bigint; mm: bigint; hold: bigint; notional: bigint } {
   const spec = market.spec;
   const hold = scopeHold(state, account, spec, mode, totals, size);
@@ -312,9 +342,10 @@ function scopePart(
   return {
     value: positionValueFloor(spec, size, mark),
     im: initialMargin(spec, size, mark, leverageOf(account, spec, mode)),
-    mm: maintenanceMargin(spec, size, mark),
+    // Pre-trade checks need only equity, IM and holds (`lite`).
+    mm: lite ? 0n : maintenanceMargin(spec, size, mark),
     hold,
-    notional: divCeil(abs * mark, notionalScale(spec)),
+    notional: lite ? 0n : divCeil(abs * mark, notionalScale(spec)),
   };
 }
 
@@ -329,7 +360,7 @@ export function availableToOpen(m: ScopeMetrics): bigint {
  */
 export function transferableOf(m: ScopeMetrics): bigint {
   const tenPercent = divCeil(m.notional, 10n);
-  const required = m.initialMargin + m.hold > tenPercent ? m.initialMargin + m.hold : tenPercent;
+  const required = Math.max(m.initialMargin + m.hold, tenPercent);
   const free = m.equity - required;
   return free > 0n ? free : 0n;
 }

@@ -9,12 +9,19 @@
  *
  * @module
  */
+
+import type { Account, EngineState, MarginMode, Position } from '../engine/types.js';
 import { notionalScale } from '../instruments/instrument.js';
 import { formatCollateral, formatDecimal, PRICE_DECIMALS } from '../units/decimal.js';
 import { formatRational, ratio, rdiv, rmul, rsub } from '../units/rational.js';
 import { divHalfEven } from '../units/rounding.js';
-import type { Account, EngineState, MarginMode, Position } from '../engine/types.js';
-import { liquidationPrice, priceRational, sizeRational } from './liquidation-price.js';
+import {
+  type CrossExact,
+  crossExact,
+  liquidationPrice,
+  priceRational,
+  sizeRational,
+} from './liquidation-price.js';
 import {
   isolatedCash,
   leverageOf,
@@ -62,7 +69,12 @@ export interface AccountSummary {
   withdrawable: string;
 }
 
-const ZERO_SUMMARY: MarginSummary = { accountValue: '0', totalMarginUsed: '0', totalNtlPos: '0', totalRawUsd: '0' };
+const ZERO_SUMMARY: MarginSummary = {
+  accountValue: '0',
+  totalMarginUsed: '0',
+  totalNtlPos: '0',
+  totalRawUsd: '0',
+};
 
 function isolatedPosition(state: EngineState, account: Account, market: number): AssetPosition {
   const m = state.markets.get(market)!;
@@ -83,6 +95,7 @@ function positionFields(
   p: Position | undefined,
   market: number,
   mode: MarginMode,
+  cross?: CrossExact,
 ): AssetPosition {
   const m = state.markets.get(market)!;
   const spec = m.spec;
@@ -112,8 +125,11 @@ function positionFields(
   const mark = priceRational(markRaw);
   const s = sizeRational(spec, p.size);
   const upnl = rmul(s, rsub(mark, entry)); // USD
-  const margin = rdiv(rmul(rmul(sizeRational(spec, abs), entry), ratio(100n)), ratio(BigInt(leverage)));
-  const liq = liquidationPrice(state, account, p);
+  const margin = rdiv(
+    rmul(rmul(sizeRational(spec, abs), entry), ratio(100n)),
+    ratio(BigInt(leverage)),
+  );
+  const liq = liquidationPrice(state, account, p, cross);
   return {
     ...common,
     entryPx: formatRational(entry, PRICE_DECIMALS),
@@ -134,12 +150,20 @@ function divCeilPos(a: bigint, b: bigint): bigint {
  * The account summary of `address` at time `time` (ms). `undefined` for an unknown account.
  * Positions come cross first, then isolated, each by market id.
  */
-export function accountSummary(state: EngineState, address: string, time: number): AccountSummary | undefined {
+export function accountSummary(
+  state: EngineState,
+  address: string,
+  time: number,
+): AccountSummary | undefined {
   const account = state.accounts.get(address);
   if (account === undefined) return undefined;
   const positions: AssetPosition[] = [];
-  const cross = [...account.positions].filter((p) => p.mode === 'Cross').sort((a, b) => a.market - b.market);
-  for (const p of cross) positions.push(positionFields(state, account, p, p.market, 'Cross'));
+  const cross = [...account.positions]
+    .filter((p) => p.mode === 'Cross')
+    .sort((a, b) => a.market - b.market);
+  const exact = cross.length > 0 ? crossExact(state, account) : undefined;
+  for (const p of cross)
+    positions.push(positionFields(state, account, p, p.market, 'Cross', exact));
   // Isolated: every market with a position or a pool (an empty position still shows its margin).
   const isolatedMarkets = new Set<number>();
   for (const p of account.positions) if (p.mode === 'Isolated') isolatedMarkets.add(p.market);
@@ -151,7 +175,10 @@ export function accountSummary(state: EngineState, address: string, time: number
   let crossNtl = 0n;
   for (const p of cross) {
     const m = state.markets.get(p.market)!;
-    crossNtl += divHalfEven((p.size < 0n ? -p.size : p.size) * valuationPrice(m)!, notionalScale(m.spec));
+    crossNtl += divHalfEven(
+      (p.size < 0n ? -p.size : p.size) * valuationPrice(m)!,
+      notionalScale(m.spec),
+    );
   }
   let isoEquity = 0n;
   let isoCash = 0n;

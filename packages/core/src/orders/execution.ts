@@ -11,6 +11,7 @@
 import { compact, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewOf } from '../engine/events.js';
+import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals } from '../engine/types.js';
 import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
@@ -20,7 +21,6 @@ import {
   holdsMargin,
   measureScope,
   sizeOf,
-  zeroTotals,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
 import { releaseCloidOnEnd } from './cloids.js';
@@ -50,7 +50,7 @@ export type EndReason =
 function totalsIndex(account: Account, order: Order): number {
   const index = findScope(account.orderTotals, order.market, order.marginMode);
   if (index >= 0) return index;
-  account.orderTotals.push(zeroTotals(order.market, order.marginMode));
+  account.orderTotals.push(newTotals(order.market, order.marginMode));
   return account.orderTotals.length - 1;
 }
 
@@ -249,15 +249,22 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
   const resting = holdsMargin(maker) ? qty : 0n;
   const buy = maker.side === 'Buy';
-  const metrics = measureScope(ctx.state, account, maker.marginMode, maker.market, {
-    market: maker.market,
-    sizeDelta: signed,
-    cashDelta: (signed > 0n ? -quote : quote) - fee,
-    buyQtyDelta: buy ? -resting : 0n,
-    buyNotionalDelta: buy ? -resting * price : 0n,
-    sellQtyDelta: buy ? 0n : -resting,
-    sellNotionalDelta: buy ? 0n : -resting * price,
-  });
+  const metrics = measureScope(
+    ctx.state,
+    account,
+    maker.marginMode,
+    maker.market,
+    {
+      market: maker.market,
+      sizeDelta: signed,
+      cashDelta: (signed > 0n ? -quote : quote) - fee,
+      buyQtyDelta: buy ? -resting : 0n,
+      buyNotionalDelta: buy ? -resting * price : 0n,
+      sellQtyDelta: buy ? 0n : -resting,
+      sellNotionalDelta: buy ? 0n : -resting * price,
+    },
+    true,
+  );
   return availableToOpen(metrics) >= 0n;
 }
 
@@ -437,7 +444,7 @@ function settleFill(
     takerFee,
     ctx.time,
   );
-  market.prices = { ...market.prices, lastTrade: price };
+  market.lastTrade = price;
 
   level.quantity -= qty;
   if (holdsMargin(maker)) adjustTotals(makerAccount, maker, -qty);

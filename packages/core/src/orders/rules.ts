@@ -15,6 +15,7 @@ import { notionalScale } from '../instruments/instrument.js';
 import {
   accountOrders,
   availableToOpen,
+  holdIncrease,
   holdsMargin,
   leverageOf,
   measureScope,
@@ -267,22 +268,28 @@ export function checkHold(
   const prevPrice = previous?.price ?? 0n;
   const qtyDelta = leaves - prevLeaves;
   const notionalDelta = leaves * order.price - prevLeaves * prevPrice;
-  const before = measureScope(ctx.state, account, order.marginMode, market.spec.id);
-  const after = measureScope(ctx.state, account, order.marginMode, market.spec.id, {
-    market: market.spec.id,
-    sizeDelta: 0n,
-    cashDelta: 0n,
-    buyQtyDelta: buy ? qtyDelta : 0n,
-    buyNotionalDelta: buy ? notionalDelta : 0n,
-    sellQtyDelta: buy ? 0n : qtyDelta,
-    sellNotionalDelta: buy ? 0n : notionalDelta,
+  const increase = holdIncrease(ctx.state, account, market.spec, order.marginMode, {
+    buyQty: buy ? qtyDelta : 0n,
+    buyNotional: buy ? notionalDelta : 0n,
+    sellQty: buy ? 0n : qtyDelta,
+    sellNotional: buy ? 0n : notionalDelta,
   });
-  if (after.hold <= before.hold || availableToOpen(after) >= 0n) return undefined;
+  if (increase <= 0n) return undefined;
+  const before = measureScope(
+    ctx.state,
+    account,
+    order.marginMode,
+    market.spec.id,
+    undefined,
+    true,
+  );
+  const available = availableToOpen(before);
+  if (available - increase >= 0n) return undefined;
   const scope = order.marginMode === 'Cross' ? 'cross' : `${market.spec.symbol} isolated`;
   return problem(
     reject(
       'INSUFFICIENT_MARGIN',
-      `order needs ${formatCollateral(after.hold - before.hold)} of margin, ${scope} available ${formatCollateral(availableToOpen(before) > 0n ? availableToOpen(before) : 0n)}`,
+      `order needs ${formatCollateral(increase)} of margin, ${scope} available ${formatCollateral(available > 0n ? available : 0n)}`,
     ),
     'InsufficientMargin',
   );

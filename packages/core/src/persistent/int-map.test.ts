@@ -57,6 +57,7 @@ describe('IntMap', () => {
     for (let i = 0; i < 5000; i++) m = m.set(e, i, i);
     for (let i = 0; i < 5000; i++) m = m.delete(e, i);
     expect(m.size).toBe(0);
-    expect(m.roots.length).toBe(0);
+    expect(m.low).toBe(null);
+    expect(m.highs).toHaveLength(0);
   });
 });

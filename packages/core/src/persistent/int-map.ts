@@ -4,20 +4,19 @@
  * is a few array loads and a write under an owned {@link Edit} is an array store. Subtrees that
  * empty out are dropped, so memory follows the live keys, not the counter.
  *
- * Keys are split into a high part (key / 2^30) and a low part of six 5-bit digits; the high
- * parts (rarely more than one) each own a trie.
+ * Keys are split into a high part (key / 2^30) and a low part of six 5-bit digits; each high
+ * part owns a trie. Keys below 2^30 (the common case) use a dedicated root.
  *
  * @module
  */
 import type { Edit } from './edit.js';
 
-const LOW_BITS = 30;
-const LOW_SPAN = 2 ** LOW_BITS;
-const DEPTH = 6; // 6 x 5 bits = 30 bits
+const LOW_SPAN = 1_073_741_824; // 2^30
+const TOP_SHIFT = 25; // six 5-bit digits: shifts 25, 20, 15, 10, 5, 0
 
 interface TrieNode {
   edit: Edit | null;
-  /** Live entries below this node (values for a leaf, non-empty children otherwise). */
+  /** Occupied slots. */
   count: number;
   slots: unknown[];
 }
@@ -31,50 +30,124 @@ function newNode(edit: Edit | null): TrieNode {
   return { edit, count: 0, slots: new Array(32) };
 }
 
-function writableNode(node: TrieNode, edit: Edit | null): TrieNode {
-  if (edit !== null && node.edit === edit) return node;
+function cloneNode(node: TrieNode, edit: Edit | null): TrieNode {
   return { edit, count: node.count, slots: node.slots.slice() };
+}
+
+function lookup(node: TrieNode | null, low: number): unknown {
+  let n = node;
+  for (let shift = TOP_SHIFT; n !== null && shift > 0; shift -= 5) {
+    n = (n.slots[(low >>> shift) & 31] as TrieNode | undefined) ?? null;
+  }
+  return n === null ? undefined : n.slots[low & 31];
+}
+
+/** Result of the last {@link write}: how the size changed (-1, 0, +1). */
+interface WriteResult {
+  delta: number;
+}
+
+/**
+ * Stores `value` under `low`, copying the nodes on the path that `edit` does not own. Returns the
+ * new root; `out.delta` is +1 when the key was new.
+ */
+function writeValue(
+  root: TrieNode | null,
+  edit: Edit | null,
+  low: number,
+  value: unknown,
+  out: WriteResult,
+): TrieNode {
+  const top =
+    root === null
+      ? newNode(edit)
+      : edit !== null && root.edit === edit
+        ? root
+        : cloneNode(root, edit);
+  let node = top;
+  for (let shift = TOP_SHIFT; shift > 0; shift -= 5) {
+    const i = (low >>> shift) & 31;
+    let child = node.slots[i] as TrieNode | undefined;
+    if (child === undefined) {
+      child = newNode(edit);
+      node.slots[i] = child;
+      node.count++;
+    } else if (edit === null || child.edit !== edit) {
+      child = cloneNode(child, edit);
+      node.slots[i] = child;
+    }
+    node = child;
+  }
+  const i = low & 31;
+  if (node.slots[i] === undefined) {
+    node.count++;
+    out.delta = 1;
+  } else {
+    out.delta = 0;
+  }
+  node.slots[i] = value;
+  return top;
+}
+
+/** Removes `low` (which must be present); returns the new root, `null` when it emptied. */
+function removeValue(root: TrieNode, edit: Edit | null, low: number): TrieNode | null {
+  // Nodes on the path, top first, to prune the ones that empty.
+  const path: TrieNode[] = new Array(6);
+  const top = edit !== null && root.edit === edit ? root : cloneNode(root, edit);
+  let node = top;
+  let depth = 0;
+  for (let shift = TOP_SHIFT; shift > 0; shift -= 5) {
+    path[depth++] = node;
+    const i = (low >>> shift) & 31;
+    let child = node.slots[i] as TrieNode;
+    if (edit === null || child.edit !== edit) {
+      child = cloneNode(child, edit);
+      node.slots[i] = child;
+    }
+    node = child;
+  }
+  node.slots[low & 31] = undefined;
+  node.count--;
+  let emptied = node.count === 0;
+  for (let level = depth - 1, shift = 5; emptied && level >= 0; level--, shift += 5) {
+    const parent = path[level] as TrieNode;
+    parent.slots[(low >>> shift) & 31] = undefined;
+    parent.count--;
+    emptied = parent.count === 0;
+  }
+  return top.count === 0 ? null : top;
 }
 
 /** Persistent integer-keyed map; see the module comment. */
 export class IntMap<V> {
-  /** @internal Tries by high part, ascending. */
-  roots: Root[];
+  /** @internal Trie of keys below 2^30. */
+  low: TrieNode | null;
+  /** @internal Tries of larger keys by high part, ascending. */
+  highs: Root[];
   /** Number of entries. */
   size: number;
   /** @internal */
   edit: Edit | null;
 
-  private constructor(roots: Root[], size: number, edit: Edit | null) {
-    this.roots = roots;
+  private constructor(low: TrieNode | null, highs: Root[], size: number, edit: Edit | null) {
+    this.low = low;
+    this.highs = highs;
     this.size = size;
     this.edit = edit;
   }
 
   /** The empty map. */
   static empty<V>(): IntMap<V> {
-    return new IntMap<V>([], 0, null);
+    return new IntMap<V>(null, [], 0, null);
   }
 
   /** The value under `key`, or `undefined`. */
   get(key: number): V | undefined {
-    const high = key >= LOW_SPAN ? Math.floor(key / LOW_SPAN) : 0;
-    let node: TrieNode | undefined;
-    const roots = this.roots;
-    for (let i = 0; i < roots.length; i++) {
-      const r = roots[i] as Root;
-      if (r.high === high) {
-        node = r.node;
-        break;
-      }
-    }
-    if (node === undefined) return undefined;
-    const low = key - high * LOW_SPAN;
-    for (let shift = (DEPTH - 1) * 5; shift > 0; shift -= 5) {
-      node = node.slots[(low >>> shift) & 31] as TrieNode | undefined;
-      if (node === undefined) return undefined;
-    }
-    return node.slots[low & 31] as V | undefined;
+    if (key < LOW_SPAN && key >= 0) return lookup(this.low, key) as V | undefined;
+    const high = Math.floor(key / LOW_SPAN);
+    for (const r of this.highs)
+      if (r.high === high) return lookup(r.node, key - high * LOW_SPAN) as V | undefined;
+    return undefined;
   }
 
   /** Whether `key` is present. */
@@ -85,30 +158,66 @@ export class IntMap<V> {
   /** Stores `value` (not `undefined`) under `key`. */
   set(edit: Edit | null, key: number, value: V): IntMap<V> {
     if (!Number.isSafeInteger(key) || key < 0) throw new RangeError(`IntMap key ${key}`);
-    const high = key >= LOW_SPAN ? Math.floor(key / LOW_SPAN) : 0;
-    const low = key - high * LOW_SPAN;
-    const at = this.roots.findIndex((r) => r.high === high);
-    const oldRoot = at < 0 ? newNode(edit) : (this.roots[at] as Root).node;
-    const added = at < 0 || this.get(key) === undefined;
-    const root = setPath(oldRoot, edit, low, (DEPTH - 1) * 5, value);
-    return this.withRoot(edit, at, high, root, this.size + (added ? 1 : 0));
+    return this.update(edit, key, value);
   }
 
   /** Removes `key` if present. */
   delete(edit: Edit | null, key: number): IntMap<V> {
     if (!Number.isSafeInteger(key) || key < 0) return this;
-    const high = key >= LOW_SPAN ? Math.floor(key / LOW_SPAN) : 0;
-    if (this.get(key) === undefined) return this;
-    const at = this.roots.findIndex((r) => r.high === high);
+    return this.update(edit, key, undefined);
+  }
+
+  private update(edit: Edit | null, key: number, value: V | undefined): IntMap<V> {
+    const owned = edit !== null && this.edit === edit;
+    const high = key < LOW_SPAN ? 0 : Math.floor(key / LOW_SPAN);
     const low = key - high * LOW_SPAN;
-    const root = deletePath((this.roots[at] as Root).node, edit, low, (DEPTH - 1) * 5);
-    return this.withRoot(edit, at, high, root, this.size - 1);
+    let at = -1;
+    if (high !== 0) {
+      for (let i = 0; i < this.highs.length; i++) if ((this.highs[i] as Root).high === high) at = i;
+    }
+    const old = high === 0 ? this.low : at < 0 ? null : (this.highs[at] as Root).node;
+    let node: TrieNode | null;
+    let delta: number;
+    if (value === undefined) {
+      if (old === null || lookup(old, low) === undefined) return this;
+      node = removeValue(old, edit, low);
+      delta = -1;
+    } else {
+      // No look-up first: storing an unchanged value only costs a path copy, and is rare.
+      const out = { delta: 0 };
+      node = writeValue(old, edit, low, value, out);
+      delta = out.delta;
+    }
+    if (high === 0) {
+      if (owned) {
+        this.low = node;
+        this.size += delta;
+        return this;
+      }
+      // The new owner gets its own `highs` array: it may append to it in place later.
+      return new IntMap<V>(node, this.highs.slice(), this.size + delta, edit);
+    }
+    const highs = owned ? this.highs : this.highs.slice();
+    if (at >= 0) {
+      if (node === null) highs.splice(at, 1);
+      else highs[at] = { high, node };
+    } else if (node !== null) {
+      let i = 0;
+      while (i < highs.length && (highs[i] as Root).high < high) i++;
+      highs.splice(i, 0, { high, node });
+    }
+    if (owned) {
+      this.size += delta;
+      return this;
+    }
+    return new IntMap<V>(this.low, highs, this.size + delta, edit);
   }
 
   /** Calls `fn` for every entry in ascending key order. */
   forEach(fn: (value: V, key: number) => void): void {
-    for (const r of this.roots)
-      walk(r.node, r.high * LOW_SPAN, (DEPTH - 1) * 5, fn as (v: unknown, k: number) => void);
+    if (this.low !== null) walk(this.low, 0, TOP_SHIFT, fn as (v: unknown, k: number) => void);
+    for (const r of this.highs)
+      walk(r.node, r.high * LOW_SPAN, TOP_SHIFT, fn as (v: unknown, k: number) => void);
   }
 
   /** Every key in ascending order. */
@@ -128,86 +237,6 @@ export class IntMap<V> {
     });
     return out;
   }
-
-  private withRoot(
-    edit: Edit | null,
-    at: number,
-    high: number,
-    root: TrieNode | null,
-    size: number,
-  ): IntMap<V> {
-    const owned = edit !== null && this.edit === edit;
-    const roots = owned ? this.roots : this.roots.slice();
-    if (at >= 0) {
-      if (root === null) roots.splice(at, 1);
-      else if ((roots[at] as Root).node !== root) roots[at] = { high, node: root };
-    } else if (root !== null) {
-      let i = 0;
-      while (i < roots.length && (roots[i] as Root).high < high) i++;
-      roots.splice(i, 0, { high, node: root });
-    }
-    if (owned) {
-      this.size = size;
-      return this;
-    }
-    return new IntMap<V>(roots, size, edit);
-  }
-}
-
-function setPath(
-  node: TrieNode,
-  edit: Edit | null,
-  low: number,
-  shift: number,
-  value: unknown,
-): TrieNode {
-  const i = (low >>> shift) & 31;
-  if (shift === 0) {
-    const old = node.slots[i];
-    if (old === value) return node;
-    const w = writableNode(node, edit);
-    if (old === undefined) w.count++;
-    w.slots[i] = value;
-    return w;
-  }
-  const child = node.slots[i] as TrieNode | undefined;
-  const next = setPath(child ?? newNode(edit), edit, low, shift - 5, value);
-  if (next === child) return node;
-  const w = writableNode(node, edit);
-  if (child === undefined) w.count++;
-  w.slots[i] = next;
-  return w;
-}
-
-/** Returns the new node, `null` when it emptied, or the same node when the key was absent. */
-function deletePath(
-  node: TrieNode,
-  edit: Edit | null,
-  low: number,
-  shift: number,
-): TrieNode | null {
-  const i = (low >>> shift) & 31;
-  if (shift === 0) {
-    if (node.slots[i] === undefined) return node;
-    if (node.count === 1) return null;
-    const w = writableNode(node, edit);
-    w.slots[i] = undefined;
-    w.count--;
-    return w;
-  }
-  const child = node.slots[i] as TrieNode | undefined;
-  if (child === undefined) return node;
-  const next = deletePath(child, edit, low, shift - 5);
-  if (next === child) return node;
-  if (next === null && node.count === 1) return null;
-  const w = writableNode(node, edit);
-  if (next === null) {
-    w.slots[i] = undefined;
-    w.count--;
-  } else {
-    w.slots[i] = next;
-  }
-  return w;
 }
 
 function walk(

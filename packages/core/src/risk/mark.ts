@@ -72,14 +72,13 @@ export function updatePrices(market: Market, index: bigint, time: number): Price
     emaTime = time;
   }
   const emaPrice = den === 0n ? null : index + num / den;
-  const bookPrice = medianOf([bid, ask, p.lastTrade]);
+  const bookPrice = medianOf([bid, ask, market.lastTrade]);
   const mark = medianOf([index, emaPrice, bookPrice]) as bigint;
   return {
     index,
     indexTime: time,
     mark,
     markTime: time,
-    lastTrade: p.lastTrade,
     basisEmaNum: num,
     basisEmaDen: den,
     basisEmaTime: emaTime,

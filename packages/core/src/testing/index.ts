@@ -6,5 +6,5 @@
  */
 export * from './builders.js';
 export * from './invariants.js';
-export * from './venue.js';
 export * from './reference-book.js';
+export * from './venue.js';

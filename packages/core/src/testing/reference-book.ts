@@ -59,7 +59,17 @@ export class ReferenceBook {
   side(buy: boolean): RefOrder[] {
     return this.orders
       .filter((o) => o.buy === buy)
-      .sort((a, b) => (a.price === b.price ? a.seq - b.seq : buy ? (a.price > b.price ? -1 : 1) : a.price < b.price ? -1 : 1));
+      .sort((a, b) =>
+        a.price === b.price
+          ? a.seq - b.seq
+          : buy
+            ? a.price > b.price
+              ? -1
+              : 1
+            : a.price < b.price
+              ? -1
+              : 1,
+      );
   }
 
   private crosses(arrival: { buy: boolean; price: bigint }, resting: RefOrder): boolean {
@@ -75,7 +85,8 @@ export class ReferenceBook {
     if (a.tif === 'FOK') {
       let available = 0n;
       for (const o of opposite) if (o.account !== a.account) available += o.qty;
-      if (available < a.qty) return { fills: [], selfTradeCancels: [], rested: false, rejected: null };
+      if (available < a.qty)
+        return { fills: [], selfTradeCancels: [], rested: false, rejected: null };
     }
     let left = a.qty;
     const fills: RefFill[] = [];
@@ -87,7 +98,7 @@ export class ReferenceBook {
         this.remove(o.id);
         continue;
       }
-      const q = o.qty < left ? o.qty : left;
+      const q = Math.min(o.qty, left);
       fills.push({ maker: o.id, taker: a.id, qty: q, price: o.price });
       o.qty -= q;
       o.filled += q;
@@ -134,7 +145,15 @@ export class ReferenceBook {
     }
     this.remove(id);
     const filledBefore = o.filled;
-    const r = this.place({ id, account: o.account, buy: o.buy, price, qty: newLeaves, tif: 'GTC', postOnly: o.postOnly });
+    const r = this.place({
+      id,
+      account: o.account,
+      buy: o.buy,
+      price,
+      qty: newLeaves,
+      tif: 'GTC',
+      postOnly: o.postOnly,
+    });
     const again = this.orders.find((x) => x.id === id);
     if (again !== undefined) again.filled += filledBefore;
     return r;

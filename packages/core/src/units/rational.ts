@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { divHalfEven } from './rounding.js';
+
 import { formatDecimal, pow10 } from './decimal.js';
+import { divHalfEven } from './rounding.js';
 
 /** A rational number `num / den` with `den > 0`. */
 export interface Rational {
@@ -31,24 +32,37 @@ export function ratio(num: bigint, den: bigint = 1n): Rational {
   return g > 1n ? { num: num / g, den: den / g } : { num, den };
 }
 
+// Arithmetic does not reduce to lowest terms (a gcd per operation costs more than the larger
+// numbers it saves); `ratio` and `reduced` do, and equality goes through `rcmp`.
+
 /** `a + b`. */
 export function radd(a: Rational, b: Rational): Rational {
-  return ratio(a.num * b.den + b.num * a.den, a.den * b.den);
+  if (a.den === b.den) return { num: a.num + b.num, den: a.den };
+  return { num: a.num * b.den + b.num * a.den, den: a.den * b.den };
 }
 
 /** `a - b`. */
 export function rsub(a: Rational, b: Rational): Rational {
-  return ratio(a.num * b.den - b.num * a.den, a.den * b.den);
+  if (a.den === b.den) return { num: a.num - b.num, den: a.den };
+  return { num: a.num * b.den - b.num * a.den, den: a.den * b.den };
 }
 
 /** `a x b`. */
 export function rmul(a: Rational, b: Rational): Rational {
-  return ratio(a.num * b.num, a.den * b.den);
+  return { num: a.num * b.num, den: a.den * b.den };
 }
 
-/** `a / b`. */
+/** `a / b` (`b` non-zero). */
 export function rdiv(a: Rational, b: Rational): Rational {
-  return ratio(a.num * b.den, a.den * b.num);
+  if (b.num === 0n) throw new RangeError('division by zero');
+  return b.num < 0n
+    ? { num: -a.num * b.den, den: a.den * -b.num }
+    : { num: a.num * b.den, den: a.den * b.num };
+}
+
+/** `a` in lowest terms. */
+export function reduced(a: Rational): Rational {
+  return ratio(a.num, a.den);
 }
 
 /** Sign of `a`: -1, 0 or 1. */
