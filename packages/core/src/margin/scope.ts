@@ -151,7 +151,7 @@ export function sideHoldNotional(
     if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
     if ((o.side === 'Buy') !== buy) continue;
     const leaves = o.quantity - o.cumQty;
-    held += Math.min(leaves, k) * o.price;
+    held += (leaves < k ? leaves : k) * o.price;
   }
   return held;
 }
@@ -360,7 +360,7 @@ export function availableToOpen(m: ScopeMetrics): bigint {
  */
 export function transferableOf(m: ScopeMetrics): bigint {
   const tenPercent = divCeil(m.notional, 10n);
-  const required = Math.max(m.initialMargin + m.hold, tenPercent);
+  const required = m.initialMargin + m.hold > tenPercent ? m.initialMargin + m.hold : tenPercent;
   const free = m.equity - required;
   return free > 0n ? free : 0n;
 }

@@ -98,7 +98,7 @@ export class ReferenceBook {
         this.remove(o.id);
         continue;
       }
-      const q = Math.min(o.qty, left);
+      const q = o.qty < left ? o.qty : left;
       fills.push({ maker: o.id, taker: a.id, qty: q, price: o.price });
       o.qty -= q;
       o.filled += q;
