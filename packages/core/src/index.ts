@@ -57,3 +57,6 @@ export { PMap } from './persistent/hamt.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
+export * from './ports.js';
+export { encodeJson, decodeJson } from './codec/json.js';
+export * from './signing/index.js';

@@ -39,6 +39,11 @@ export interface ReduceResult {
 export interface BatchResult {
   readonly state: EngineState;
   readonly events: EngineEvent[][];
+  /**
+   * Per command, whether it changed the state. Replaying exactly the commands that did
+   * reproduces the state: a journal needs to keep only those.
+   */
+  readonly changed: boolean[];
 }
 
 function dispatch(ctx: Ctx, cmd: Command): void {
@@ -135,13 +140,15 @@ export function reduce(state: EngineState, command: Command): ReduceResult {
 export function reduceAll(state: EngineState, commands: readonly Command[]): BatchResult {
   const ctx = new Ctx(state);
   const out: EngineEvent[][] = [];
-  let changed = false;
+  const changed: boolean[] = [];
+  let any = false;
   for (const cmd of commands) {
     const r = apply(ctx, cmd);
-    changed = changed || r.changed;
+    any = any || r.changed;
+    changed.push(r.changed);
     out.push(r.events);
   }
-  return { state: changed ? publish(ctx) : state, events: out };
+  return { state: any ? publish(ctx) : state, events: out, changed };
 }
 
 /** Ends a write session: the state it built is handed out and must not change again. */
