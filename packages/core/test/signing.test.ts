@@ -70,9 +70,6 @@ const mainnet = signingDomains({
 });
 const SIGNER = A.signer.toLowerCase();
 const hex = (b: Uint8Array) => bytesToHex0x(b);
-const DISC: Record<string, number> = Object.fromEntries(
-  [...STRUCTS.values()].map((d) => [d.name, d.discriminator]),
-);
 
 describe('public vectors', () => {
   it('EIP-712 Mail example: type hash, domain separator, digest and signer', () => {
