@@ -20,6 +20,7 @@ export {
   type ReferralError,
 } from './access/referral.js';
 export { depthOf, levelOrderIds } from './book/levels.js';
+export { decodeJson, encodeJson } from './codec/json.js';
 export * from './engine/commands.js';
 export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
@@ -54,9 +55,8 @@ export {
 export { type ValidOrder, validateOrderRequest } from './orders/validate.js';
 export type { Edit } from './persistent/edit.js';
 export { PMap } from './persistent/hamt.js';
+export * from './ports.js';
+export * from './signing/index.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
-export * from './ports.js';
-export { encodeJson, decodeJson } from './codec/json.js';
-export * from './signing/index.js';

@@ -8,7 +8,9 @@
 
 /** Serialises a value whose numbers may be bigints. */
 export function encodeJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? { $n: v.toString() } : v));
+  return JSON.stringify(value, (_key, v: unknown) =>
+    typeof v === 'bigint' ? { $n: v.toString() } : v,
+  );
 }
 
 /** Parses text written by {@link encodeJson}. */
