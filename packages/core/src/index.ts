@@ -34,6 +34,7 @@ export * from './limits/rate-limiter.js';
 export { feeAmount, quoteAmount } from './margin/ledger.js';
 export { bankruptcyPrice, liquidationPrice, maintenanceExact } from './margin/liquidation-price.js';
 export {
+  accountOrders,
   availableToOpen,
   initialMargin,
   isolatedCash,
@@ -60,3 +61,4 @@ export * from './signing/index.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
+export { nextWakeTime } from './engine/schedule.js';

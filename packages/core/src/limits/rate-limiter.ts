@@ -132,6 +132,33 @@ export class RateLimiter {
     return { ok: true };
   }
 
+  /**
+   * Counts a signed request against the sustained budget only (its per-second share was counted
+   * when it arrived on an authenticated connection).
+   */
+  admitSustained(key: string, time: number, kind: 'signed' | 'cancel'): RateDecision {
+    const c = this.config;
+    let s = this.keys.get(key);
+    if (s === undefined) {
+      s = { recent: new TimeRing(c.perWindow), sustained: new TimeRing(64), lastSeen: time };
+      this.keys.set(key, s);
+    }
+    s.lastSeen = Math.max(s.lastSeen, time);
+    s.sustained.evict(time - c.sustainedWindowMs);
+    const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
+    if (s.sustained.size >= limit) {
+      const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - time;
+      return {
+        ok: false,
+        code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
+        message: `SUSTAINED_RATE_LIMIT_EXCEEDED: ${s.sustained.size} signed requests in the last ${c.sustainedWindowMs / 60_000} minutes (budget ${limit}); retry in ${retryAfterMs} ms`,
+        retryAfterMs,
+      };
+    }
+    s.sustained.push(time);
+    return { ok: true };
+  }
+
   /** Signed requests of `key` still inside the sustained window at `time`. */
   sustainedUsed(key: string, time: number): number {
     const s = this.keys.get(key);

@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+/**
+ * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
+ * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
+ * simulated|none`. Stops gracefully on SIGINT and SIGTERM.
+ *
+ * @module
+ */
+import { resolve } from 'node:path';
+import { loadConfig } from './config.js';
+import { startVenue } from './venue.js';
+
+/** Parsed command-line options. */
+export interface CliOptions {
+  port: number;
+  host: string;
+  json: boolean;
+  memory: boolean;
+  data: string;
+  config: string | undefined;
+  priceFeed: 'simulated' | 'none' | undefined;
+  help: boolean;
+}
+
+const USAGE = `Usage: pnpm start [options]
+
+Runs the perpetual-futures venue: REST under /api, the trading WebSocket at /ws and market
+data at /marketdata, all on one port.
+
+  --port <n>                 port to listen on (default 8080; 0 picks a free one)
+  --host <addr>              address to listen on (default 127.0.0.1)
+  --data <dir>               data directory: journal, chain state, admin token (default ./.data)
+  --memory                   keep everything in memory (nothing survives a restart)
+  --config <file>            JSON overrides of the default configuration
+  --price-feed <mode>        simulated (default) or none (prices only via POST /api/admin/oracle)
+  --json                     print one JSON line when ready instead of text
+  --help                     this text
+`;
+
+/** Parses argv (without node and script). */
+export function parseArgs(argv: readonly string[]): CliOptions {
+  const o: CliOptions = {
+    port: 8080,
+    host: '127.0.0.1',
+    json: false,
+    memory: false,
+    data: '.data',
+    config: undefined,
+    priceFeed: undefined,
+    help: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith('--')) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    switch (a) {
+      case '--port': {
+        const p = Number(value());
+        if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error('--port must be 0..65535');
+        o.port = p;
+        break;
+      }
+      case '--host':
+        o.host = value();
+        break;
+      case '--json':
+        o.json = true;
+        break;
+      case '--memory':
+        o.memory = true;
+        break;
+      case '--data':
+        o.data = value();
+        break;
+      case '--config':
+        o.config = value();
+        break;
+      case '--price-feed': {
+        const m = value();
+        if (m !== 'simulated' && m !== 'none') throw new Error('--price-feed must be simulated or none');
+        o.priceFeed = m;
+        break;
+      }
+      case '--help':
+      case '-h':
+        o.help = true;
+        break;
+      default:
+        throw new Error(`unknown option ${a}`);
+    }
+  }
+  return o;
+}
+
+async function main(): Promise<void> {
+  let options: CliOptions;
+  try {
+    options = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+  if (options.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const venue = await startVenue({
+    config: loadConfig(options.config),
+    dataDir: options.memory ? null : resolve(options.data),
+    host: options.host,
+    port: options.port,
+    ...(options.priceFeed === undefined ? {} : { priceFeed: options.priceFeed }),
+  });
+  const showSecrets = venue.created;
+  if (options.json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        ready: true,
+        rest: venue.rest,
+        ws: venue.ws,
+        marketdata: venue.marketdata,
+        adminToken: showSecrets ? venue.adminToken : null,
+        inviteCode: venue.inviteCode,
+      })}\n`,
+    );
+  } else {
+    const lines = [
+      'perp venue ready',
+      `  REST         ${venue.rest}`,
+      `  trading WS   ${venue.ws}`,
+      `  market data  ${venue.marketdata}`,
+      options.memory ? '  storage      in memory (nothing survives a restart)' : `  data         ${resolve(options.data)}`,
+    ];
+    if (showSecrets) lines.push(`  admin token  ${venue.adminToken}`);
+    else lines.push('  admin token  (in venue.json of the data directory)');
+    if (venue.inviteCode !== null) lines.push(`  invite code  ${venue.inviteCode}`);
+    process.stdout.write(`${lines.join('\n')}\n`);
+  }
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`${signal}: shutting down\n`);
+    venue.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(e)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+const invokedDirectly = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');
+if (invokedDirectly) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,155 @@
+/**
+ * The operator surface (protocol.md section 8) behind `Authorization: Bearer <admin token>`:
+ * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume and the
+ * state hash. Everything that changes state goes through the engine host like any other command.
+ *
+ * @module
+ */
+import { timingSafeEqual } from 'node:crypto';
+import {
+  buildInstrument,
+  formatCollateral,
+  formatPrice,
+  type InstrumentSettings,
+  type Outcome,
+  parseDecimal,
+  type ReferralCode,
+  stateHash,
+} from '@perp/core';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { VenueContext } from '../venue-context.js';
+import { HttpError } from './errors.js';
+import { walletParam } from './public-routes.js';
+
+function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
+  const header = req.headers.authorization;
+  const expected = Buffer.from(`Bearer ${ctx.adminToken}`);
+  const given = Buffer.from(typeof header === 'string' ? header : '');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new HttpError(401, 'Unauthorized: admin bearer token required');
+  }
+}
+
+function body(req: FastifyRequest): Record<string, unknown> {
+  const b = req.body;
+  if (b === null || typeof b !== 'object' || Array.isArray(b)) throw new HttpError(400, 'body must be a JSON object');
+  return b as Record<string, unknown>;
+}
+
+function ok(outcome: Outcome): Outcome & { ok: true } {
+  if (!outcome.ok) throw new HttpError(400, outcome.message);
+  return outcome;
+}
+
+/** A referral code record on the wire. */
+export function wireCode(c: ReferralCode): Record<string, unknown> {
+  return {
+    code: c.code,
+    kind: c.kind,
+    owner: c.owner,
+    maxUses: c.maxUses,
+    uses: c.uses,
+    revoked: c.revoked,
+    createdTime: c.createdTime,
+  };
+}
+
+function marketId(ctx: VenueContext, symbol: unknown): number {
+  const id = typeof symbol === 'string' ? ctx.host.state.symbols.get(symbol) : undefined;
+  if (id === undefined) throw new HttpError(404, `unknown instrument ${String(symbol)}`);
+  return id;
+}
+
+/** Registers the admin routes under `/api/admin`. */
+export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): void {
+  app.register(async (admin) => {
+    admin.addHook('onRequest', async (req) => requireAdmin(ctx, req));
+
+    admin.post('/api/admin/instruments', async (req) => {
+      const built = buildInstrument(body(req) as unknown as InstrumentSettings);
+      if (!built.ok) throw new HttpError(400, built.error);
+      const r = await ctx.host.submit({ type: 'setInstrument', instrument: built.instrument });
+      ok(r.outcome);
+      return { instrument: built.instrument.symbol, id: built.instrument.id };
+    });
+
+    admin.post('/api/admin/oracle', async (req) => {
+      const prices = body(req).prices;
+      if (prices === null || typeof prices !== 'object' || Array.isArray(prices)) {
+        throw new HttpError(400, 'prices must be an object of symbol -> decimal price');
+      }
+      const entries = Object.entries(prices as Record<string, unknown>).map(([symbol, p]) => {
+        const parsed = typeof p === 'string' ? parseDecimal(p, 18) : undefined;
+        if (parsed === undefined || !parsed.ok) throw new HttpError(400, `price of ${symbol} must be a decimal string`);
+        return { market: marketId(ctx, symbol), price: parsed.value };
+      });
+      const r = await ctx.host.submit({ type: 'oracle', prices: entries });
+      ok(r.outcome);
+      const state = ctx.host.state;
+      return {
+        marks: Object.fromEntries(
+          entries.map(({ market }) => {
+            const m = state.markets.get(market)!;
+            return [m.spec.symbol, { index: formatPrice(m.prices.index!), mark: formatPrice(m.prices.mark!) }];
+          }),
+        ),
+      };
+    });
+
+    admin.post('/api/admin/referral-codes', async (req) => {
+      const b = body(req);
+      const kind = b.kind;
+      if (kind !== 'system' && kind !== 'attributed') throw new HttpError(400, 'kind must be system or attributed');
+      if (typeof b.maxUses !== 'number') throw new HttpError(400, 'maxUses must be a number');
+      if (b.code !== undefined && typeof b.code !== 'string') throw new HttpError(400, 'code must be a string');
+      const owner = b.owner === undefined ? undefined : walletParam(b.owner, 'owner');
+      const r = await ctx.host.submit({
+        type: 'createReferralCode',
+        kind,
+        maxUses: b.maxUses,
+        ...(b.code === undefined ? {} : { code: b.code as string }),
+        ...(owner === undefined ? {} : { owner }),
+      });
+      const o = ok(r.outcome);
+      if (o.kind !== 'referralCode') throw new HttpError(500, 'unexpected outcome');
+      return wireCode(o.code);
+    });
+
+    admin.post('/api/admin/referral-codes/:code/revoke', async (req) => {
+      const code = (req.params as Record<string, string>).code;
+      const r = await ctx.host.submit({ type: 'revokeReferralCode', code: code ?? '' });
+      const o = ok(r.outcome);
+      if (o.kind !== 'referralCode') throw new HttpError(500, 'unexpected outcome');
+      return wireCode(o.code);
+    });
+
+    admin.get('/api/admin/referral-codes', async () => ({
+      codes: ctx.host.state.referralCodes.values().map(wireCode),
+    }));
+
+    admin.post('/api/admin/faucet', async (req) => {
+      const b = body(req);
+      const wallet = walletParam(b.wallet);
+      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
+      if (amount === undefined || !amount.ok || amount.value <= 0n) {
+        throw new HttpError(400, 'amount must be a positive decimal string with at most 6 decimals');
+      }
+      if (ctx.chain.faucet === undefined) throw new HttpError(400, 'this venue has no faucet (real chain)');
+      return { wallet, balance: formatCollateral(ctx.chain.faucet(wallet, amount.value)) };
+    });
+
+    const setStatus = (status: 'Active' | 'Paused') => async (req: FastifyRequest) => {
+      const market = marketId(ctx, (req.params as Record<string, string>).instrument);
+      const r = await ctx.host.submit({ type: 'setMarketStatus', market, status });
+      ok(r.outcome);
+      return { instrument: (req.params as Record<string, string>).instrument, status };
+    };
+    admin.post('/api/admin/markets/:instrument/pause', setStatus('Paused'));
+    admin.post('/api/admin/markets/:instrument/resume', setStatus('Active'));
+
+    admin.get('/api/admin/state-hash', async () => {
+      await ctx.host.idle();
+      return { seq: ctx.host.journalSeq, hash: stateHash(ctx.host.state) };
+    });
+  });
+}

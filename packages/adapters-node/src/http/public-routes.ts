@@ -1,0 +1,174 @@
+/**
+ * Public REST reads (interface-spec "Public REST reads", protocol.md sections 7 and 8):
+ * account summary, order and trade history, access status, instruments, time, network, the
+ * simulated chain's token view and candle history. No signature; limited per client IP.
+ *
+ * @module
+ */
+import {
+  accountSummary,
+  formatCollateral,
+  formatDecimal,
+  formatPrice,
+  hasAppAccess,
+} from '@perp/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { chainIdOf, tokenVersionOf } from '../config.js';
+import type { HistoryQuery } from '../read/history.js';
+import type { VenueContext } from '../venue-context.js';
+import { HttpError } from './errors.js';
+
+const ADDRESS_ANY_CASE = /^0x[0-9a-fA-F]{40}$/;
+
+/** A wallet from a public read: any case accepted, normalised to lowercase. */
+export function walletParam(value: unknown, name = 'wallet'): string {
+  if (typeof value !== 'string' || !ADDRESS_ANY_CASE.test(value)) {
+    throw new HttpError(400, `${name} must be a 0x address`);
+  }
+  return value.toLowerCase();
+}
+
+function intParam(value: unknown, name: string, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^\d{1,16}$/.test(value)) throw new HttpError(400, `${name} must be an integer`);
+  const n = Number(value);
+  if (n < min || n > max) throw new HttpError(400, `${name} must be in ${min}..${max}`);
+  return n;
+}
+
+function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery {
+  const str = (name: string): string | undefined => {
+    const v = q[name];
+    if (v === undefined) return undefined;
+    if (typeof v !== 'string' || v.length > 128) throw new HttpError(400, `${name} must be a string`);
+    return v;
+  };
+  const status = str('status');
+  if (orders && status !== undefined && status !== 'open' && status !== 'closed' && status !== 'all') {
+    throw new HttpError(400, 'status must be open, closed or all');
+  }
+  return {
+    instrument: str('instrument'),
+    status: status as HistoryQuery['status'],
+    orderId: str('orderId'),
+    cloid: str('cloid')?.toLowerCase(),
+    startTime: intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER),
+    endTime: intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER),
+    limit: intParam(q.limit, 'limit', 1, 500),
+    cursor: str('cursor'),
+  };
+}
+
+/** Registers the public reads under the `/api` prefix of `app`. */
+export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
+  const limited = (req: FastifyRequest, reply: FastifyReply): void => {
+    const d = ctx.ipLimiter.admit(req.ip, ctx.host.now(), 'unsigned');
+    if (!d.ok) {
+      reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
+      throw new HttpError(429, `too many requests from this address; retry in ${d.retryAfterMs} ms`);
+    }
+  };
+
+  app.get('/api/time', async () => ({ serverTime: ctx.host.now() }));
+
+  app.get('/api/network', async () => ({
+    network: ctx.config.network,
+    chainId: chainIdOf(ctx.config.network),
+    vault: { name: ctx.config.vault.name, version: '1', address: ctx.config.vault.address.toLowerCase() },
+    token: {
+      name: ctx.config.token.name,
+      version: tokenVersionOf(ctx.config.network),
+      address: ctx.config.token.address.toLowerCase(),
+      decimals: ctx.config.token.decimals,
+    },
+  }));
+
+  app.get('/api/instruments', async (req, reply) => {
+    limited(req, reply);
+    const state = ctx.host.state;
+    const rate = (r: bigint) => formatDecimal(r, 18);
+    return {
+      instruments: state.markets.values().map((m) => {
+        const s = m.spec;
+        return {
+          id: s.id,
+          symbol: s.symbol,
+          status: m.status,
+          tickSize: formatPrice(s.tickSize),
+          lotSize: formatDecimal(s.lotSize, s.quantityDecimals),
+          quantityDecimals: s.quantityDecimals,
+          maxLeverage: s.maxLeverage / 100,
+          defaultLeverage: s.defaultLeverage / 100,
+          maintenanceMarginRate: rate(s.tiers[0]!.maintenanceMarginRate),
+          marginTiers: s.tiers.map((t) => ({
+            notionalFloor: formatCollateral(t.notionalFloor),
+            maxLeverage: t.maxLeverage / 100,
+            maintenanceMarginRate: rate(t.maintenanceMarginRate),
+          })),
+          openInterestCap: formatDecimal(s.openInterestCap, s.quantityDecimals),
+          minNotional: formatCollateral(s.minNotional),
+          makerFeeRate: rate(s.makerFeeRate),
+          takerFeeRate: rate(s.takerFeeRate),
+          funding: {
+            intervalMs: s.funding.intervalMs,
+            interestRate8h: rate(s.funding.interestRate8h),
+            premiumClamp: rate(s.funding.premiumClamp),
+            capPerHour: rate(s.funding.capPerHour),
+            impactNotional: formatCollateral(s.funding.impactNotional),
+          },
+          liquidation: {
+            partialThreshold: formatCollateral(s.liquidation.partialThreshold),
+            auctionDurationMs: s.liquidation.auctionDurationMs,
+            feeRate: rate(s.liquidation.feeRate),
+          },
+          openInterest: formatDecimal(m.openInterest, s.quantityDecimals),
+          markPrice: m.prices.mark === null ? null : formatPrice(m.prices.mark),
+          indexPrice: m.prices.index === null ? null : formatPrice(m.prices.index),
+        };
+      }),
+    };
+  });
+
+  app.get('/api/account_summary', async (req, reply) => {
+    limited(req, reply);
+    const wallet = walletParam((req.query as Record<string, unknown>).wallet);
+    const summary = accountSummary(ctx.host.state, wallet, ctx.host.now());
+    if (summary === undefined) throw new HttpError(404, `ACCOUNT_NOT_FOUND: no trading account for ${wallet}`);
+    return summary;
+  });
+
+  app.get('/api/user/access-status/:walletAddress', async (req, reply) => {
+    limited(req, reply);
+    const wallet = walletParam((req.params as Record<string, unknown>).walletAddress, 'walletAddress');
+    return { hasAppAccess: hasAppAccess(ctx.host.state, wallet) };
+  });
+
+  app.get('/api/historic/orders', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const wallet = walletParam(q.wallet);
+    const page = ctx.history.orders(wallet, historyQuery(q, true), ctx.host.now());
+    return { orders: page.rows, nextCursor: page.nextCursor };
+  });
+
+  const trades = async (req: FastifyRequest, reply: FastifyReply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const wallet = walletParam(q.wallet);
+    const page = ctx.history.trades(wallet, historyQuery(q, false), ctx.host.now());
+    return { trades: page.rows, nextCursor: page.nextCursor };
+  };
+  app.get('/api/account/trades', trades);
+  app.get('/api/historic/trades', async (req, reply) => {
+    reply.header('Deprecation', 'true');
+    reply.header('Link', '</api/account/trades>; rel="successor-version"');
+    return trades(req, reply);
+  });
+
+  app.get('/api/chain/token/:wallet', async (req, reply) => {
+    limited(req, reply);
+    const wallet = walletParam((req.params as Record<string, unknown>).wallet);
+    const [balance, nonce] = await Promise.all([ctx.chain.balanceOf(wallet), ctx.chain.permitNonce(wallet)]);
+    return { balance: formatCollateral(balance), nonce: nonce.toString() };
+  });
+}

@@ -1,0 +1,284 @@
+/**
+ * Signed REST writes (interface-spec "Endpoints", protocol.md sections 3-4): the referral
+ * application (canonical-JSON personal_sign with headers), deposits (ERC-2612 permit plus vault
+ * authorisation), withdrawals, margin transfers and leverage updates (EIP-712).
+ *
+ * Answers: an accepted command is 200 `{command_id, status: "Submitted"}`; a business refusal
+ * after admission is 200 `{command_id, status: "Rejected", code, message}`; bad input or a bad
+ * signature or nonce is 400 `{error}`; no app access 403 `USER_NOT_INVITED: ...`.
+ *
+ * @module
+ */
+import {
+  type ChainDeposit,
+  type DecodedStruct,
+  Discriminator,
+  decodePayload,
+  formatCollateral,
+  NONCE_WINDOW_MS,
+  parseDecimal,
+  parseFlatJsonObject,
+  parseSignature,
+  REFERRAL_CODE_RE,
+  REFERRAL_NONCE_RE,
+  reject,
+  type Rejection,
+  referralSignedMessage,
+  smallOf,
+  verifyDecoded,
+  verifyPersonalSignature,
+} from '@perp/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { CommandResult } from '../engine/host.js';
+import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
+import type { VenueContext } from '../venue-context.js';
+import { HttpError, statusOf } from './errors.js';
+import { isRecord } from './json.js';
+
+/** What a signed REST write answers. */
+function commandAnswer(reply: FastifyReply, r: Refusal | Processed): Record<string, unknown> {
+  if (!r.ok) {
+    if (r.retryAfterMs !== undefined) reply.header('Retry-After', String(Math.ceil(r.retryAfterMs / 1000)));
+    throw new HttpError(statusOf(r.code), r.message);
+  }
+  const o = r.result.outcome;
+  if (o.ok && o.kind === 'command') return { command_id: o.commandId, status: 'Submitted' };
+  const refused = engineRefusal(r);
+  if (refused !== undefined && o.ok === false && o.commandId !== undefined) {
+    return { command_id: o.commandId, status: 'Rejected', code: o.code, message: o.message };
+  }
+  throw new HttpError(statusOf(refused?.code ?? 5000), refused?.message ?? 'unexpected engine answer');
+}
+
+function bodyOf(req: FastifyRequest): Record<string, unknown> {
+  if (!isRecord(req.body)) throw new HttpError(400, 'body must be a JSON object');
+  return req.body;
+}
+
+const MODES = new Set(['Cross', 'Isolated']);
+
+/** Checks `amount`, `instrument` and `marginMode` of a body against a margin struct. */
+function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: DecodedStruct, modeField: 'marginMode' | 'direction'): Rejection | undefined {
+  const bad = (detail: string) => reject('INVALID_REQUEST', detail);
+  if (typeof body.amount !== 'string') return bad('amount must be a decimal string');
+  const amount = parseDecimal(body.amount, 6);
+  if (!amount.ok) return bad(`amount "${body.amount}" is not a decimal with at most 6 decimals`);
+  if (amount.value <= 0n) return bad('amount must be positive');
+  if (amount.value !== struct.values.amount) {
+    return bad(`amount ${body.amount} does not match the signed amount ${formatCollateral(struct.values.amount as bigint)}`);
+  }
+  const flag = struct.values.flags as bigint;
+  const market = smallOf(struct.values.market);
+  if (modeField === 'direction') {
+    if (body.direction !== 'crossToIsolated' && body.direction !== 'isolatedToCross') {
+      return bad('direction must be crossToIsolated or isolatedToCross');
+    }
+    if ((body.direction === 'isolatedToCross') !== (flag === 1n)) return bad('direction does not match flags bit 0 of the signed payload');
+    if (typeof body.instrument !== 'string') return bad('instrument must be the symbol of the isolated market');
+    const id = ctx.host.state.symbols.get(body.instrument);
+    if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+    if (id !== market) return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
+    return undefined;
+  }
+  const mode = body.marginMode;
+  if (typeof mode !== 'string' || !MODES.has(mode)) return bad('marginMode must be Cross or Isolated');
+  if ((mode === 'Isolated') !== (flag === 1n)) return bad('marginMode does not match flags bit 0 of the signed payload');
+  if (mode === 'Cross') {
+    if (body.instrument !== null) return bad('instrument must be null for Cross');
+    if (market !== 0) return bad('a Cross payload signs market 0');
+    return undefined;
+  }
+  if (typeof body.instrument !== 'string') return bad('instrument must be the isolated market symbol');
+  const id = ctx.host.state.symbols.get(body.instrument);
+  if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+  if (id !== market) return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
+  return undefined;
+}
+
+/** Registers the signed writes under `/api`. */
+export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, requests: SignedRequests): void {
+  app.post('/api/margin/withdrawal', async (req, reply) => {
+    const body = bodyOf(req);
+    const r = await requests.handle(body.signature, {
+      allowed: [Discriminator.Withdrawal],
+      precheck: (s) => marginBody(ctx, body, s, 'marginMode'),
+    });
+    const answer = commandAnswer(reply, r);
+    if (r.ok && answer.status === 'Submitted') {
+      // The amount left the account at acceptance; the chain pays it out (WithdrawMargin report).
+      void ctx.desk.withdrawal(answer.command_id as number, r.verified.signer, r.verified.struct.values.amount as bigint);
+    }
+    return answer;
+  });
+
+  app.post('/api/margin/transfer', async (req, reply) => {
+    const body = bodyOf(req);
+    const r = await requests.handle(body.signature, {
+      allowed: [Discriminator.MarginTransfer],
+      precheck: (s) => marginBody(ctx, body, s, 'direction'),
+    });
+    return commandAnswer(reply, r);
+  });
+
+  app.post('/api/update_leverage', async (req, reply) => {
+    const body = bodyOf(req);
+    const r = await requests.handle(body.signature, {
+      allowed: [Discriminator.UpdateLeverage],
+      precheck: (s) => {
+        const bad = (d: string) => reject('INVALID_REQUEST', d);
+        if (typeof body.leverage !== 'number' || !Number.isInteger(body.leverage) || body.leverage < 0) {
+          return bad('leverage must be a u32 (x100)');
+        }
+        if (BigInt(body.leverage) !== s.values.leverage) return bad('leverage does not match the signed leverage');
+        if (typeof body.instrument !== 'string') return bad('instrument must be a symbol');
+        const id = ctx.host.state.symbols.get(body.instrument);
+        if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+        if (id !== smallOf(s.values.market)) return bad('instrument does not match the signed market');
+        if (body.marginMode !== 'Cross' && body.marginMode !== 'Isolated') return bad('marginMode must be Cross or Isolated');
+        if ((body.marginMode === 'Isolated') !== (s.values.flags === 1n)) return bad('marginMode does not match flags bit 0');
+        return undefined;
+      },
+    });
+    return commandAnswer(reply, r);
+  });
+
+  app.post('/api/margin/deposit', async (req, reply) => {
+    const body = bodyOf(req);
+    const permitObj = body.permitSignature;
+    const permitDecoded = isRecord(permitObj) ? decodePayload(permitObj.payload, [Discriminator.Permit]) : undefined;
+    if (permitDecoded === undefined) throw new HttpError(400, 'INVALID_REQUEST: permitSignature must be an object { sig, payload }');
+    if (!permitDecoded.ok) throw new HttpError(400, permitDecoded.error.message);
+    const permit = permitDecoded.struct;
+    const r = await requests.handle(body.depositSignature, {
+      allowed: [Discriminator.Deposit],
+      precheck: (s) => {
+        const mismatch = marginBody(ctx, body, s, 'marginMode');
+        if (mismatch !== undefined) return mismatch;
+        const bad = (d: string) => reject('INVALID_REQUEST', d);
+        if (permit.values.owner !== s.values.owner) return bad('the permit owner must be the deposit owner');
+        if (permit.values.spender !== ctx.config.vault.address.toLowerCase()) return bad(`the permit spender must be the vault ${ctx.config.vault.address.toLowerCase()}`);
+        if ((permit.values.value as bigint) < (s.values.amount as bigint)) return bad('the permit value is below the deposit amount');
+        if ((permit.values.deadline as bigint) * 1000n <= BigInt(ctx.host.now())) return bad('the permit deadline has passed');
+        return undefined;
+      },
+      build: async (verified) => {
+        const permitSig = verifyDecoded(requests.domains, permit, (permitObj as Record<string, unknown>).sig);
+        if (!permitSig.ok) return { ok: false, code: permitSig.error.code, message: `permit: ${permitSig.error.message}` };
+        const tokenNonce = await ctx.chain.permitNonce(verified.signer);
+        if (permit.values.nonce !== tokenNonce) {
+          return { ok: false, code: 4000, message: `INVALID_REQUEST: permit nonce ${permit.values.nonce} is not the token's current nonce ${tokenNonce} for ${verified.signer}` };
+        }
+        const s = verified.struct;
+        const isolated = s.values.flags === 1n;
+        return {
+          type: 'deposit',
+          account: verified.signer,
+          amount: s.values.amount as bigint,
+          target: isolated ? { mode: 'Isolated', market: smallOf(s.values.market) } : { mode: 'Cross', market: 0 },
+          auth: { nonce: s.values.nonce as bigint, deadline: s.values.deadline as bigint },
+        };
+      },
+    });
+    const answer = commandAnswer(reply, r);
+    if (r.ok && answer.status === 'Submitted') {
+      const permitSig = parseSignature((permitObj as Record<string, unknown>).sig);
+      const request: ChainDeposit = {
+        commandId: answer.command_id as number,
+        owner: r.verified.signer,
+        amount: r.verified.struct.values.amount as bigint,
+        permit: {
+          spender: permit.values.spender as string,
+          value: permit.values.value as bigint,
+          nonce: permit.values.nonce as bigint,
+          deadline: permit.values.deadline as bigint,
+          signature: permitSig.ok ? permitSig.signature.normalized : '',
+        },
+      };
+      // Settlement is reported later (DepositMargin); the answer does not wait for the chain.
+      void ctx.desk.deposit(request);
+    }
+    return answer;
+  });
+
+  app.post('/api/referral/apply', async (req, reply) => {
+    const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
+    const parsed = parseFlatJsonObject(raw);
+    const malformed = 'walletAddress and code are required';
+    if (!parsed.ok) throw new HttpError(400, malformed);
+    const body = parsed.value;
+    const keys = Object.keys(body);
+    if (
+      keys.length !== 2 ||
+      typeof body.walletAddress !== 'string' ||
+      !/^0x[0-9a-f]{40}$/.test(body.walletAddress) ||
+      typeof body.code !== 'string' ||
+      !REFERRAL_CODE_RE.test(body.code)
+    ) {
+      throw new HttpError(400, malformed);
+    }
+    const unauthorized = (reason: string) => new HttpError(401, `Unauthorized: ${reason}`);
+    const sig = req.headers['x-signature'];
+    const ts = req.headers['x-timestamp'];
+    const nonce = req.headers['x-nonce'];
+    if (typeof sig !== 'string') throw unauthorized('missing x-signature header');
+    if (typeof ts !== 'string') throw unauthorized('missing x-timestamp header');
+    if (typeof nonce !== 'string') throw unauthorized('missing x-nonce header');
+    if (!/^\d{1,16}$/.test(ts)) throw unauthorized('x-timestamp must be milliseconds since epoch');
+    const timestamp = Number(ts);
+    const skew = timestamp - ctx.host.now();
+    if (skew > NONCE_WINDOW_MS || skew < -NONCE_WINDOW_MS) throw unauthorized('expired timestamp (must be within 5 minutes of server time)');
+    if (!REFERRAL_NONCE_RE.test(nonce)) throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
+    const wallet = body.walletAddress;
+    const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
+    const problem = verifyPersonalSignature(message, sig, wallet);
+    if (problem !== undefined) throw unauthorized(`signer mismatch (${problem.message})`);
+    const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');
+    if (!d.ok) {
+      reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
+      throw new HttpError(429, d.message);
+    }
+    let result: CommandResult;
+    try {
+      result = await withTimeout(
+        ctx.walletQueue.run(wallet, () => ctx.host.submit({ type: 'applyReferral', wallet, code: body.code as string, nonce, timestamp })),
+        10_000,
+      );
+    } catch (e) {
+      if (e instanceof TimeoutError) throw new HttpError(504, 'Referral service timed out, please try again later');
+      throw new HttpError(503, 'Referral service unavailable, please retry');
+    }
+    const o = result.outcome;
+    if (o.ok && o.kind === 'referral') {
+      reply.code(201);
+      const ref = o.referral;
+      return {
+        kind: ref.kind,
+        refereeAddress: ref.wallet,
+        ...(ref.kind === 'attributed' ? { referrerAddress: ref.referrer } : {}),
+        code: ref.code,
+      };
+    }
+    if (!o.ok && o.referralError !== undefined) throw new HttpError(422, o.referralError);
+    if (!o.ok && o.code === 4002) throw unauthorized(o.message.replace(/^INVALID_NONCE: /, ''));
+    throw new HttpError(400, o.ok ? 'unexpected answer' : o.message);
+  });
+}
+
+class TimeoutError extends Error {}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject_) => {
+    const t = setTimeout(() => reject_(new TimeoutError('timeout')), ms);
+    t.unref();
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject_(e);
+      },
+    );
+  });
+}

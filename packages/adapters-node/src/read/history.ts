@@ -1,0 +1,205 @@
+/**
+ * The history read model behind `GET /historic/orders`, `GET /account/trades` and the deprecated
+ * `GET /historic/trades` (research 6.7, adopted by protocol.md section 7). It is a projection of
+ * committed execution reports, so replaying the journal rebuilds it exactly.
+ *
+ * @module
+ */
+import type { EngineEvent, ExecutionReport, OrderReport } from '@perp/core';
+import type { CommittedBatch } from '../engine/host.js';
+import { type SpecOf, specsOf, type WireOrder, type WireTrade, wireOrder, wireTrade } from '../wire/format.js';
+
+/** A row of `GET /historic/orders`: the order's last snapshot. */
+export interface OrderRecord extends WireOrder {
+  closedTime: number | null;
+}
+
+/** A row of `GET /account/trades`. */
+export interface TradeRecord extends WireTrade {
+  execId: string;
+  seq: number;
+  orderId: string | null;
+  cloid: string | null;
+  market: number;
+  marginMode: string;
+  source: 'Order' | 'Liquidation' | 'ADL';
+  busted: boolean;
+  bustTime: number | null;
+  bustReason: string | null;
+}
+
+/** Filters of the history reads. */
+export interface HistoryQuery {
+  instrument?: string | undefined;
+  status?: 'open' | 'closed' | 'all' | undefined;
+  orderId?: string | undefined;
+  cloid?: string | undefined;
+  /** Inclusive, ms. */
+  startTime?: number | undefined;
+  /** Exclusive, ms. */
+  endTime?: number | undefined;
+  limit?: number | undefined;
+  cursor?: string | undefined;
+}
+
+/** A page of rows, newest first. */
+export interface Page<T> {
+  rows: T[];
+  nextCursor: string | null;
+}
+
+const TERMINAL = new Set(['Filled', 'Cancelled', 'Expired', 'Rejected']);
+const WEEK_MS = 7 * 86_400_000;
+
+interface AccountHistory {
+  orders: Map<string, OrderRecord>;
+  /** Closed order ids in closing order, for bounded retention. */
+  closed: string[];
+  trades: TradeRecord[];
+}
+
+function encodeCursor(time: number, id: string): string {
+  return Buffer.from(`${time}:${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { time: number; id: string } | undefined {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  const m = /^(\d+):(\d+)$/.exec(text);
+  return m ? { time: Number(m[1]), id: m[2] as string } : undefined;
+}
+
+/** Compares (time, numeric id) descending. */
+function newerFirst(a: { t: number; id: string }, b: { t: number; id: string }): number {
+  if (a.t !== b.t) return b.t - a.t;
+  return Number(b.id) - Number(a.id);
+}
+
+/** In-memory history per account, fed by committed batches. */
+export class HistoryStore {
+  private readonly accounts = new Map<string, AccountHistory>();
+  private readonly maxClosed: number;
+  private readonly maxTrades: number;
+
+  constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
+    this.maxClosed = options.maxClosedOrders ?? 10_000;
+    this.maxTrades = options.maxTrades ?? 50_000;
+  }
+
+  /** Applies a committed batch. */
+  apply(batch: CommittedBatch): void {
+    const specOf = specsOf(batch.state);
+    for (const events of batch.events) for (const e of events) this.applyEvent(e, specOf);
+  }
+
+  private account(address: string): AccountHistory {
+    let h = this.accounts.get(address);
+    if (h === undefined) {
+      h = { orders: new Map(), closed: [], trades: [] };
+      this.accounts.set(address, h);
+    }
+    return h;
+  }
+
+  private applyEvent(e: EngineEvent, specOf: SpecOf): void {
+    if (e.type !== 'executionReport' || !('order' in e)) return;
+    const report = e as OrderReport;
+    const spec = specOf(report.order.market);
+    const h = this.account(report.account);
+    const wire = wireOrder(report.order, spec);
+    const closed = TERMINAL.has(wire.ordStatus);
+    const existing = h.orders.get(wire.orderId);
+    h.orders.set(wire.orderId, { ...wire, closedTime: closed ? report.time : null });
+    if (closed && (existing === undefined || existing.closedTime === null)) {
+      h.closed.push(wire.orderId);
+      if (h.closed.length > this.maxClosed) h.orders.delete(h.closed.shift() as string);
+    }
+    if ('fill' in report && report.fill !== undefined) {
+      const t = wireTrade(report.fill, spec);
+      h.trades.push({
+        ...t,
+        execId: String(report.execId),
+        seq: report.seq,
+        orderId: wire.orderId,
+        cloid: wire.cloid,
+        market: report.order.market,
+        marginMode: report.order.marginMode,
+        source: 'Order',
+        busted: false,
+        bustTime: null,
+        bustReason: null,
+      });
+      if (h.trades.length > this.maxTrades) h.trades.shift();
+    }
+  }
+
+  /** Marks a trade of an account busted (trade busts arrive as their own reports). */
+  markBusted(account: string, tradeId: string, time: number, reason: string): void {
+    const h = this.accounts.get(account);
+    if (h === undefined) return;
+    for (const t of h.trades) {
+      if (t.tradeId === tradeId) {
+        t.busted = true;
+        t.bustTime = time;
+        t.bustReason = reason;
+      }
+    }
+  }
+
+  /** Adds a fill that no order produced (liquidation, ADL). */
+  addSystemTrade(account: string, row: TradeRecord): void {
+    const h = this.account(account);
+    h.trades.push(row);
+    if (h.trades.length > this.maxTrades) h.trades.shift();
+  }
+
+  /** `GET /historic/orders`. */
+  orders(account: string, q: HistoryQuery, now: number): Page<OrderRecord> {
+    const h = this.accounts.get(account);
+    if (h === undefined) return { rows: [], nextCursor: null };
+    const status = q.status ?? 'all';
+    const rows = [...h.orders.values()].filter((o) => {
+      if (q.instrument !== undefined && o.instrument !== q.instrument) return false;
+      if (q.orderId !== undefined && o.orderId !== q.orderId) return false;
+      if (q.cloid !== undefined && o.cloid !== q.cloid) return false;
+      const open = o.closedTime === null;
+      if (status === 'open' && !open) return false;
+      if (status === 'closed' && open) return false;
+      return true;
+    });
+    return page(rows, (o) => ({ t: o.updatedTime, id: o.orderId }), q, now);
+  }
+
+  /** `GET /account/trades` (busted trades included, flagged). */
+  trades(account: string, q: HistoryQuery, now: number): Page<TradeRecord> {
+    const h = this.accounts.get(account);
+    if (h === undefined) return { rows: [], nextCursor: null };
+    const rows = h.trades.filter((t) => {
+      if (q.instrument !== undefined && t.instrument !== q.instrument) return false;
+      if (q.orderId !== undefined && t.orderId !== q.orderId) return false;
+      if (q.cloid !== undefined && t.cloid !== q.cloid) return false;
+      return true;
+    });
+    return page(rows, (t) => ({ t: t.time, id: t.execId }), q, now);
+  }
+}
+
+function page<T>(rows: T[], key: (row: T) => { t: number; id: string }, q: HistoryQuery, now: number): Page<T> {
+  const end = q.endTime ?? now + 1;
+  const start = q.startTime ?? end - WEEK_MS;
+  const limit = q.limit ?? 100;
+  const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+  const selected = rows
+    .map((r) => ({ r, k: key(r) }))
+    .filter(({ k }) => k.t >= start && k.t < end)
+    .filter(({ k }) => after === undefined || newerFirst({ t: after.time, id: after.id }, k) < 0)
+    .sort((a, b) => newerFirst(a.k, b.k));
+  const out = selected.slice(0, limit);
+  const last = out[out.length - 1];
+  const nextCursor = selected.length > limit && last !== undefined ? encodeCursor(last.k.t, last.k.id) : null;
+  return { rows: out.map((x) => x.r), nextCursor };
+}
+
+/** Whether a report carries an order (helper for listeners). */
+export function isOrderReport(e: ExecutionReport): e is OrderReport {
+  return 'order' in e;
+}

@@ -1,0 +1,103 @@
+/**
+ * Per-account execution-report streams (protocol.md section 5): every committed report is kept in
+ * a bounded replay buffer per account, so `subscribeTrading { fromSeq }` can resend what a client
+ * missed, and live reports are pushed to the account's subscribers in `seq` order. The buffers
+ * are a projection of the journal: replaying it at start-up rebuilds them, so `fromSeq` works
+ * across a restart.
+ *
+ * @module
+ */
+import type { ExecutionReport } from '@perp/core';
+import type { CommittedBatch } from '../engine/host.js';
+
+/** Receives the reports of one account, in seq order. */
+export type ReportListener = (reports: readonly ExecutionReport[], batch: CommittedBatch) => void;
+
+/** Result of {@link ReportStreams.since}. */
+export interface Replay {
+  /** Highest seq assigned so far for the account. */
+  readonly seq: number;
+  /** Reports with seq in (fromSeq, seq], when the buffer still holds them all. */
+  readonly reports: readonly ExecutionReport[];
+  /** The buffer no longer reaches back to `fromSeq`: rebuild from REST, then go on live. */
+  readonly resyncRequired: boolean;
+}
+
+interface Buffer {
+  reports: ExecutionReport[];
+  listeners: Set<ReportListener>;
+}
+
+/** Replay buffers and live fan-out of execution reports. */
+export class ReportStreams {
+  private readonly accounts = new Map<string, Buffer>();
+  private readonly capacity: number;
+  private readonly maxAgeMs: number;
+
+  constructor(options: { capacity?: number; maxAgeMs?: number } = {}) {
+    this.capacity = options.capacity ?? 100_000;
+    this.maxAgeMs = options.maxAgeMs ?? 86_400_000;
+  }
+
+  private buffer(account: string): Buffer {
+    let b = this.accounts.get(account);
+    if (b === undefined) {
+      b = { reports: [], listeners: new Set() };
+      this.accounts.set(account, b);
+    }
+    return b;
+  }
+
+  /** Buffers the batch's reports and pushes them to subscribers, account by account. */
+  apply(batch: CommittedBatch): void {
+    const byAccount = new Map<string, ExecutionReport[]>();
+    for (const events of batch.events) {
+      for (const e of events) {
+        if (e.type !== 'executionReport') continue;
+        let list = byAccount.get(e.account);
+        if (list === undefined) {
+          list = [];
+          byAccount.set(e.account, list);
+        }
+        list.push(e);
+      }
+    }
+    for (const [account, reports] of byAccount) {
+      const b = this.buffer(account);
+      for (const r of reports) b.reports.push(r);
+      const newest = reports[reports.length - 1] as ExecutionReport;
+      let drop = 0;
+      while (
+        drop < b.reports.length &&
+        (b.reports.length - drop > this.capacity ||
+          (b.reports[drop] as ExecutionReport).time < newest.time - this.maxAgeMs)
+      ) {
+        drop++;
+      }
+      if (drop > 0) b.reports.splice(0, drop);
+      for (const listener of b.listeners) listener(reports, batch);
+    }
+  }
+
+  /** Reports of `account` after `fromSeq`, or a resync flag when the buffer is too short. */
+  since(account: string, fromSeq: number, currentSeq: number): Replay {
+    const b = this.accounts.get(account);
+    const reports = b?.reports ?? [];
+    if (fromSeq >= currentSeq) return { seq: currentSeq, reports: [], resyncRequired: false };
+    const first = reports[0];
+    if (first === undefined || first.seq > fromSeq + 1) {
+      return { seq: currentSeq, reports: [], resyncRequired: true };
+    }
+    const start = fromSeq + 1 - first.seq;
+    return { seq: currentSeq, reports: reports.slice(start), resyncRequired: false };
+  }
+
+  /** Subscribes to live reports of an account; returns the unsubscribe function. */
+  subscribe(account: string, listener: ReportListener): () => void {
+    const b = this.buffer(account);
+    b.listeners.add(listener);
+    return () => {
+      b.listeners.delete(listener);
+    };
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * What the transport layers of a running venue share: the engine host, the read models, the
+ * chain, the limiters and the configuration. Built once by `venue.ts`.
+ *
+ * @module
+ */
+import type { ChainAdapter, RateLimiter } from '@perp/core';
+import type { ChainDesk } from './chain/desk.js';
+import type { VenueConfig } from './config.js';
+import type { EngineHost } from './engine/host.js';
+import type { WalletQueue } from './engine/wallet-queue.js';
+import type { HistoryStore } from './read/history.js';
+import type { ReportStreams } from './read/report-streams.js';
+
+/** A chain the operator can also mint test tokens on (the embedded simulated chain). */
+export interface VenueChain extends ChainAdapter {
+  /** Mints collateral tokens to a wallet; returns its new balance. */
+  faucet?(wallet: string, amount: bigint): bigint;
+}
+
+/** Shared services of a running venue. */
+export interface VenueContext {
+  readonly config: VenueConfig;
+  readonly host: EngineHost;
+  readonly history: HistoryStore;
+  readonly streams: ReportStreams;
+  readonly chain: VenueChain;
+  /** Public reads and unauthenticated traffic, keyed by client IP. */
+  readonly ipLimiter: RateLimiter;
+  /** Attributed requests, keyed by wallet (REST and WebSocket together). */
+  readonly walletLimiter: RateLimiter;
+  readonly walletQueue: WalletQueue;
+  readonly adminToken: string;
+  /** Carries deposits and withdrawals to the chain and their results back. */
+  readonly desk: ChainDesk;
+}

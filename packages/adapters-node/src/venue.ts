@@ -1,0 +1,328 @@
+/**
+ * The composition root: builds a whole venue (journal, engine host, read models, simulated
+ * chain, REST, trading and market-data WebSockets, schedulers) from a configuration, replays the
+ * journal of an existing data directory, and serves everything on one port: `/api`, `/ws`,
+ * `/marketdata`.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
+import {
+  buildInstrument,
+  type ChainDeposit,
+  type Command,
+  createEngineState,
+  Discriminator,
+  decodePayload,
+  encodePayload,
+  type JournalStore,
+  nextWakeTime,
+  RateLimiter,
+  signingDomains,
+  verifyDecoded,
+  WALLET_LIMITS,
+} from '@perp/core';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { ChainDesk } from './chain/desk.js';
+import { DEFAULT_CONFIG, type VenueConfig } from './config.js';
+import { type Clock, SystemClock } from './engine/clock.js';
+import { EngineHost } from './engine/host.js';
+import { WalletQueue } from './engine/wallet-queue.js';
+import { registerAdminRoutes } from './http/admin-routes.js';
+import { HttpError } from './http/errors.js';
+import { parseJson } from './http/json.js';
+import { registerPublicRoutes } from './http/public-routes.js';
+import { registerSignedRoutes } from './http/signed-routes.js';
+import { FileJournal } from './journal/file-journal.js';
+import { RandomWalkFeed } from './price-feed.js';
+import { HistoryStore } from './read/history.js';
+import { ReportStreams } from './read/report-streams.js';
+import { SignedRequests } from './requests.js';
+import type { VenueContext } from './venue-context.js';
+import { createTradingService } from './ws/trading.js';
+
+/** How to start a venue. */
+export interface StartVenueOptions {
+  readonly config?: VenueConfig;
+  /** Data directory; `null` keeps everything in memory. */
+  readonly dataDir?: string | null;
+  readonly host?: string;
+  /** 0 picks a free port. */
+  readonly port?: number;
+  /** Overrides the price-feed mode of the config. */
+  readonly priceFeed?: 'simulated' | 'none';
+  readonly clock?: Clock;
+  readonly log?: (line: string) => void;
+  /** Journal to use instead of the data directory's (tests). */
+  readonly journal?: JournalStore;
+}
+
+/** A running venue. */
+export interface Venue {
+  readonly rest: string;
+  readonly ws: string;
+  readonly marketdata: string;
+  readonly port: number;
+  /** Printed on a new data directory (always for an in-memory venue). */
+  readonly adminToken: string;
+  /** The bootstrap invite code, when this start created it. */
+  readonly inviteCode: string | null;
+  /** Whether this start created the data directory's venue. */
+  readonly created: boolean;
+  readonly context: VenueContext;
+  readonly app: FastifyInstance;
+  /** Stops accepting work, waits for the engine, closes everything. */
+  close(): Promise<void>;
+}
+
+interface VenueFile {
+  readonly adminToken: string;
+  readonly createdTime: number;
+}
+
+function writeDurably(path: string, text: string): void {
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, text);
+  const fd = openSync(tmp, 'r');
+  fsyncSync(fd);
+  closeSync(fd);
+  renameSync(tmp, path);
+}
+
+/** Starts a venue; see the module comment. */
+export async function startVenue(options: StartVenueOptions = {}): Promise<Venue> {
+  const config = options.config ?? DEFAULT_CONFIG;
+  const log = options.log ?? ((line: string) => console.error(line));
+  const dataDir = options.dataDir ?? null;
+
+  // ---- persistence ----------------------------------------------------------------------
+  let venueFile: VenueFile;
+  let created = false;
+  let journal: JournalStore;
+  let chainSnapshot: SimulatedChainSnapshot | undefined;
+  if (dataDir !== null) {
+    mkdirSync(dataDir, { recursive: true });
+    const venuePath = join(dataDir, 'venue.json');
+    if (existsSync(venuePath)) {
+      venueFile = JSON.parse(readFileSync(venuePath, 'utf8')) as VenueFile;
+    } else {
+      venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
+      writeDurably(venuePath, `${JSON.stringify(venueFile, null, 2)}\n`);
+      created = true;
+    }
+    journal = options.journal ?? FileJournal.open(join(dataDir, 'journal.log'), { log });
+    const chainPath = join(dataDir, 'chain.json');
+    if (existsSync(chainPath)) chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;
+  } else {
+    venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
+    created = true;
+    journal = options.journal ?? new MemoryJournal();
+  }
+
+  // ---- engine host and read models -------------------------------------------------------
+  const history = new HistoryStore();
+  const streams = new ReportStreams();
+  const records: Command[] = [];
+  for await (const r of journal.read(0)) records.push(r.command);
+  const firstTime = records[0]?.time ?? 0;
+  const clock = options.clock ?? new SystemClock(records[records.length - 1]?.time ?? 0);
+  let fatal: ((e: unknown) => void) | undefined;
+  const host = new EngineHost({
+    state: createEngineState({}, firstTime),
+    journal,
+    clock,
+    onFatal: (e) => fatal?.(e),
+  });
+  host.subscribe((b) => history.apply(b));
+  host.subscribe((b) => streams.apply(b));
+  for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
+  if (records.length > 0) log(`replayed ${records.length} journal records`);
+  if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
+
+  // ---- chain ---------------------------------------------------------------------------
+  const domains = signingDomains({
+    network: config.network,
+    vaultName: config.vault.name,
+    vaultAddress: config.vault.address.toLowerCase(),
+    tokenName: config.token.name,
+    tokenAddress: config.token.address.toLowerCase(),
+  });
+  // The simulated token verifies permits with the same code the venue uses.
+  const verifyPermit = (r: ChainDeposit): boolean => {
+    const payload = encodePayload(Discriminator.Permit, {
+      owner: r.owner,
+      spender: r.permit.spender,
+      value: r.permit.value,
+      nonce: r.permit.nonce,
+      deadline: r.permit.deadline,
+    });
+    const decoded = decodePayload(`0x${Buffer.from(payload).toString('hex')}`, [Discriminator.Permit]);
+    return decoded.ok && verifyDecoded(domains, decoded.struct, r.permit.signature).ok;
+  };
+  const chainOptions = {
+    tokenName: config.token.name,
+    tokenAddress: config.token.address.toLowerCase(),
+    vaultAddress: config.vault.address.toLowerCase(),
+    verifyPermit,
+    now: () => clock.now(),
+    ...(dataDir === null ? {} : { onChange: (s: SimulatedChainSnapshot) => writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)) }),
+  };
+  const chain = chainSnapshot === undefined ? new SimulatedChain(chainOptions) : SimulatedChain.fromSnapshot(chainSnapshot, chainOptions);
+  const desk = new ChainDesk(chain, host, log);
+
+  const ctx: VenueContext = {
+    config,
+    host,
+    history,
+    streams,
+    chain,
+    ipLimiter: new RateLimiter({ ...WALLET_LIMITS, perWindow: config.limits.publicReadsPerSecond }),
+    walletLimiter: new RateLimiter(WALLET_LIMITS),
+    walletQueue: new WalletQueue(),
+    adminToken: venueFile.adminToken,
+    desk,
+  };
+  const requests = new SignedRequests(ctx, domains);
+
+  // ---- bootstrap -------------------------------------------------------------------------
+  for (const settings of config.instruments) {
+    const built = buildInstrument(settings);
+    if (!built.ok) throw new Error(`instrument ${settings.symbol}: ${built.error}`);
+    const existing = host.state.markets.get(built.instrument.id);
+    if (existing === undefined || JSON.stringify(existing.spec, replacer) !== JSON.stringify(built.instrument, replacer)) {
+      const r = await host.submit({ type: 'setInstrument', instrument: built.instrument });
+      if (!r.outcome.ok) throw new Error(`instrument ${settings.symbol}: ${r.outcome.message}`);
+    }
+  }
+  let inviteCode: string | null = null;
+  if (records.length === 0) {
+    const r = await host.submit({ type: 'createReferralCode', kind: 'system', maxUses: config.bootstrapInviteUses });
+    if (r.outcome.ok && r.outcome.kind === 'referralCode') inviteCode = r.outcome.code.code;
+  }
+  await desk.reconcile(host.state);
+
+  // ---- HTTP ------------------------------------------------------------------------------
+  const app = Fastify({
+    bodyLimit: config.limits.maxMessageBytes,
+    requestTimeout: 10_000,
+    connectionTimeout: 10_000,
+    keepAliveTimeout: 5_000,
+    logger: false,
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    const text = body as string;
+    (req as unknown as { rawBody: string }).rawBody = text;
+    const parsed = parseJson(text, config.limits.maxJsonDepth);
+    if (!parsed.ok) done(new HttpError(400, parsed.error), undefined);
+    else done(null, parsed.value);
+  });
+  app.setErrorHandler((raw, _req, reply) => {
+    const error = raw instanceof Error ? raw : new Error(String(raw));
+    if (error instanceof HttpError) {
+      for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
+      return reply.code(error.status).send({ error: error.message });
+    }
+    const code = (error as { code?: string }).code ?? '';
+    if (code.startsWith('FST_ERR_CTP') || code === 'FST_ERR_VALIDATION' || (error as { statusCode?: number }).statusCode === 400) {
+      // Oversized bodies and wrong media types are 400 here: 413 and 415 are not in the spec's list.
+      return reply.code(400).send({ error: `bad request: ${error.message}` });
+    }
+    log(`request failed: ${error.stack ?? error.message}`);
+    return reply.code(500).send({ error: 'internal server error; retry with backoff' });
+  });
+  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ error: 'not found' }));
+  registerPublicRoutes(app, ctx);
+  registerSignedRoutes(app, ctx, requests);
+  registerAdminRoutes(app, ctx);
+
+  const trading = createTradingService(ctx, requests);
+  const upgrades = new Map<string, (req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void>([
+    ['/ws', trading.handleUpgrade],
+  ]);
+  const extraClosers: (() => Promise<void>)[] = [];
+  app.server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => {});
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    const handler = upgrades.get(path);
+    if (handler === undefined) {
+      socket.write('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      socket.destroy();
+      return;
+    }
+    handler(req, socket, head);
+  });
+
+  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  const address = (app.server as Server).address() as AddressInfo;
+  const hostName = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  // ---- schedulers ----------------------------------------------------------------------
+  const timers: NodeJS.Timeout[] = [];
+  const feedMode = options.priceFeed ?? config.priceFeed.mode;
+  if (feedMode === 'simulated') {
+    const start = new Map<number, number>();
+    for (const [symbol, p] of Object.entries(config.priceFeed.start)) {
+      const id = host.state.symbols.get(symbol);
+      if (id !== undefined) start.set(id, Number(p));
+    }
+    // Continue from the last journaled index prices so a restart does not jump.
+    host.state.markets.forEach((m, id) => {
+      if (m.prices.index !== null && start.has(id)) start.set(id, Number(m.prices.index / 10n ** 10n) / 1e8);
+    });
+    const feed = new RandomWalkFeed(config.priceFeed.seed + host.journalSeq, start, config.priceFeed.volatility);
+    const t = setInterval(() => {
+      if (host.failed) return;
+      void host.submit({ type: 'oracle', prices: feed.next() }).catch(() => {});
+    }, config.priceFeed.intervalMs);
+    t.unref();
+    timers.push(t);
+  }
+  const wake = setInterval(() => {
+    if (host.failed) return;
+    const due = nextWakeTime(host.state);
+    if (due !== null && due <= host.now()) void host.submit({ type: 'tick' }).catch(() => {});
+  }, 250);
+  wake.unref();
+  timers.push(wake);
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      for (const t of timers) clearInterval(t);
+      await trading.close();
+      for (const c of extraClosers) await c();
+      await app.close();
+      await host.idle();
+      await journal.close();
+    })();
+    return closing;
+  };
+  fatal = (e) => {
+    log(`FATAL: the engine stopped and acknowledges nothing more: ${e instanceof Error ? e.message : String(e)}`);
+    void close();
+  };
+
+  return {
+    rest: `http://${hostName}:${address.port}/api`,
+    ws: `ws://${hostName}:${address.port}/ws`,
+    marketdata: `ws://${hostName}:${address.port}/marketdata`,
+    port: address.port,
+    adminToken: venueFile.adminToken,
+    inviteCode,
+    created,
+    context: ctx,
+    app,
+    close,
+  };
+}
+
+function replacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
+

@@ -1,0 +1,411 @@
+/**
+ * The trading WebSocket at `/ws` (interface-spec "Trading WebSocket messages", protocol.md
+ * section 5, research 6.2-6.5): authentication, execution-report streams with `fromSeq` replay,
+ * account-summary pushes, order entry and margin transfers. One reply per request, echoing its
+ * `id`; the messages of a connection are handled one at a time, in order.
+ *
+ * @module
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  accountSummary,
+  accountOrders,
+  Discriminator,
+  type ExecutionReport,
+  formatCollateral,
+  type Outcome,
+  parseDecimal,
+  reject,
+  type Rejection,
+  smallOf,
+  verifySignedPayload,
+} from '@perp/core';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { CommittedBatch } from '../engine/host.js';
+import { isRecord, parseJson } from '../http/json.js';
+import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
+import type { VenueContext } from '../venue-context.js';
+import { specsOf, wireOrder, wireReport } from '../wire/format.js';
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+/** Close codes (protocol.md section 5). */
+export const CloseCode = { IDLE: 4408, TOO_MANY_CONNECTIONS: 4429, SHUTDOWN: 1001, POLICY: 1008 } as const;
+/** A connection whose unsent reports exceed this is closed; its client resyncs with fromSeq. */
+const HARD_BUFFER = 4 * 1024 * 1024;
+
+interface Session {
+  readonly ws: WebSocket;
+  readonly ip: string;
+  account: string | null;
+  lastActivity: number;
+  /** Unsubscribes the execution-report stream. */
+  trading: (() => void) | null;
+  summaries: boolean;
+  summaryTimer: NodeJS.Timeout | null;
+  /** Messages of this connection run one after another. */
+  chain: Promise<void>;
+  closed: boolean;
+}
+
+/** The running trading WebSocket service. */
+export interface TradingService {
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
+  close(): Promise<void>;
+  readonly connections: number;
+}
+
+/** Creates the trading WebSocket service. */
+export function createTradingService(ctx: VenueContext, requests: SignedRequests): TradingService {
+  const limits = ctx.config.limits;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxMessageBytes,
+    perMessageDeflate: false,
+    maxFragments: 32,
+    maxBufferedChunks: 256,
+  });
+  wss.on('error', () => {});
+  const sessions = new Set<Session>();
+  const byAccount = new Map<string, Set<Session>>();
+  const perIp = new Map<string, number>();
+
+  const send = (s: Session, message: Record<string, unknown>): void => {
+    if (s.closed) return;
+    s.ws.send(JSON.stringify(message));
+    if (s.ws.bufferedAmount > HARD_BUFFER) {
+      // Reports are never dropped: a consumer this far behind is cut off and resyncs by seq.
+      s.ws.close(CloseCode.POLICY, 'slow consumer');
+      detach(s);
+    }
+  };
+  const reply = (s: Session, id: string | undefined, message: Record<string, unknown>): void =>
+    send(s, id === undefined ? message : { ...message, id });
+  const error = (s: Session, id: string | undefined, code: number, message: string, extra: Record<string, unknown> = {}): void =>
+    reply(s, id, { type: 'error', code, message, ...extra });
+
+  const attach = (s: Session, account: string): void => {
+    s.account = account;
+    let set = byAccount.get(account);
+    if (set === undefined) {
+      set = new Set();
+      byAccount.set(account, set);
+    }
+    set.add(s);
+  };
+  const logout = (s: Session): void => {
+    s.trading?.();
+    s.trading = null;
+    s.summaries = false;
+    if (s.summaryTimer !== null) clearTimeout(s.summaryTimer);
+    s.summaryTimer = null;
+    if (s.account !== null) {
+      const set = byAccount.get(s.account);
+      set?.delete(s);
+      if (set?.size === 0) byAccount.delete(s.account);
+    }
+    s.account = null;
+  };
+  const detach = (s: Session): void => {
+    if (s.closed) return;
+    s.closed = true;
+    logout(s);
+    sessions.delete(s);
+    const n = (perIp.get(s.ip) ?? 1) - 1;
+    if (n <= 0) perIp.delete(s.ip);
+    else perIp.set(s.ip, n);
+  };
+
+  const pushSummary = (s: Session): void => {
+    if (s.summaryTimer !== null || !s.summaries) return;
+    s.summaryTimer = setTimeout(() => {
+      s.summaryTimer = null;
+      if (!s.summaries || s.account === null) return;
+      const summary = accountSummary(ctx.host.state, s.account, ctx.host.now());
+      if (summary !== undefined) send(s, { type: 'accountSummary', ...summary });
+    }, limits.summaryCoalesceMs);
+    s.summaryTimer.unref();
+  };
+
+  const unsubscribeBatches = ctx.host.subscribe((batch: CommittedBatch) => {
+    for (const events of batch.events) {
+      for (const e of events) {
+        if (e.type !== 'accountChanged') continue;
+        for (const s of byAccount.get(e.account) ?? []) pushSummary(s);
+      }
+    }
+  });
+
+  const heartbeat = setInterval(() => {
+    const now = Date.now();
+    for (const s of sessions) {
+      if (now - s.lastActivity > limits.idleTimeoutMs) {
+        s.ws.close(CloseCode.IDLE, 'idle timeout');
+        detach(s);
+        setTimeout(() => s.ws.terminate(), 1_000).unref();
+      } else {
+        s.ws.ping();
+      }
+    }
+  }, limits.pingIntervalMs);
+  heartbeat.unref();
+
+  const requireAuth = (s: Session, id: string | undefined): s is Session & { account: string } => {
+    if (s.account !== null) return true;
+    error(s, id, 4003, 'NOT_AUTHENTICATED: authenticate first');
+    return false;
+  };
+
+  const outcomeError = (s: Session, id: string | undefined, r: Refusal): void => {
+    const o = r.outcome;
+    const extra: Record<string, unknown> = {};
+    if (r.retryAfterMs !== undefined) extra.retryAfterMs = r.retryAfterMs;
+    if (o !== undefined && !o.ok) {
+      if (o.orderId !== undefined) extra.orderId = String(o.orderId);
+      if (o.cloid !== undefined) extra.cloid = o.cloid;
+    }
+    error(s, id, r.code, r.message, extra);
+  };
+
+  /** Answers an order request from its engine outcome. */
+  const orderAnswer = (s: Session, id: string | undefined, r: Refusal | Processed, ack: string): void => {
+    if (!r.ok) return outcomeError(s, id, r);
+    const refused = engineRefusal(r);
+    if (refused !== undefined) return outcomeError(s, id, refused);
+    const o = r.result.outcome as Outcome & { ok: true };
+    const specOf = specsOf(ctx.host.state);
+    if (o.kind === 'cancelAll') return reply(s, id, { type: ack, cancelled: o.cancelled, seq: o.seq });
+    if (o.kind === 'order' || o.kind === 'cancel' || o.kind === 'replace') {
+      const message: Record<string, unknown> = { type: ack, order: wireOrder(o.order, specOf(o.order.market)), seq: o.seq };
+      if (o.kind === 'replace') message.origCloid = o.origCloid ?? null;
+      return reply(s, id, message);
+    }
+    error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
+  };
+
+  const instrumentCheck = (msg: Record<string, unknown>) => (struct: { values: Record<string, unknown> }): Rejection | undefined => {
+    if (msg.instrument === undefined) return undefined;
+    const id = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
+    if (id === undefined || id !== smallOf(struct.values.market)) {
+      return reject('INVALID_REQUEST', `instrument ${String(msg.instrument)} does not name the signed market ${String(struct.values.market)}`);
+    }
+    return undefined;
+  };
+
+  const handlers: Record<string, (s: Session, id: string | undefined, msg: Record<string, unknown>) => Promise<void> | void> = {
+    ping: (s, id) => reply(s, id, { type: 'pong', serverTime: ctx.host.now() }),
+
+    authenticate: async (s, id, msg) => {
+      const v = verifySignedPayload(requests.domains, msg.signature, [Discriminator.Authenticate]);
+      if (!v.ok) return error(s, id, v.error.code, v.error.message);
+      const account = v.value.signer;
+      if (s.account !== account) {
+        const open = byAccount.get(account)?.size ?? 0;
+        if (open >= limits.connectionsPerAccount) {
+          error(s, id, 5000, `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`);
+          s.ws.close(CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
+          detach(s);
+          return;
+        }
+      }
+      const r = await requests.submitFor(account, { type: 'authenticate', account, nonce: v.value.struct.values.nonce as bigint });
+      const o = r.outcome;
+      if (!o.ok) return error(s, id, o.code, o.message);
+      if (s.account !== account) {
+        logout(s);
+        attach(s, account);
+      }
+      reply(s, id, { type: 'authenticateSuccess', account, serverTime: ctx.host.now() });
+    },
+
+    logout: (s, id) => {
+      logout(s);
+      reply(s, id, { type: 'logoutSuccess' });
+    },
+
+    subscribeTrading: (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      if (s.trading !== null) return error(s, id, 4033, 'ALREADY_SUBSCRIBED: this connection already receives execution reports');
+      const fromSeq = msg.fromSeq;
+      if (fromSeq !== undefined && (typeof fromSeq !== 'number' || !Number.isSafeInteger(fromSeq) || fromSeq < 0)) {
+        return error(s, id, 4000, 'INVALID_REQUEST: fromSeq must be a non-negative integer');
+      }
+      const account = s.account;
+      const specOf = specsOf(ctx.host.state);
+      // Subscribe first and hold live reports back until the ack and the replay are out.
+      const held: ExecutionReport[] = [];
+      let live = false;
+      let sentUpTo = 0;
+      s.trading = ctx.streams.subscribe(account, (reports, batch) => {
+        const spec = specsOf(batch.state);
+        for (const r of reports) {
+          if (!live) held.push(r);
+          else if (r.seq > sentUpTo) {
+            send(s, wireReport(r, spec));
+            sentUpTo = r.seq;
+          }
+        }
+      });
+      const state = ctx.host.state;
+      const acct = state.accounts.get(account);
+      const seq = acct?.reportSeq ?? 0;
+      const openOrders = acct === undefined ? [] : accountOrders(state, acct).map((o) => wireOrder(o, specOf(o.market)));
+      const replay = fromSeq === undefined ? undefined : ctx.streams.since(account, fromSeq, seq);
+      const replaying = replay !== undefined && !replay.resyncRequired && replay.reports.length > 0;
+      reply(s, id, {
+        type: 'subscribeTradingSuccess',
+        account,
+        seq,
+        openOrders,
+        replay: replaying ? { fromSeq, toSeq: seq } : null,
+        resyncRequired: replay?.resyncRequired ?? false,
+      });
+      if (replaying) {
+        for (const r of replay.reports) if (r.seq <= seq) send(s, wireReport(r, specOf, true));
+      }
+      // Live reports continue right after the acknowledged seq.
+      sentUpTo = seq;
+      live = true;
+      for (const r of held) {
+        if (r.seq > sentUpTo) {
+          send(s, wireReport(r, specsOf(ctx.host.state)));
+          sentUpTo = r.seq;
+        }
+      }
+    },
+
+    unsubscribeTrading: (s, id) => {
+      s.trading?.();
+      s.trading = null;
+      reply(s, id, { type: 'unsubscribeTradingSuccess' });
+    },
+
+    subscribeAccountSummary: (s, id) => {
+      if (!requireAuth(s, id)) return;
+      s.summaries = true;
+      const summary = accountSummary(ctx.host.state, s.account, ctx.host.now());
+      reply(s, id, { type: 'accountSummary', ...(summary ?? {}) });
+    },
+
+    unsubscribeAccountSummary: (s, id) => {
+      s.summaries = false;
+      if (s.summaryTimer !== null) clearTimeout(s.summaryTimer);
+      s.summaryTimer = null;
+      reply(s, id, { type: 'unsubscribeAccountSummarySuccess' });
+    },
+
+    placeOrder: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Order], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      orderAnswer(s, id, r, 'orderAck');
+    },
+    cancelOrder: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Cancel], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      orderAnswer(s, id, r, 'cancelAck');
+    },
+    replaceOrder: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Replace], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      orderAnswer(s, id, r, 'replaceAck');
+    },
+    cancelAll: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, { allowed: [Discriminator.CancelAll], authenticated: s.account, counted: true });
+      orderAnswer(s, id, r, 'cancelAllAck');
+    },
+
+    transferMargin: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, {
+        allowed: [Discriminator.MarginTransfer],
+        authenticated: s.account,
+        counted: true,
+        precheck: (struct) => {
+          const bad = (d: string) => reject('INVALID_REQUEST', d);
+          if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
+          const amount = parseDecimal(msg.amount, 6);
+          if (!amount.ok || amount.value <= 0n) return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
+          if (amount.value !== struct.values.amount) return bad(`amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.values.amount as bigint)}`);
+          if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross') return bad('direction must be crossToIsolated or isolatedToCross');
+          if ((msg.direction === 'isolatedToCross') !== (struct.values.flags === 1n)) return bad('direction does not match flags bit 0 of the signed payload');
+          const marketId = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
+          if (marketId === undefined || marketId !== smallOf(struct.values.market)) return bad('instrument does not name the signed market');
+          return undefined;
+        },
+      });
+      if (!r.ok) return outcomeError(s, id, r);
+      const o = r.result.outcome;
+      if (o.ok && o.kind === 'command') return reply(s, id, { type: 'marginTransferred', command_id: o.commandId, status: 'Submitted' });
+      if (!o.ok && o.commandId !== undefined) {
+        return reply(s, id, { type: 'marginTransferred', command_id: o.commandId, status: 'Rejected', code: o.code, message: o.message });
+      }
+      const refused = engineRefusal(r);
+      if (refused !== undefined) outcomeError(s, id, refused);
+    },
+  };
+
+  const onMessage = async (s: Session, data: RawData, isBinary: boolean): Promise<void> => {
+    s.lastActivity = Date.now();
+    if (isBinary) return error(s, undefined, 4000, 'INVALID_REQUEST: binary frames are not accepted; send JSON text');
+    const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+    const parsed = parseJson(text, limits.maxJsonDepth);
+    if (!parsed.ok) return error(s, undefined, 4000, `INVALID_REQUEST: ${parsed.error}`);
+    const msg = parsed.value;
+    if (!isRecord(msg) || typeof msg.type !== 'string') return error(s, undefined, 4000, 'INVALID_REQUEST: a message is an object with a string type');
+    let id: string | undefined;
+    if (msg.id !== undefined) {
+      if (typeof msg.id !== 'string' || !ID_RE.test(msg.id)) return error(s, undefined, 4000, 'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]');
+      id = msg.id;
+    }
+    // Every request counts: per wallet once authenticated, per client address before.
+    const now = ctx.host.now();
+    const d = s.account !== null ? ctx.walletLimiter.admit(s.account, now, 'unsigned') : ctx.ipLimiter.admit(s.ip, now, 'unsigned');
+    if (!d.ok) return error(s, id, d.code, d.message, { retryAfterMs: d.retryAfterMs });
+    const handler = Object.hasOwn(handlers, msg.type) ? handlers[msg.type] : undefined;
+    if (handler === undefined) return error(s, id, 4000, `INVALID_REQUEST: unknown message type ${JSON.stringify(msg.type).slice(0, 80)}`);
+    try {
+      await handler(s, id, msg);
+    } catch (e) {
+      error(s, id, 5000, 'INTERNAL_ERROR: the request failed; retry with backoff');
+      console.error('trading message failed', e);
+    }
+  };
+
+  return {
+    handleUpgrade(request, socket, head) {
+      const ip = request.socket.remoteAddress ?? 'unknown';
+      const n = perIp.get(ip) ?? 0;
+      if (n >= limits.connectionsPerIp) {
+        socket.write('HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        socket.destroy();
+        return;
+      }
+      perIp.set(ip, n + 1);
+      wss.handleUpgrade(request, socket, head, (ws) => {
+        const s: Session = { ws, ip, account: null, lastActivity: Date.now(), trading: null, summaries: false, summaryTimer: null, chain: Promise.resolve(), closed: false };
+        sessions.add(s);
+        ws.on('error', () => detach(s));
+        ws.on('close', () => detach(s));
+        ws.on('pong', () => {
+          s.lastActivity = Date.now();
+        });
+        ws.on('message', (data, isBinary) => {
+          s.chain = s.chain.then(() => onMessage(s, data, isBinary));
+        });
+      });
+    },
+    async close() {
+      clearInterval(heartbeat);
+      unsubscribeBatches();
+      for (const s of [...sessions]) {
+        s.ws.close(CloseCode.SHUTDOWN, 'server shutting down');
+        detach(s);
+      }
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+    get connections() {
+      return sessions.size;
+    },
+  };
+}
