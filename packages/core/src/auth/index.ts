@@ -5,6 +5,7 @@
  *
  * @module
  */
+export * from './canonical-json.js';
 export * from './eip712.js';
 export * from './network.js';
 export * from './personal-sign.js';
