@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { ackOf, parseRequest, topicKey } from './requests.js';
+
+const markets: Record<string, number> = { 'BTC-PERP': 1, 'ETH-PERP': 2 };
+const marketOf = (s: string) => (Object.hasOwn(markets, s) ? markets[s] : undefined);
+const parse = (m: unknown) => parseRequest(typeof m === 'string' ? m : JSON.stringify(m), marketOf);
+const refusal = (m: unknown) => {
+  const r = parse(m);
+  if (r.ok) throw new Error('accepted');
+  return r.error;
+};
+
+describe('parseRequest', () => {
+  it('resolves each channel to a topic with its key', () => {
+    const cases: [unknown, string][] = [
+      [{ type: 'subscribe', channel: 'tickers' }, 'tickers'],
+      [{ type: 'subscribe', channel: 'ticker', instrument: 'ETH-PERP' }, 'ticker|2'],
+      [{ type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP' }, 'orderbook|1|20'],
+      [
+        { type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 50 },
+        'orderbook|1|50',
+      ],
+      [
+        { type: 'unsubscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '4h' },
+        'candles|1|4h',
+      ],
+      [{ type: 'subscribe', channel: 'liquidations' }, 'liquidations|*'],
+      [{ type: 'subscribe', channel: 'liquidations', instrument: 'ETH-PERP' }, 'liquidations|2'],
+    ];
+    for (const [message, key] of cases) {
+      const r = parse(message);
+      if (!r.ok || r.request.type === 'ping') throw new Error(`refused ${JSON.stringify(message)}`);
+      expect(topicKey(r.request.topic)).toBe(key);
+    }
+  });
+
+  it('echoes the normalised subscription in the acknowledgement', () => {
+    const r = parse({ type: 'subscribe', id: 'x-1', channel: 'orderbook', instrument: 'BTC-PERP' });
+    if (!r.ok || r.request.type === 'ping') throw new Error('refused');
+    expect(ackOf('subscribe', r.request.id, r.request.topic)).toEqual({
+      type: 'subscribed',
+      id: 'x-1',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 20,
+    });
+    const l = parse({ type: 'unsubscribe', channel: 'liquidations' });
+    if (!l.ok || l.request.type === 'ping') throw new Error('refused');
+    expect(ackOf('unsubscribe', undefined, l.request.topic)).toEqual({
+      type: 'unsubscribed',
+      channel: 'liquidations',
+    });
+  });
+
+  it('parses ping with and without an id', () => {
+    expect(parse({ type: 'ping' })).toEqual({ ok: true, request: { type: 'ping', id: undefined } });
+    expect(parse({ type: 'ping', id: 'a' })).toEqual({
+      ok: true,
+      request: { type: 'ping', id: 'a' },
+    });
+  });
+
+  it('refuses with 4000, echoing the id when it is valid', () => {
+    const cases: [unknown, string | undefined, RegExp][] = [
+      [{ type: 'subscribe', id: 'a', channel: 'trades' }, 'a', /unknown channel "trades"/],
+      [{ type: 'subscribe', id: 'a' }, 'a', /unknown channel undefined/],
+      [{ type: 'subscribe', id: 'a', channel: 'ticker' }, 'a', /needs an instrument/],
+      [
+        { type: 'subscribe', id: 'a', channel: 'ticker', instrument: 'btc-perp' },
+        'a',
+        /unknown instrument/,
+      ],
+      [
+        { type: 'subscribe', id: 'a', channel: 'ticker', instrument: '__proto__' },
+        'a',
+        /unknown instrument/,
+      ],
+      [
+        { type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 15 },
+        undefined,
+        /depth/,
+      ],
+      [
+        { type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: '20' },
+        undefined,
+        /depth/,
+      ],
+      [{ type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP' }, undefined, /interval/],
+      [
+        { type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '1w' },
+        undefined,
+        /interval/,
+      ],
+      [
+        { type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP', interval: 'constructor' },
+        undefined,
+        /interval/,
+      ],
+      [
+        { type: 'subscribe', channel: 'liquidations', instrument: 'X' },
+        undefined,
+        /unknown instrument/,
+      ],
+      [{ type: 'Subscribe', id: 'a', channel: 'tickers' }, 'a', /unknown message type/],
+      [{ type: 'subscribe', id: '', channel: 'tickers' }, undefined, /id must be/],
+      [{ type: 'subscribe', id: 'x'.repeat(65), channel: 'tickers' }, undefined, /id must be/],
+      [{ type: 'subscribe', id: 7, channel: 'tickers' }, undefined, /id must be/],
+      [{ channel: 'tickers' }, undefined, /string type/],
+      [[1, 2], undefined, /JSON object/],
+      ['null', undefined, /JSON object/],
+      ['{"type":"subscribe"', undefined, /malformed JSON/],
+      ['{"type":"subscribe","channel":"tickers","__proto__":{"a":1}}', undefined, /malformed JSON/],
+      ['{"type":"subscribe","constructor":{"prototype":1}}', undefined, /malformed JSON/],
+      [
+        '{"type":"subscribe","channel":"tickers","x":{"y":{"z":1}}}',
+        undefined,
+        /nested deeper than 2/,
+      ],
+    ];
+    for (const [message, id, pattern] of cases) {
+      const e = refusal(message);
+      expect(e.code).toBe(4000);
+      expect(e.id).toBe(id);
+      expect(e.message).toMatch(/^INVALID_REQUEST: /);
+      expect(e.message).toMatch(pattern);
+    }
+  });
+});

@@ -1,0 +1,181 @@
+/**
+ * Client messages of the market-data socket (research 6.6, protocol.md sections 1 and 6):
+ * `subscribe` / `unsubscribe` to a channel and `ping`. Messages are small flat JSON objects;
+ * anything else is refused with 4000 and the connection stays open.
+ *
+ * @module
+ */
+import { isRecord, parseJson } from '../http/json.js';
+import { type CandleInterval, isCandleInterval } from './candles.js';
+import { type BookDepth, DEFAULT_BOOK_DEPTH, isBookDepth } from './orderbook.js';
+
+/** Channels of the market-data socket. */
+export const CHANNELS = ['tickers', 'ticker', 'orderbook', 'candles', 'liquidations'] as const;
+
+/** A channel name. */
+export type ChannelName = (typeof CHANNELS)[number];
+
+/** What a subscription follows, with instruments resolved to market ids. */
+export type Topic =
+  | { readonly channel: 'tickers' }
+  | { readonly channel: 'ticker'; readonly market: number; readonly instrument: string }
+  | {
+      readonly channel: 'orderbook';
+      readonly market: number;
+      readonly instrument: string;
+      readonly depth: BookDepth;
+    }
+  | {
+      readonly channel: 'candles';
+      readonly market: number;
+      readonly instrument: string;
+      readonly interval: CandleInterval;
+    }
+  | {
+      readonly channel: 'liquidations';
+      readonly market: number | null;
+      readonly instrument: string | null;
+    };
+
+/** A valid client request. */
+export type ClientRequest =
+  | {
+      readonly type: 'subscribe' | 'unsubscribe';
+      readonly id: string | undefined;
+      readonly topic: Topic;
+    }
+  | { readonly type: 'ping'; readonly id: string | undefined };
+
+/** A refused client message: the `error` reply's fields. */
+export interface RequestError {
+  readonly id: string | undefined;
+  readonly code: 4000;
+  readonly message: string;
+}
+
+/** Result of {@link parseRequest}. */
+export type ParsedRequest =
+  | { readonly ok: true; readonly request: ClientRequest }
+  | { readonly ok: false; readonly error: RequestError };
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+/** A subscription is a flat object; one level of nesting is tolerated, more is refused. */
+const MAX_JSON_DEPTH = 2;
+
+/** The channel key a topic is multiplexed under (one serialization per key and push). */
+export function topicKey(topic: Topic): string {
+  switch (topic.channel) {
+    case 'tickers':
+      return 'tickers';
+    case 'ticker':
+      return `ticker|${topic.market}`;
+    case 'orderbook':
+      return `orderbook|${topic.market}|${topic.depth}`;
+    case 'candles':
+      return `candles|${topic.market}|${topic.interval}`;
+    case 'liquidations':
+      return `liquidations|${topic.market ?? '*'}`;
+  }
+}
+
+/** The `subscribed` / `unsubscribed` acknowledgement of a request. */
+export function ackOf(type: 'subscribe' | 'unsubscribe', id: string | undefined, topic: Topic) {
+  const ack: Record<string, unknown> = {
+    type: type === 'subscribe' ? 'subscribed' : 'unsubscribed',
+  };
+  if (id !== undefined) ack.id = id;
+  ack.channel = topic.channel;
+  if (topic.channel !== 'tickers' && topic.instrument !== null) ack.instrument = topic.instrument;
+  if (topic.channel === 'orderbook') ack.depth = topic.depth;
+  if (topic.channel === 'candles') ack.interval = topic.interval;
+  return ack;
+}
+
+const bad = (id: string | undefined, message: string): ParsedRequest => ({
+  ok: false,
+  error: { id, code: 4000, message: `INVALID_REQUEST: ${message}` },
+});
+
+const show = (value: unknown): string => (JSON.stringify(value) ?? String(value)).slice(0, 64);
+
+/**
+ * Parses one text frame. `marketOf` resolves an instrument symbol to its market id (undefined
+ * when unknown).
+ */
+export function parseRequest(
+  text: string,
+  marketOf: (symbol: string) => number | undefined,
+): ParsedRequest {
+  const parsed = parseJson(text, MAX_JSON_DEPTH);
+  if (!parsed.ok) return bad(undefined, parsed.error);
+  const msg = parsed.value;
+  if (!isRecord(msg) || typeof msg.type !== 'string') {
+    return bad(undefined, 'a message is a JSON object with a string type');
+  }
+  let id: string | undefined;
+  if (msg.id !== undefined) {
+    if (typeof msg.id !== 'string' || !ID_RE.test(msg.id)) {
+      return bad(undefined, 'id must be 1-64 characters of [A-Za-z0-9_-]');
+    }
+    id = msg.id;
+  }
+  if (msg.type === 'ping') return { ok: true, request: { type: 'ping', id } };
+  if (msg.type !== 'subscribe' && msg.type !== 'unsubscribe') {
+    return bad(
+      id,
+      `unknown message type ${show(msg.type)}; expected subscribe, unsubscribe or ping`,
+    );
+  }
+  const channel = msg.channel;
+  if (typeof channel !== 'string' || !(CHANNELS as readonly string[]).includes(channel)) {
+    return bad(id, `unknown channel ${show(channel)}; expected one of ${CHANNELS.join(', ')}`);
+  }
+  const type = msg.type;
+  const instrument = (): { market: number; instrument: string } | string => {
+    if (typeof msg.instrument !== 'string') return `channel ${channel} needs an instrument`;
+    const market = marketOf(msg.instrument);
+    if (market === undefined) return `unknown instrument ${show(msg.instrument)}`;
+    return { market, instrument: msg.instrument };
+  };
+  switch (channel as ChannelName) {
+    case 'tickers':
+      return { ok: true, request: { type, id, topic: { channel: 'tickers' } } };
+    case 'ticker': {
+      const i = instrument();
+      if (typeof i === 'string') return bad(id, i);
+      return { ok: true, request: { type, id, topic: { channel: 'ticker', ...i } } };
+    }
+    case 'orderbook': {
+      const i = instrument();
+      if (typeof i === 'string') return bad(id, i);
+      const depth = msg.depth ?? DEFAULT_BOOK_DEPTH;
+      if (!isBookDepth(depth)) return bad(id, `depth must be 5, 10, 20 or 50, got ${show(depth)}`);
+      return { ok: true, request: { type, id, topic: { channel: 'orderbook', ...i, depth } } };
+    }
+    case 'candles': {
+      const i = instrument();
+      if (typeof i === 'string') return bad(id, i);
+      if (!isCandleInterval(msg.interval)) {
+        return bad(
+          id,
+          `interval must be one of 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d, got ${show(msg.interval)}`,
+        );
+      }
+      return {
+        ok: true,
+        request: { type, id, topic: { channel: 'candles', ...i, interval: msg.interval } },
+      };
+    }
+    case 'liquidations': {
+      if (msg.instrument === undefined || msg.instrument === null) {
+        return {
+          ok: true,
+          request: { type, id, topic: { channel: 'liquidations', market: null, instrument: null } },
+        };
+      }
+      const i = instrument();
+      if (typeof i === 'string') return bad(id, i);
+      return { ok: true, request: { type, id, topic: { channel: 'liquidations', ...i } } };
+    }
+  }
+}

@@ -1,0 +1,1190 @@
+/**
+ * The market-data socket end to end: a real EngineHost over an in-test journal, driven with core
+ * commands, served over real sockets on 127.0.0.1 and read with the `ws` client.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  type Command,
+  createEngineState,
+  depthOf,
+  type EngineState,
+  formatDecimal,
+  formatPrice,
+  type InstrumentSettings,
+  type JournalRecord,
+  type JournalStore,
+  type Outcome,
+} from '@perp/core';
+import {
+  BTC_SETTINGS,
+  ETH_SETTINGS,
+  instrument,
+  type OrderSpec,
+  orderRequest,
+  px,
+  T0,
+  usd,
+  wallet,
+} from '@perp/core/testing';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import WebSocket from 'ws';
+import { ManualClock } from '../engine/clock.js';
+import { type CommandInput, type CommandResult, EngineHost } from '../engine/host.js';
+import type { LiveAuction } from './liquidations.js';
+import {
+  createMarketDataService,
+  type MarketDataOptions,
+  type MarketDataService,
+} from './service.js';
+
+type Msg = Record<string, unknown>;
+type Level = [string, string];
+
+/** A journal that keeps commands in memory: append returns the next seq. */
+class TestJournal implements JournalStore {
+  readonly records: JournalRecord[] = [];
+  lastSeq = 0;
+  async append(commands: readonly Command[]): Promise<number> {
+    for (const command of commands) this.records.push({ seq: ++this.lastSeq, command });
+    return this.lastSeq;
+  }
+  async *read(afterSeq = 0): AsyncIterable<JournalRecord> {
+    for (const r of this.records) if (r.seq > afterSeq) yield r;
+  }
+  async close(): Promise<void> {}
+}
+
+/** A venue: host, clock, market-data service and an HTTP server that hands it upgrades. */
+class Venue {
+  readonly clock = new ManualClock(T0 + 10_000);
+  readonly host: EngineHost;
+  service!: MarketDataService;
+  server!: Server;
+  url = '';
+  private readonly clients: Client[] = [];
+
+  constructor() {
+    this.host = new EngineHost({
+      state: createEngineState({}, T0),
+      journal: new TestJournal(),
+      clock: this.clock,
+    });
+  }
+
+  static async start(options: Partial<MarketDataOptions> = {}): Promise<Venue> {
+    const v = new Venue();
+    v.service = createMarketDataService({ host: v.host, now: () => v.clock.now(), ...options });
+    v.server = createServer();
+    v.server.on('upgrade', (req, socket, head) => v.service.handleUpgrade(req, socket, head));
+    await new Promise<void>((resolve) => v.server.listen(0, '127.0.0.1', resolve));
+    v.url = `ws://127.0.0.1:${(v.server.address() as AddressInfo).port}`;
+    return v;
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.clients) c.ws.terminate();
+    await this.service.close();
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  async connect(): Promise<Client> {
+    const c = await Client.connect(this.url);
+    this.clients.push(c);
+    return c;
+  }
+
+  get state(): EngineState {
+    return this.host.state;
+  }
+
+  async run(input: CommandInput): Promise<CommandResult> {
+    const r = await this.host.submit(input);
+    if (!r.outcome.ok) throw new Error(`refused: ${r.outcome.code} ${r.outcome.message}`);
+    return r;
+  }
+
+  async list(settings: InstrumentSettings): Promise<void> {
+    await this.run({ type: 'setInstrument', instrument: instrument(settings) });
+  }
+
+  async fund(address: string, amount = '100000000'): Promise<void> {
+    await this.run({ type: 'openAccount', account: address });
+    const r = await this.run({
+      type: 'deposit',
+      account: address,
+      amount: usd(amount),
+      target: { mode: 'Cross', market: 0 },
+    });
+    const o = r.outcome as Outcome & { ok: true; kind: 'command' };
+    await this.run({ type: 'settleDeposit', commandId: o.commandId, success: true });
+  }
+
+  async oracle(prices: Record<string, string>): Promise<void> {
+    await this.run({
+      type: 'oracle',
+      prices: Object.entries(prices).map(([symbol, p]) => ({
+        market: this.marketOf(symbol),
+        price: px(p),
+      })),
+    });
+  }
+
+  marketOf(symbol: string): number {
+    const id = this.state.symbols.get(symbol);
+    if (id === undefined) throw new Error(`unknown ${symbol}`);
+    return id;
+  }
+
+  submitOrder(address: string, symbol: string, order: OrderSpec): Promise<CommandResult> {
+    const spec = this.state.markets.get(this.marketOf(symbol))!.spec;
+    return this.run({ type: 'placeOrder', account: address, order: orderRequest(spec, order) });
+  }
+
+  /** A trade of `qty` at `price`: a resting sell from `maker`, crossed by an IOC buy from `taker`. */
+  async trade(symbol: string, price: string, qty: string, maker = A, taker = B): Promise<void> {
+    await this.submitOrder(maker, symbol, { side: 'Sell', qty, price });
+    await this.submitOrder(taker, symbol, { side: 'Buy', qty, price, tif: 'IOC' });
+  }
+
+  /** The engine's top `depth` levels in wire form. */
+  levels(symbol: string, depth: number): { bids: Level[]; asks: Level[]; seq: number } {
+    const m = this.state.markets.get(this.marketOf(symbol))!;
+    const qd = m.spec.quantityDecimals;
+    const side = (levels: typeof m.bids): Level[] =>
+      depthOf(levels, depth).map((l) => [formatPrice(l.price), formatDecimal(l.quantity, qd)]);
+    return { bids: side(m.bids), asks: side(m.asks), seq: m.bookSeq };
+  }
+}
+
+/** A market-data client that records every message. */
+class Client {
+  readonly ws: WebSocket;
+  readonly inbox: Msg[] = [];
+  private cursor = 0;
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+    ws.on('message', (data) => this.inbox.push(JSON.parse(String(data)) as Msg));
+    ws.on('error', () => {});
+  }
+
+  static connect(url: string): Promise<Client> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url);
+      ws.once('open', () => resolve(new Client(ws)));
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+  }
+
+  send(message: Msg | string): void {
+    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
+  }
+
+  /** The next message (after the previous `next`) that matches, waiting up to `ms`. */
+  async next(match: (m: Msg) => boolean = () => true, ms = 3_000): Promise<Msg> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      while (this.cursor < this.inbox.length) {
+        const m = this.inbox[this.cursor++] as Msg;
+        if (match(m)) return m;
+      }
+      if (Date.now() > deadline) throw new Error(`no matching message within ${ms} ms`);
+      await sleep(5);
+    }
+  }
+
+  /** Waits until some message from index `from` on matches, without moving the cursor. */
+  async waitFor(match: (m: Msg) => boolean, from = 0, ms = 3_000): Promise<Msg> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const found = this.inbox.slice(from).find(match);
+      if (found !== undefined) return found;
+      if (Date.now() > deadline) throw new Error(`no matching message within ${ms} ms`);
+      await sleep(5);
+    }
+  }
+
+  /** Sends a request and returns the next message with its id. */
+  async request(message: Msg): Promise<Msg> {
+    this.send(message);
+    return this.next((m) => m.id === message.id);
+  }
+
+  /** Every message of a type received so far. */
+  all(type: string): Msg[] {
+    return this.inbox.filter((m) => m.type === type);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` passes or `ms` elapse (then throws its last error). */
+async function eventually(check: () => void, ms = 3_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      check();
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await sleep(10);
+    }
+  }
+}
+
+const A = wallet(1);
+const B = wallet(2);
+
+let venues: Venue[] = [];
+afterEach(async () => {
+  for (const v of venues) await v.stop();
+  venues = [];
+  vi.restoreAllMocks();
+});
+
+/** A started venue with BTC and ETH listed, prices set and two funded accounts. */
+async function venue(options: Partial<MarketDataOptions> = {}): Promise<Venue> {
+  const v = await Venue.start(options);
+  venues.push(v);
+  await v.list(BTC_SETTINGS);
+  await v.list(ETH_SETTINGS);
+  await v.oracle({ 'BTC-PERP': '60000', 'ETH-PERP': '3000' });
+  await v.fund(A);
+  await v.fund(B);
+  return v;
+}
+
+/** Bids strictly descending, asks strictly ascending, best bid below best ask. */
+function expectWellFormed(bids: Level[], asks: Level[]): void {
+  const p = (l: Level) => Number(l[0]);
+  for (let i = 1; i < bids.length; i++) expect(p(bids[i - 1]!)).toBeGreaterThan(p(bids[i]!));
+  for (let i = 1; i < asks.length; i++) expect(p(asks[i - 1]!)).toBeLessThan(p(asks[i]!));
+  if (bids.length > 0 && asks.length > 0) expect(p(bids[0]!)).toBeLessThan(p(asks[0]!));
+}
+
+/** A deterministic PRNG (mulberry32). */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+describe('subscriptions', () => {
+  const auction: LiveAuction = {
+    auctionId: 7,
+    market: 1,
+    side: 'Buy',
+    remaining: 5_000n,
+    price: px('59000'),
+    startPrice: px('59500'),
+    endPrice: px('58000'),
+    endTime: T0 + 70_000,
+    status: 'Live',
+  };
+
+  it('acknowledges every channel and follows with an immediate snapshot', async () => {
+    const v = await venue({
+      auctions: () => [auction],
+      auctionEvents: (events) =>
+        events.some((e) => e.type === 'trade') ? [{ ...auction, remaining: 2_500n }] : [],
+    });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.5', price: '59990' });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.2', price: '59980' });
+    await v.submitOrder(B, 'BTC-PERP', { side: 'Sell', qty: '0.3', price: '60020' });
+    await v.trade('BTC-PERP', '60010', '0.25');
+    const now = v.clock.now();
+    const btc = v.state.markets.get(1)!;
+    const eth = v.state.markets.get(2)!;
+    const btcTicker = {
+      instrument: 'BTC-PERP',
+      last: '60010',
+      mark: formatPrice(btc.prices.mark!),
+      index: '60000',
+      bestBid: '59990',
+      bestAsk: '60020',
+      open24h: '60010',
+      high24h: '60010',
+      low24h: '60010',
+      volume24h: '0.25',
+      quoteVolume24h: '15002.5',
+      priceChange24h: '0',
+      priceChangePct24h: '0',
+      fundingRate: null,
+      nextFundingTime: null,
+      openInterest: '0.25',
+    };
+    const ethTicker = {
+      instrument: 'ETH-PERP',
+      last: null,
+      mark: formatPrice(eth.prices.mark!),
+      index: '3000',
+      bestBid: null,
+      bestAsk: null,
+      open24h: null,
+      high24h: null,
+      low24h: null,
+      volume24h: '0',
+      quoteVolume24h: '0',
+      priceChange24h: null,
+      priceChangePct24h: null,
+      fundingRate: null,
+      nextFundingTime: null,
+      openInterest: '0',
+    };
+    const c = await v.connect();
+
+    expect(await c.request({ type: 'subscribe', id: 's1', channel: 'tickers' })).toEqual({
+      type: 'subscribed',
+      id: 's1',
+      channel: 'tickers',
+    });
+    expect(await c.next()).toEqual({ type: 'tickers', time: now, tickers: [btcTicker, ethTicker] });
+
+    await c.request({ type: 'subscribe', id: 's2', channel: 'ticker', instrument: 'BTC-PERP' });
+    const { instrument: _, ...btcRest } = btcTicker;
+    expect(await c.next()).toEqual({
+      type: 'ticker',
+      instrument: 'BTC-PERP',
+      time: now,
+      ...btcRest,
+    });
+
+    expect(
+      await c.request({
+        type: 'subscribe',
+        id: 's3',
+        channel: 'orderbook',
+        instrument: 'BTC-PERP',
+        depth: 5,
+      }),
+    ).toEqual({
+      type: 'subscribed',
+      id: 's3',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 5,
+    });
+    expect(await c.next()).toEqual({
+      type: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 5,
+      seq: btc.bookSeq,
+      time: now,
+      bids: [
+        ['59990', '0.5'],
+        ['59980', '0.2'],
+      ],
+      asks: [['60020', '0.3']],
+    });
+
+    // Without a depth, 20.
+    expect(
+      await c.request({
+        type: 'subscribe',
+        id: 's4',
+        channel: 'orderbook',
+        instrument: 'ETH-PERP',
+      }),
+    ).toEqual({
+      type: 'subscribed',
+      id: 's4',
+      channel: 'orderbook',
+      instrument: 'ETH-PERP',
+      depth: 20,
+    });
+    expect(await c.next()).toMatchObject({ type: 'orderbook', depth: 20, bids: [], asks: [] });
+
+    expect(
+      await c.request({
+        type: 'subscribe',
+        id: 's5',
+        channel: 'candles',
+        instrument: 'BTC-PERP',
+        interval: '1m',
+      }),
+    ).toEqual({
+      type: 'subscribed',
+      id: 's5',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+    });
+    expect(await c.next()).toEqual({
+      type: 'candle',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      openTime: T0,
+      closeTime: T0 + 59_999,
+      open: '60010',
+      high: '60010',
+      low: '60010',
+      close: '60010',
+      volume: '0.25',
+      quoteVolume: '15002.5',
+      trades: 1,
+      closed: false,
+    });
+
+    expect(await c.request({ type: 'subscribe', id: 's6', channel: 'liquidations' })).toEqual({
+      type: 'subscribed',
+      id: 's6',
+      channel: 'liquidations',
+    });
+    const wireAuction = {
+      type: 'liquidationAuction',
+      auctionId: '7',
+      instrument: 'BTC-PERP',
+      side: 'Buy',
+      remaining: '0.5',
+      price: '59000',
+      startPrice: '59500',
+      endPrice: '58000',
+      endTime: T0 + 70_000,
+      status: 'Live',
+    };
+    expect(await c.next()).toEqual(wireAuction);
+
+    // An instrument filter: the BTC auction is not in the ETH snapshot.
+    const ethOnly = await v.connect();
+    expect(
+      await ethOnly.request({
+        type: 'subscribe',
+        id: 's7',
+        channel: 'liquidations',
+        instrument: 'ETH-PERP',
+      }),
+    ).toEqual({ type: 'subscribed', id: 's7', channel: 'liquidations', instrument: 'ETH-PERP' });
+
+    expect(
+      await c.request({ type: 'unsubscribe', id: 'u1', channel: 'ticker', instrument: 'BTC-PERP' }),
+    ).toEqual({ type: 'unsubscribed', id: 'u1', channel: 'ticker', instrument: 'BTC-PERP' });
+
+    // A new trade: the book, the list, the candle and the auction move; the dropped ticker does not.
+    const before = c.inbox.length;
+    await v.trade('BTC-PERP', '60015', '0.1');
+    await c.waitFor((m) => m.type === 'liquidationAuction', before);
+    await c.waitFor((m) => m.type === 'orderbook' && m.instrument === 'BTC-PERP', before);
+    await c.waitFor((m) => m.type === 'tickers', before);
+    await c.waitFor((m) => m.type === 'candle', before);
+    const after = c.inbox.slice(before);
+    expect(after.filter((m) => m.type === 'ticker')).toEqual([]);
+    expect(after.filter((m) => m.type === 'liquidationAuction')).toEqual([
+      { ...wireAuction, remaining: '0.25' },
+    ]);
+    await sleep(100);
+    expect(ethOnly.all('liquidationAuction')).toEqual([]);
+  });
+
+  it('answers a repeated subscription again without counting it twice', async () => {
+    const v = await venue({ limits: { maxSubscriptionsPerSocket: 2 } });
+    const c = await v.connect();
+    const sub = (id: string, instrument: string) =>
+      c.request({ type: 'subscribe', id, channel: 'ticker', instrument });
+    expect(await sub('r1', 'BTC-PERP')).toMatchObject({ type: 'subscribed' });
+    expect(await sub('r2', 'BTC-PERP')).toMatchObject({ type: 'subscribed' });
+    expect(await sub('r3', 'ETH-PERP')).toMatchObject({ type: 'subscribed' });
+    expect(await c.request({ type: 'subscribe', id: 'r4', channel: 'tickers' })).toMatchObject({
+      type: 'error',
+      id: 'r4',
+      code: 4029,
+    });
+    // Unsubscribing frees a slot; unsubscribing twice is acknowledged twice.
+    await c.request({ type: 'unsubscribe', id: 'r5', channel: 'ticker', instrument: 'ETH-PERP' });
+    expect(
+      await c.request({ type: 'unsubscribe', id: 'r6', channel: 'ticker', instrument: 'ETH-PERP' }),
+    ).toMatchObject({ type: 'unsubscribed', id: 'r6' });
+    expect(await c.request({ type: 'subscribe', id: 'r7', channel: 'tickers' })).toMatchObject({
+      type: 'subscribed',
+    });
+  });
+});
+
+describe('order book', () => {
+  it('every snapshot is the engine book at its seq: increasing seq, never crossed', async () => {
+    // No coalescing: every batch that changes the top of the book is pushed and checked.
+    const v = await venue({ pacing: { orderbookMinIntervalMs: 0, orderbookKeepAliveMs: 60_000 } });
+    // Record the engine's book at every seq, as the service saw it.
+    const history = new Map<number, Map<number, { bids: Level[]; asks: Level[] }>>();
+    const record = () => {
+      const byDepth = new Map<number, { bids: Level[]; asks: Level[] }>();
+      for (const d of [5, 50]) {
+        const { bids, asks } = v.levels('BTC-PERP', d);
+        byDepth.set(d, { bids, asks });
+      }
+      history.set(v.state.markets.get(1)!.bookSeq, byDepth);
+    };
+    record();
+    v.host.subscribe(record);
+    const clients = new Map<number, Client>();
+    for (const depth of [5, 50]) {
+      const c = await v.connect();
+      await c.request({
+        type: 'subscribe',
+        id: 'b',
+        channel: 'orderbook',
+        instrument: 'BTC-PERP',
+        depth,
+      });
+      clients.set(depth, c);
+    }
+    const random = prng(42);
+    const resting: { account: string; orderId: number }[] = [];
+    for (let step = 0; step < 160; step++) {
+      const r = random();
+      if (r < 0.15 && resting.length > 0) {
+        const [o] = resting.splice(Math.floor(random() * resting.length), 1);
+        await v.host.submit({
+          type: 'cancelOrder',
+          account: o!.account,
+          market: 1,
+          orderId: BigInt(o!.orderId),
+          cloid: null,
+        });
+        continue;
+      }
+      const buy = r < 0.575;
+      // Mostly passive prices around 60000; about one order in eight crosses the spread.
+      const k = Math.floor(random() * 60) * 0.5;
+      const cross = random() < 0.12;
+      const price = buy ? (cross ? 60_020 : 59_995 - k) : cross ? 59_980 : 60_005 + k;
+      const result = await v.submitOrder(buy ? A : B, 'BTC-PERP', {
+        side: buy ? 'Buy' : 'Sell',
+        qty: (0.001 * (1 + Math.floor(random() * 20))).toFixed(3),
+        price: String(price),
+      });
+      const o = result.outcome;
+      if (o.ok && o.kind === 'order' && o.order.ordStatus !== 'Filled') {
+        resting.push({ account: o.order.account, orderId: o.order.orderId });
+      }
+    }
+    expect(v.state.counters.trade).toBeGreaterThan(5);
+    for (const [depth, c] of clients) {
+      await eventually(() => {
+        const books = c.all('orderbook');
+        const last = books[books.length - 1]!;
+        const engine = v.levels('BTC-PERP', depth);
+        expect({ bids: last.bids, asks: last.asks }).toEqual({
+          bids: engine.bids,
+          asks: engine.asks,
+        });
+      });
+      const books = c.all('orderbook');
+      expect(books.length).toBeGreaterThan(depth === 50 ? 100 : 20);
+      let seq = -1;
+      for (const m of books) {
+        expect(m.seq as number).toBeGreaterThan(seq);
+        seq = m.seq as number;
+        expect(m.depth).toBe(depth);
+        const bids = m.bids as Level[];
+        const asks = m.asks as Level[];
+        expect(bids.length).toBeLessThanOrEqual(depth);
+        expect(asks.length).toBeLessThanOrEqual(depth);
+        expectWellFormed(bids, asks);
+        expect({ bids, asks }).toEqual(history.get(seq)?.get(depth));
+      }
+    }
+  });
+
+  it('coalesces a burst of book changes into a few snapshots, at most 10 per second', async () => {
+    const v = await venue();
+    const c = await v.connect();
+    await c.request({
+      type: 'subscribe',
+      id: 'b',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 20,
+    });
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    const seq0 = v.state.markets.get(1)!.bookSeq;
+    const started = performance.now();
+    for (let i = 0; i < 80; i++) {
+      await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: String(59_000 + i) });
+    }
+    const elapsed = performance.now() - started;
+    expect(v.state.markets.get(1)!.bookSeq - seq0).toBe(80);
+    await eventually(() => {
+      const books = c.all('orderbook');
+      expect(books[books.length - 1]!.bids).toEqual(v.levels('BTC-PERP', 20).bids);
+    });
+    const books = c.all('orderbook').slice(1);
+    expect(books.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 2);
+    expect(books.length).toBeLessThan(40);
+    for (let i = 1; i < books.length; i++) {
+      const gap = (books[i]!.seq as number) - (books[i - 1]!.seq as number);
+      expect(gap).toBeGreaterThan(0);
+    }
+    // The ticker moved 80 times too (its best bid): at most one push per second.
+    await sleep(1_100);
+    const tickers = c.all('ticker').slice(1);
+    expect(tickers.length).toBeGreaterThanOrEqual(1);
+    expect(tickers.length).toBeLessThanOrEqual(Math.ceil((elapsed + 1_100) / 1_000) + 1);
+    expect(tickers[tickers.length - 1]!.bestBid).toBe('59079');
+  });
+
+  it('repeats an unchanged book and ticker as keep-alives', async () => {
+    const v = await venue({
+      pacing: { orderbookKeepAliveMs: 200, tickerKeepAliveMs: 300, housekeepingMs: 20 },
+    });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.5', price: '59990' });
+    const c = await v.connect();
+    await c.request({
+      type: 'subscribe',
+      id: 'b',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 5,
+    });
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    await sleep(800);
+    const books = c.all('orderbook');
+    expect(books.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(books.map((m) => m.seq)).size).toBe(1);
+    expect(c.all('ticker').length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('tickers', () => {
+  it('24 h rolling statistics are exact over trades spanning more than a day', async () => {
+    const v = await venue();
+    const c = await v.connect();
+    let n = 0;
+    const tickerAt = async (time: number): Promise<Msg> => {
+      v.clock.set(time);
+      const id = `q${++n}`;
+      await c.request({ type: 'subscribe', id, channel: 'ticker', instrument: 'BTC-PERP' });
+      const t = await c.next((m) => m.type === 'ticker' && m.time === time);
+      await c.request({
+        type: 'unsubscribe',
+        id: `${id}u`,
+        channel: 'ticker',
+        instrument: 'BTC-PERP',
+      });
+      return t;
+    };
+    const H = 3_600_000;
+    const M = 60_000;
+    const script: [number, string, string][] = [
+      [T0 + 10_000, '60000', '0.1'],
+      [T0 + H, '61000', '0.2'],
+      [T0 + 5 * H, '59000', '0.1'],
+      [T0 + 24 * H - 30_000, '60500', '0.3'],
+      [T0 + 24 * H + 30_000, '62000', '0.1'],
+      [T0 + 25 * H, '60800', '0.2'],
+    ];
+    const stats = (t: Msg) => ({
+      last: t.last,
+      open24h: t.open24h,
+      high24h: t.high24h,
+      low24h: t.low24h,
+      volume24h: t.volume24h,
+      quoteVolume24h: t.quoteVolume24h,
+      priceChange24h: t.priceChange24h,
+      priceChangePct24h: t.priceChangePct24h,
+    });
+    for (const [time, price, qty] of script.slice(0, 2)) {
+      v.clock.set(time);
+      await v.trade('BTC-PERP', price, qty);
+    }
+    // Younger than a day: open is the first trade.
+    expect(stats(await tickerAt(T0 + H + 30_000))).toEqual({
+      last: '61000',
+      open24h: '60000',
+      high24h: '61000',
+      low24h: '60000',
+      volume24h: '0.3',
+      quoteVolume24h: '18200',
+      priceChange24h: '1000',
+      priceChangePct24h: '1.67',
+    });
+    for (const [time, price, qty] of script.slice(2)) {
+      v.clock.set(time);
+      await v.trade('BTC-PERP', price, qty);
+    }
+    // The window starts at the minute containing time - 24 h: the trade at exactly T0 + 1 h is in.
+    expect(stats(await tickerAt(T0 + 25 * H + 20_000))).toEqual({
+      last: '60800',
+      open24h: '60000',
+      high24h: '62000',
+      low24h: '59000',
+      volume24h: '0.9',
+      quoteVolume24h: '54610',
+      priceChange24h: '800',
+      priceChangePct24h: '1.33',
+    });
+    // One minute later it is out, and its price becomes open24h.
+    expect(stats(await tickerAt(T0 + 25 * H + M))).toEqual({
+      last: '60800',
+      open24h: '61000',
+      high24h: '62000',
+      low24h: '59000',
+      volume24h: '0.7',
+      quoteVolume24h: '42410',
+      priceChange24h: '-200',
+      priceChangePct24h: '-0.33',
+    });
+    expect(stats(await tickerAt(T0 + 48 * H + 30_000))).toEqual({
+      last: '60800',
+      open24h: '60500',
+      high24h: '62000',
+      low24h: '60800',
+      volume24h: '0.3',
+      quoteVolume24h: '18360',
+      priceChange24h: '300',
+      priceChangePct24h: '0.5',
+    });
+    // No trade in the last day: nothing moved.
+    const quiet = await tickerAt(T0 + 49 * H + M);
+    expect(stats(quiet)).toEqual({
+      last: '60800',
+      open24h: '60800',
+      high24h: '60800',
+      low24h: '60800',
+      volume24h: '0',
+      quoteVolume24h: '0',
+      priceChange24h: '0',
+      priceChangePct24h: '0',
+    });
+    expect(quiet.openInterest).toBe('1');
+    expect(v.service.tickers()[0]).toMatchObject(stats(quiet));
+  });
+
+  it('shows the funding the injected source reports', async () => {
+    const v = await venue({
+      funding: (_state, market) =>
+        market === 1 ? { rate: '0.0000125', nextFundingTime: T0 + 3_600_000 } : null,
+    });
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', id: 't', channel: 'tickers' });
+    const t = await c.next((m) => m.type === 'tickers');
+    expect((t.tickers as Msg[]).map((x) => [x.fundingRate, x.nextFundingTime])).toEqual([
+      ['0.0000125', T0 + 3_600_000],
+      [null, null],
+    ]);
+  });
+});
+
+describe('candles', () => {
+  it('open, update, close exactly once, and fill intervals without trades', async () => {
+    const v = await venue({ pacing: { housekeepingMs: 20 } });
+    const c = await v.connect();
+    const sub = { type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '1m' };
+    // No trade yet: nothing to show after the ack.
+    await c.request({ ...sub, id: 'c1' });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    expect(await c.next((m) => m.type === 'candle')).toMatchObject({
+      openTime: T0,
+      open: '60000',
+      close: '60000',
+      volume: '0.1',
+      trades: 1,
+      closed: false,
+    });
+    v.clock.set(T0 + 20_000);
+    await v.trade('BTC-PERP', '60100', '0.2');
+    const first = {
+      type: 'candle',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      openTime: T0,
+      closeTime: T0 + 59_999,
+      open: '60000',
+      high: '60100',
+      low: '60000',
+      close: '60100',
+      volume: '0.3',
+      quoteVolume: '18020',
+      trades: 2,
+    };
+    expect(await c.next((m) => m.type === 'candle' && m.trades === 2)).toEqual({
+      ...first,
+      closed: false,
+    });
+    v.clock.set(T0 + 60_000);
+    expect(await c.next((m) => m.type === 'candle' && m.closed === true)).toEqual({
+      ...first,
+      closed: true,
+    });
+    // Two minutes without trades: two empty candles at the previous close.
+    v.clock.set(T0 + 180_005);
+    const empty = (openTime: number) => ({
+      type: 'candle',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      openTime,
+      closeTime: openTime + 59_999,
+      open: '60100',
+      high: '60100',
+      low: '60100',
+      close: '60100',
+      volume: '0',
+      quoteVolume: '0',
+      trades: 0,
+      closed: true,
+    });
+    expect(await c.next((m) => m.type === 'candle')).toEqual(empty(T0 + 60_000));
+    expect(await c.next((m) => m.type === 'candle')).toEqual(empty(T0 + 120_000));
+    v.clock.set(T0 + 185_000);
+    await v.trade('BTC-PERP', '59900', '0.1');
+    expect(await c.next((m) => m.type === 'candle')).toMatchObject({
+      openTime: T0 + 180_000,
+      open: '59900',
+      high: '59900',
+      low: '59900',
+      trades: 1,
+      closed: false,
+    });
+    await sleep(300);
+    const closes = c.all('candle').filter((m) => m.closed === true);
+    expect(closes.map((m) => m.openTime)).toEqual([T0, T0 + 60_000, T0 + 120_000]);
+
+    // REST history: closed candles and the open one, oldest first.
+    const history = v.service.candles('BTC-PERP', '1m')!;
+    expect(history.map((h) => [h.openTime, h.closed, h.volume])).toEqual([
+      [T0, true, '0.3'],
+      [T0 + 60_000, true, '0'],
+      [T0 + 120_000, true, '0'],
+      [T0 + 180_000, false, '0.1'],
+    ]);
+    expect(
+      v.service.candles('BTC-PERP', '1m', undefined, undefined, 2)!.map((h) => h.openTime),
+    ).toEqual([T0 + 120_000, T0 + 180_000]);
+    expect(
+      v.service.candles('BTC-PERP', '1m', T0 + 60_000, undefined, 2)!.map((h) => h.openTime),
+    ).toEqual([T0 + 60_000, T0 + 120_000]);
+    expect(v.service.candles('BTC-PERP', '5m')).toEqual([
+      {
+        instrument: 'BTC-PERP',
+        interval: '5m',
+        openTime: T0,
+        closeTime: T0 + 299_999,
+        open: '60000',
+        high: '60100',
+        low: '59900',
+        close: '59900',
+        volume: '0.4',
+        quoteVolume: '24010',
+        trades: 3,
+        closed: false,
+      },
+    ]);
+    expect(v.service.candles('BTC-PERP', '2m')).toBeUndefined();
+    expect(v.service.candles('DOGE-PERP', '1m')).toBeUndefined();
+  });
+});
+
+describe('errors and limits', () => {
+  it('refuses bad requests with 4000 and keeps the connection open', async () => {
+    const v = await venue();
+    const c = await v.connect();
+    const refused = async (message: Msg | string, id?: string): Promise<string> => {
+      c.send(message);
+      const e = await c.next();
+      expect(e).toMatchObject({ type: 'error', code: 4000 });
+      expect(e.id).toBe(id);
+      return e.message as string;
+    };
+    expect(await refused({ type: 'subscribe', id: 'e1', channel: 'trades' }, 'e1')).toMatch(
+      /unknown channel/,
+    );
+    expect(
+      await refused(
+        { type: 'subscribe', id: 'e2', channel: 'orderbook', instrument: 'BTC-PERP', depth: 7 },
+        'e2',
+      ),
+    ).toMatch(/depth/);
+    expect(
+      await refused(
+        { type: 'subscribe', id: 'e3', channel: 'ticker', instrument: 'DOGE-PERP' },
+        'e3',
+      ),
+    ).toMatch(/unknown instrument/);
+    expect(
+      await refused(
+        { type: 'subscribe', id: 'e4', channel: 'candles', instrument: 'BTC-PERP', interval: '2m' },
+        'e4',
+      ),
+    ).toMatch(/interval/);
+    expect(await refused({ type: 'subscribe', id: 'e5', channel: 'ticker' }, 'e5')).toMatch(
+      /needs an instrument/,
+    );
+    expect(await refused({ type: 'hello', id: 'e6' }, 'e6')).toMatch(/unknown message type/);
+    expect(await refused({ type: 'ping', id: 'not valid!' })).toMatch(/id must be/);
+    expect(await refused('{"type":"subscribe",')).toMatch(/malformed JSON/);
+    expect(await refused('{"type":"subscribe","channel":"tickers","__proto__":{"x":1}}')).toMatch(
+      /malformed JSON/,
+    );
+    expect(
+      await refused('{"type":"subscribe","channel":"tickers","constructor":{"prototype":{}}}'),
+    ).toMatch(/malformed JSON|nested/);
+    expect(await refused(`${'['.repeat(50)}${']'.repeat(50)}`)).toMatch(/nested deeper/);
+    expect(await refused('[]')).toMatch(/JSON object/);
+    c.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+    expect(await c.next()).toMatchObject({ type: 'error', code: 4000 });
+    // Nothing reached Object.prototype.
+    expect(({} as Msg).x).toBeUndefined();
+    // Still open.
+    expect(await c.request({ type: 'ping', id: 'p1' })).toEqual({
+      type: 'pong',
+      id: 'p1',
+      serverTime: v.clock.now(),
+    });
+    expect(await c.request({ type: 'subscribe', id: 'ok', channel: 'tickers' })).toMatchObject({
+      type: 'subscribed',
+    });
+  });
+
+  it('closes a connection that sends more than 4 KiB in one message (1009)', async () => {
+    const v = await venue();
+    const c = await v.connect();
+    const closed = new Promise<number>((resolve) => c.ws.once('close', (code) => resolve(code)));
+    c.send({ type: 'ping', id: 'big', pad: 'x'.repeat(5_000) });
+    expect(await closed).toBe(1009);
+  });
+
+  it('answers 4029 above the per-IP message budget', async () => {
+    const v = await venue({ limits: { messagesPerSecondPerIp: 5 } });
+    const c = await v.connect();
+    for (let i = 0; i < 6; i++) c.send({ type: 'ping', id: `p${i}` });
+    for (let i = 0; i < 5; i++) expect(await c.next()).toMatchObject({ type: 'pong', id: `p${i}` });
+    const e = await c.next();
+    expect(e).toMatchObject({ type: 'error', id: 'p5', code: 4029 });
+    expect(e.retryAfterMs as number).toBeGreaterThan(0);
+  });
+
+  it('refuses connections above the per-IP cap at upgrade with HTTP 429', async () => {
+    const v = await venue({ limits: { maxConnectionsPerIp: 3 } });
+    const open = [await v.connect(), await v.connect(), await v.connect()];
+    await expect(v.connect()).rejects.toThrow('HTTP 429');
+    expect(v.service.connections).toBe(3);
+    open[0]!.ws.close();
+    await eventually(() => expect(v.service.connections).toBe(2));
+    const again = await v.connect();
+    expect(await again.request({ type: 'ping', id: 'p' })).toMatchObject({ type: 'pong' });
+  });
+
+  it('terminates a socket that neither answers pings nor sends anything', async () => {
+    const v = await venue({ limits: { pingIntervalMs: 50, idleTimeoutMs: 200 } });
+    const alive = await v.connect();
+    const silent = await new Promise<WebSocket>((resolve, reject) => {
+      const ws = new WebSocket(v.url, { autoPong: false });
+      ws.once('open', () => resolve(ws));
+      ws.once('error', reject);
+    });
+    const code = await new Promise<number>((resolve) => silent.once('close', (c) => resolve(c)));
+    expect(code).toBe(1006);
+    expect(alive.ws.readyState).toBe(WebSocket.OPEN);
+    expect(await alive.request({ type: 'ping', id: 'p' })).toMatchObject({ type: 'pong' });
+    expect(v.service.connections).toBe(1);
+  });
+});
+
+describe('slow consumers', () => {
+  /** Lists six more BTC-like books so one change can fan out to many channels. */
+  async function manyBooks(v: Venue): Promise<string[]> {
+    const symbols = ['BTC-PERP', 'ETH-PERP'];
+    for (let i = 3; i <= 8; i++) {
+      const symbol = `X${i}-PERP`;
+      await v.list({ ...BTC_SETTINGS, id: i, symbol });
+      symbols.push(symbol);
+    }
+    await v.oracle(Object.fromEntries(symbols.map((s) => [s, '1000'])));
+    return symbols;
+  }
+
+  it('a consumer that stops reading gets no more snapshots, then is shed; the other sees every change', async () => {
+    const v = await venue({
+      pacing: { orderbookMinIntervalMs: 0 },
+      limits: {
+        softBufferBytes: 64 * 1024,
+        hardBufferBytes: 512 * 1024,
+        pingIntervalMs: 100,
+        idleTimeoutMs: 3_000,
+      },
+    });
+    const symbols = await manyBooks(v);
+    // 50 bid levels per book, so every depth-50 snapshot is about 1 KiB.
+    await Promise.all(
+      symbols.flatMap((s) =>
+        Array.from({ length: 50 }, (_, k) =>
+          v.submitOrder(A, s, { side: 'Buy', qty: '0.01', price: String(900 + k) }),
+        ),
+      ),
+    );
+    const healthy = await v.connect();
+    const slow = await v.connect();
+    for (const c of [healthy, slow]) {
+      for (const s of symbols) {
+        for (const depth of [5, 10, 20, 50]) {
+          await c.request({
+            type: 'subscribe',
+            id: 'b',
+            channel: 'orderbook',
+            instrument: s,
+            depth,
+          });
+        }
+      }
+    }
+    slow.ws.pause();
+    const flood = async (rounds: number) => {
+      // Each round changes the best bid of every book: 32 snapshots per socket.
+      for (let round = 0; round < rounds; round++) {
+        await Promise.all(
+          symbols.map((s) => v.submitOrder(A, s, { side: 'Buy', qty: '0.01', price: '949' })),
+        );
+        if (v.service.skipped > 0 && rounds > 1_000) return;
+      }
+    };
+    // Once the kernel buffers are full, the slow socket's updates are skipped, not queued.
+    await flood(3_000);
+    expect(v.service.skipped).toBeGreaterThan(0);
+    const skipped = v.service.skipped;
+    await flood(100);
+    expect(v.service.skipped - skipped).toBe(100 * 32);
+    expect(v.service.connections).toBe(2);
+    expect(v.service.cutOff).toBe(0);
+    // It cannot answer pings either: the heartbeat sheds it.
+    await eventually(() => expect(v.service.connections).toBe(1), 5_000);
+    // The healthy consumer saw every book in order and ends on the engine's.
+    await eventually(() => {
+      for (const s of symbols) {
+        for (const depth of [5, 10, 20, 50]) {
+          const books = healthy
+            .all('orderbook')
+            .filter((m) => m.instrument === s && m.depth === depth);
+          expect(books[books.length - 1]!.bids).toEqual(v.levels(s, depth).bids);
+          const seqs = books.map((m) => m.seq as number);
+          expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
+        }
+      }
+    }, 5_000);
+    expect(healthy.ws.readyState).toBe(WebSocket.OPEN);
+    slow.ws.terminate();
+  });
+
+  it('terminates a socket above the hard cap on messages that cannot be skipped', async () => {
+    const perBatch = 100;
+    const v = await venue({
+      limits: { softBufferBytes: 64 * 1024, hardBufferBytes: 256 * 1024 },
+      auctionEvents: (events) =>
+        events.some((e) => e.type === 'bookChanged')
+          ? Array.from({ length: perBatch }, (_, k) => ({
+              auctionId: k + 1,
+              market: 1,
+              side: 'Sell' as const,
+              remaining: 10_000n,
+              price: px('59000'),
+              startPrice: px('61000'),
+              endPrice: px('58000'),
+              endTime: T0 + 600_000,
+              status: 'Live' as const,
+            }))
+          : [],
+    });
+    const healthy = await v.connect();
+    const slow = await v.connect();
+    for (const c of [healthy, slow])
+      await c.request({ type: 'subscribe', id: 'l', channel: 'liquidations' });
+    slow.ws.pause();
+    let batches = 0;
+    while (v.service.cutOff === 0 && batches < 3_000) {
+      await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '59000' });
+      batches++;
+    }
+    expect(v.service.cutOff).toBe(1);
+    expect(v.service.connections).toBe(1);
+    // Auction events are never skipped for a consumer that keeps up.
+    await eventually(() =>
+      expect(healthy.all('liquidationAuction').length).toBe(batches * perBatch),
+    );
+    slow.ws.terminate();
+  });
+});
+
+describe('shutdown', () => {
+  it('close() clears every timer the service started and closes its sockets with 1001', async () => {
+    const made: { handle: NodeJS.Timeout; interval: boolean }[] = [];
+    const done = new Set<NodeJS.Timeout>();
+    const ours = () => /marketdata[/\\](service|pacing)\.ts/.test(new Error().stack ?? '');
+    const realSetTimeout = globalThis.setTimeout;
+    const realSetInterval = globalThis.setInterval;
+    const realClearTimeout = globalThis.clearTimeout;
+    const realClearInterval = globalThis.clearInterval;
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((
+      fn: (...args: unknown[]) => void,
+      ms?: number,
+      ...args: unknown[]
+    ) => {
+      const mine = ours();
+      const handle: NodeJS.Timeout = realSetTimeout(
+        (...a: unknown[]) => {
+          done.add(handle);
+          fn(...a);
+        },
+        ms,
+        ...args,
+      );
+      if (mine) made.push({ handle, interval: false });
+      return handle;
+    }) as unknown as typeof setTimeout);
+    vi.spyOn(globalThis, 'setInterval').mockImplementation(((
+      fn: (...args: unknown[]) => void,
+      ms?: number,
+      ...args: unknown[]
+    ) => {
+      const handle = realSetInterval(fn, ms, ...args);
+      if (ours()) made.push({ handle, interval: true });
+      return handle;
+    }) as unknown as typeof setInterval);
+    const clear = (h: unknown) => {
+      if (h !== undefined && h !== null) done.add(h as NodeJS.Timeout);
+    };
+    vi.spyOn(globalThis, 'clearTimeout').mockImplementation(((h?: NodeJS.Timeout) => {
+      clear(h);
+      realClearTimeout(h);
+    }) as typeof clearTimeout);
+    vi.spyOn(globalThis, 'clearInterval').mockImplementation(((h?: NodeJS.Timeout) => {
+      clear(h);
+      realClearInterval(h);
+    }) as typeof clearInterval);
+
+    const v = await Venue.start({ pacing: { orderbookMinIntervalMs: 1_000 } });
+    await v.list(BTC_SETTINGS);
+    await v.fund(A);
+    const c = await v.connect();
+    for (const depth of [5, 10]) {
+      await c.request({
+        type: 'subscribe',
+        id: 'b',
+        channel: 'orderbook',
+        instrument: 'BTC-PERP',
+        depth,
+      });
+    }
+    await c.request({ type: 'subscribe', id: 't', channel: 'tickers' });
+    // Two quick changes leave a trailing book flush scheduled.
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '60000' });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '60001' });
+    const closed = new Promise<number>((resolve) => c.ws.once('close', (code) => resolve(code)));
+    await v.service.close();
+    expect(await closed).toBe(1001);
+    expect(v.service.connections).toBe(0);
+    expect(made.filter((t) => t.interval).length).toBeGreaterThanOrEqual(2);
+    expect(made.some((t) => !t.interval)).toBe(true);
+    for (const t of made) expect(done.has(t.handle)).toBe(true);
+    // Upgrades after close are refused.
+    await expect(Client.connect(v.url)).rejects.toThrow('HTTP 503');
+    v.server.closeAllConnections();
+    await new Promise<void>((resolve) => v.server.close(() => resolve()));
+  });
+});

@@ -1,0 +1,652 @@
+/**
+ * The public market-data WebSocket (protocol.md section 6, research 6.6): tickers, partial order
+ * books, candles and liquidation auctions, no authentication. Projections are fed by the engine
+ * host's committed batches; pushes are full snapshots, serialized once per channel and sent as
+ * the same string to every subscriber, paced per channel and skipped for consumers that fall
+ * behind (reliability-anchors 3.1).
+ *
+ * Clocks: `now()` stamps `time` fields, drives the 24 h window and closes candles at interval
+ * ends; pacing, heartbeats and the per-IP message budget run on the process clock.
+ *
+ * Decisions the protocol leaves open (see README.md beside this file): connections above the
+ * per-IP cap are refused at upgrade with HTTP 429 (cheaper than a handshake and a 1013 close);
+ * an unchanged book is repeated every 5 s with the same `seq`, which a client that keeps the
+ * highest `seq` ignores; snapshots are skipped for a socket above the soft buffer cap, while
+ * replies, candle closes and auction events are never skipped and end the socket at the hard cap.
+ *
+ * @module
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { CommittedBatch } from '../engine/host.js';
+import {
+  type Candle,
+  type CandleChanges,
+  CandleProjection,
+  DEFAULT_CANDLE_HISTORY,
+  isCandleInterval,
+  type WireCandle,
+  wireCandle,
+} from './candles.js';
+import {
+  type AuctionEventSource,
+  type AuctionSource,
+  noAuctionEvents,
+  noAuctions,
+  wireAuction,
+} from './liquidations.js';
+import { BOOK_DEPTHS, orderBookSnapshot } from './orderbook.js';
+import { DEFAULT_PACING, deliveryAction, type MarketDataPacing, Pacer } from './pacing.js';
+import { ackOf, parseRequest, type Topic, topicKey } from './requests.js';
+import { type FundingSource, TickerProjection, type WireTicker } from './ticker.js';
+
+/** What the service needs from the engine host (an `EngineHost` fits). */
+export interface MarketDataHost {
+  readonly state: EngineState;
+  subscribe(listener: (batch: CommittedBatch) => void): () => void;
+}
+
+/** Connection and resource limits. */
+export interface MarketDataLimits {
+  /** Open sockets per client IP; more are refused at upgrade with HTTP 429. */
+  readonly maxConnectionsPerIp: number;
+  /** Subscriptions per socket; more get error 4029. */
+  readonly maxSubscriptionsPerSocket: number;
+  /** Largest client frame, bytes; a larger one closes the socket with 1009 (`ws`). */
+  readonly maxPayload: number;
+  /** Client messages per rolling second per IP (protocol.md 5: 100 public reads); more get 4029. */
+  readonly messagesPerSecondPerIp: number;
+  /** Unsent bytes above which snapshot updates to a socket are skipped. */
+  readonly softBufferBytes: number;
+  /** Unsent bytes above which a socket is terminated. */
+  readonly hardBufferBytes: number;
+  /** Protocol ping period. */
+  readonly pingIntervalMs: number;
+  /** A socket with no pong and no message for this long is terminated. */
+  readonly idleTimeoutMs: number;
+}
+
+/** Research 6.6 and reliability-anchors 3.1. */
+export const DEFAULT_MARKET_DATA_LIMITS: MarketDataLimits = {
+  maxConnectionsPerIp: 30,
+  maxSubscriptionsPerSocket: 100,
+  maxPayload: 4 * 1024,
+  messagesPerSecondPerIp: 100,
+  softBufferBytes: 1024 * 1024,
+  hardBufferBytes: 4 * 1024 * 1024,
+  pingIntervalMs: 15_000,
+  idleTimeoutMs: 30_000,
+};
+
+/** Options of {@link createMarketDataService}. */
+export interface MarketDataOptions {
+  readonly host: MarketDataHost;
+  /** Business time, ms (the host's clock in a venue). */
+  readonly now: () => number;
+  /** Funding rate and next funding time of a market; default: none (`null` fields). */
+  readonly funding?: FundingSource;
+  /** Live liquidation auctions of a state; default: none. */
+  readonly auctions?: AuctionSource;
+  /** Auction changes found in a batch's events; default: none. */
+  readonly auctionEvents?: AuctionEventSource;
+  readonly limits?: Partial<MarketDataLimits>;
+  readonly pacing?: Partial<MarketDataPacing>;
+  /** Closed candles kept per (instrument, interval), default 1,000. */
+  readonly candleHistory?: number;
+  /**
+   * Per-IP message budget to share with other public surfaces (keys are client IPs, times
+   * `Date.now()`); default: a private one allowing `limits.messagesPerSecondPerIp`.
+   */
+  readonly readLimiter?: RateLimiter;
+}
+
+/** The running market-data service. */
+export interface MarketDataService {
+  /** Takes over an HTTP upgrade request (path routing is the caller's). */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Closes every socket (1001) and clears every timer. */
+  close(): Promise<void>;
+  /**
+   * Candles of an instrument for REST, oldest first, the open one included; `undefined` for an
+   * unknown instrument or interval. With `startTime`, the first `limit` from there; otherwise the
+   * last `limit` up to `endTime` (default limit 500).
+   */
+  candles(
+    instrument: string,
+    interval: string,
+    startTime?: number,
+    endTime?: number,
+    limit?: number,
+  ): WireCandle[] | undefined;
+  /** Every instrument's ticker now. */
+  tickers(): WireTicker[];
+  /** Open sockets. */
+  readonly connections: number;
+  /** Updates skipped because their socket was above the soft buffer cap (a metric). */
+  readonly skipped: number;
+  /** Sockets terminated above the hard buffer cap (a metric). */
+  readonly cutOff: number;
+}
+
+interface Session {
+  readonly ws: WebSocket;
+  readonly ip: string;
+  readonly keys: Set<string>;
+  /** Body of the snapshot a subscriber got on joining a busy channel: not pushed to it again. */
+  readonly seen: Map<string, string>;
+  lastActivity: number;
+  closed: boolean;
+}
+
+interface Channel {
+  readonly key: string;
+  readonly topic: Topic;
+  readonly subscribers: Set<Session>;
+  pacer: Pacer | null;
+  /** The pushed content without its `time`, to skip pushes that would repeat it. */
+  lastBody: string | null;
+  /** Process-clock time of the last push. */
+  lastSentAt: number;
+}
+
+/** A push ready to go: `body` is compared with the last push, `text` is what is sent. */
+interface Built {
+  readonly body: string;
+  readonly text: string;
+}
+
+const SHUTDOWN_GRACE_MS = 1_000;
+const monotonic = (): number => performance.now();
+
+/** Creates the market-data WebSocket service over an engine host. */
+export function createMarketDataService(options: MarketDataOptions): MarketDataService {
+  const limits: MarketDataLimits = { ...DEFAULT_MARKET_DATA_LIMITS, ...options.limits };
+  const pacing: MarketDataPacing = { ...DEFAULT_PACING, ...options.pacing };
+  const { host, now } = options;
+  const auctions = options.auctions ?? noAuctions;
+  const auctionEvents = options.auctionEvents ?? noAuctionEvents;
+  const limiter =
+    options.readLimiter ??
+    new RateLimiter({
+      perWindow: limits.messagesPerSecondPerIp,
+      windowMs: 1_000,
+      sustained: Number.MAX_SAFE_INTEGER,
+      sustainedWindowMs: 1_000,
+      cancelHeadroom: 1,
+    });
+
+  const tickerProjection = new TickerProjection(options.funding);
+  const candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
+  tickerProjection.seedFrom(host.state);
+  candleProjection.seedFrom(host.state, now());
+
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: limits.maxPayload,
+    perMessageDeflate: false,
+    maxFragments: 32,
+    maxBufferedChunks: 256,
+  });
+  wss.on('error', () => {});
+  const sessions = new Set<Session>();
+  const perIp = new Map<string, number>();
+  const channels = new Map<string, Channel>();
+  let closing = false;
+  let skipped = 0;
+  let cutOff = 0;
+
+  // ---- delivery ------------------------------------------------------------------------
+
+  const release = (ip: string): void => {
+    const n = (perIp.get(ip) ?? 1) - 1;
+    if (n <= 0) perIp.delete(ip);
+    else perIp.set(ip, n);
+  };
+
+  const detach = (s: Session): void => {
+    if (s.closed) return;
+    s.closed = true;
+    sessions.delete(s);
+    release(s.ip);
+    for (const key of s.keys) leave(s, key);
+    s.keys.clear();
+  };
+
+  const terminate = (s: Session): void => {
+    detach(s);
+    s.ws.terminate();
+  };
+
+  /** Sends one serialized message to one socket under the slow-consumer policy. */
+  const deliver = (s: Session, text: string, droppable: boolean): void => {
+    if (s.closed || s.ws.readyState !== s.ws.OPEN) return;
+    const action = deliveryAction(s.ws.bufferedAmount, droppable, limits);
+    if (action === 'drop') {
+      skipped++;
+      return;
+    }
+    if (action === 'terminate') {
+      cutOff++;
+      return terminate(s);
+    }
+    s.ws.send(text);
+    if (s.ws.bufferedAmount > limits.hardBufferBytes) {
+      cutOff++;
+      terminate(s);
+    }
+  };
+
+  const reply = (s: Session, message: Record<string, unknown>): void =>
+    deliver(s, JSON.stringify(message), false);
+
+  const error = (
+    s: Session,
+    id: string | undefined,
+    code: number,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ): void =>
+    reply(
+      s,
+      id === undefined
+        ? { type: 'error', code, message, ...extra }
+        : { type: 'error', id, code, message, ...extra },
+    );
+
+  const broadcast = (ch: Channel, text: string, droppable: boolean, body?: string): void => {
+    for (const s of [...ch.subscribers]) {
+      const seen = s.seen.get(ch.key);
+      if (seen !== undefined) {
+        s.seen.delete(ch.key);
+        if (seen === body) continue;
+      }
+      deliver(s, text, droppable);
+    }
+  };
+
+  // ---- building pushes -----------------------------------------------------------------
+
+  const symbolOf = (market: number): { symbol: string; qd: number } | undefined => {
+    const spec = host.state.markets.get(market)?.spec;
+    return spec === undefined ? undefined : { symbol: spec.symbol, qd: spec.quantityDecimals };
+  };
+
+  const candleBuilt = (c: Candle): Built | undefined => {
+    const s = symbolOf(c.market);
+    if (s === undefined) return undefined;
+    const wire = wireCandle(c, s.symbol, s.qd);
+    const body = JSON.stringify(wire);
+    return { body, text: `{"type":"candle",${body.slice(1)}` };
+  };
+
+  /** Closes candles up to `now()` and pushes each close to its channel, never dropped. */
+  const advanceCandles = (): void => sendClosed(candleProjection.advance(now()));
+
+  const sendClosed = (closed: readonly Candle[]): void => {
+    for (const c of closed) {
+      const ch = channels.get(`candles|${c.market}|${c.interval}`);
+      if (ch === undefined) continue;
+      const built = candleBuilt(c);
+      if (built === undefined) continue;
+      ch.lastBody = built.body;
+      ch.lastSentAt = monotonic();
+      broadcast(ch, built.text, false);
+    }
+  };
+
+  /** The current push of a channel; `undefined` when there is nothing to show yet. */
+  const build = (topic: Topic): Built | undefined => {
+    const state = host.state;
+    const time = now();
+    switch (topic.channel) {
+      case 'tickers': {
+        const list = tickerProjection.tickers(state, time);
+        const body = JSON.stringify(list);
+        return { body, text: `{"type":"tickers","time":${time},"tickers":${body}}` };
+      }
+      case 'ticker': {
+        const t = tickerProjection.ticker(state, topic.market, time);
+        if (t === undefined) return undefined;
+        const { instrument, ...rest } = t;
+        const body = JSON.stringify(rest);
+        return {
+          body,
+          text: `{"type":"ticker","instrument":${JSON.stringify(instrument)},"time":${time},${body.slice(1)}`,
+        };
+      }
+      case 'orderbook': {
+        const m = state.markets.get(topic.market);
+        if (m === undefined) return undefined;
+        const snap = orderBookSnapshot(m, topic.depth, time);
+        return { body: JSON.stringify([snap.bids, snap.asks]), text: JSON.stringify(snap) };
+      }
+      case 'candles': {
+        advanceCandles();
+        const c = candleProjection.current(topic.market, topic.interval);
+        return c === undefined ? undefined : candleBuilt(c);
+      }
+      case 'liquidations':
+        return undefined;
+    }
+  };
+
+  /** Pushes a channel's current content if it changed (or always, for a keep-alive). */
+  const flush = (ch: Channel, force: boolean): boolean => {
+    if (ch.subscribers.size === 0) return false;
+    const built = build(ch.topic);
+    if (built === undefined) return false;
+    if (!force && built.body === ch.lastBody) return false;
+    ch.lastBody = built.body;
+    ch.lastSentAt = monotonic();
+    broadcast(ch, built.text, true, built.body);
+    return true;
+  };
+
+  const minIntervalOf = (topic: Topic): number | null => {
+    switch (topic.channel) {
+      case 'tickers':
+      case 'ticker':
+        return pacing.tickerMinIntervalMs;
+      case 'orderbook':
+        return pacing.orderbookMinIntervalMs;
+      case 'candles':
+        return pacing.candleMinIntervalMs;
+      case 'liquidations':
+        return null;
+    }
+  };
+
+  // ---- subscriptions -------------------------------------------------------------------
+
+  const join = (s: Session, topic: Topic): Channel => {
+    const key = topicKey(topic);
+    let ch = channels.get(key);
+    if (ch === undefined) {
+      const created: Channel = {
+        key,
+        topic,
+        subscribers: new Set(),
+        pacer: null,
+        lastBody: null,
+        lastSentAt: monotonic(),
+      };
+      const interval = minIntervalOf(topic);
+      if (interval !== null) {
+        created.pacer = new Pacer(interval, monotonic, () => flush(created, false));
+      }
+      ch = created;
+      channels.set(key, ch);
+    }
+    ch.subscribers.add(s);
+    s.keys.add(key);
+    return ch;
+  };
+
+  function leave(s: Session, key: string): void {
+    const ch = channels.get(key);
+    if (ch === undefined) return;
+    ch.subscribers.delete(s);
+    s.seen.delete(key);
+    if (ch.subscribers.size === 0) {
+      ch.pacer?.cancel();
+      channels.delete(key);
+    }
+  }
+
+  const request = (key: string): void => channels.get(key)?.pacer?.request();
+
+  /** Sends the snapshot a new subscriber gets right after its ack. */
+  const snapshot = (s: Session, ch: Channel, fresh: boolean): void => {
+    const topic = ch.topic;
+    if (topic.channel === 'liquidations') {
+      const state = host.state;
+      for (const a of auctions(state)) {
+        if (topic.market !== null && a.market !== topic.market) continue;
+        const spec = state.markets.get(a.market)?.spec;
+        if (spec !== undefined) deliver(s, JSON.stringify(wireAuction(a, spec)), false);
+      }
+      return;
+    }
+    const built = build(topic);
+    if (built === undefined) return;
+    if (fresh) ch.lastBody = built.body;
+    else s.seen.set(ch.key, built.body);
+    deliver(s, built.text, false);
+  };
+
+  const onMessage = (s: Session, data: RawData, isBinary: boolean): void => {
+    s.lastActivity = Date.now();
+    if (isBinary) {
+      return error(
+        s,
+        undefined,
+        4000,
+        'INVALID_REQUEST: binary frames are not accepted; send JSON text',
+      );
+    }
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString('utf8')
+      : Buffer.from(data as ArrayBuffer).toString('utf8');
+    const parsed = parseRequest(text, (symbol) => host.state.symbols.get(symbol));
+    // Every frame counts against the IP's budget, malformed ones included.
+    const admitted = limiter.admit(s.ip, Date.now(), 'unsigned');
+    const id = parsed.ok ? parsed.request.id : parsed.error.id;
+    if (!admitted.ok) {
+      return error(s, id, 4029, admitted.message, { retryAfterMs: admitted.retryAfterMs });
+    }
+    if (!parsed.ok) return error(s, id, parsed.error.code, parsed.error.message);
+    const req = parsed.request;
+    if (req.type === 'ping') {
+      return reply(
+        s,
+        req.id === undefined
+          ? { type: 'pong', serverTime: now() }
+          : { type: 'pong', id: req.id, serverTime: now() },
+      );
+    }
+    const key = topicKey(req.topic);
+    if (req.type === 'unsubscribe') {
+      // Idempotent: unsubscribing from something not subscribed is acknowledged too.
+      if (s.keys.delete(key)) leave(s, key);
+      return reply(s, ackOf('unsubscribe', req.id, req.topic));
+    }
+    if (!s.keys.has(key) && s.keys.size >= limits.maxSubscriptionsPerSocket) {
+      return error(
+        s,
+        req.id,
+        4029,
+        `RATE_LIMIT_EXCEEDED: at most ${limits.maxSubscriptionsPerSocket} subscriptions per connection`,
+      );
+    }
+    const fresh = !channels.has(key);
+    const ch = join(s, req.topic);
+    reply(s, ackOf('subscribe', req.id, req.topic));
+    snapshot(s, ch, fresh);
+  };
+
+  // ---- engine batches ------------------------------------------------------------------
+
+  const onBatch = (batch: CommittedBatch): void => {
+    const tickerTouched = tickerProjection.apply(batch);
+    const candles: CandleChanges = candleProjection.apply(batch);
+    sendClosed(candles.closed);
+    for (const series of candles.touched) request(`candles|${series}`);
+    const books = new Set<number>();
+    const flat: EngineEvent[] = [];
+    for (const events of batch.events) {
+      for (const e of events) {
+        flat.push(e);
+        if (e.type === 'bookChanged') books.add(e.market);
+      }
+    }
+    for (const m of books) for (const d of BOOK_DEPTHS) request(`orderbook|${m}|${d}`);
+    for (const m of tickerTouched) request(`ticker|${m}`);
+    if (tickerTouched.size > 0) request('tickers');
+    const changed = auctionEvents(flat, batch.state);
+    for (const a of changed) {
+      const spec = batch.state.markets.get(a.market)?.spec;
+      if (spec === undefined) continue;
+      const text = JSON.stringify(wireAuction(a, spec));
+      for (const key of ['liquidations|*', `liquidations|${a.market}`]) {
+        const ch = channels.get(key);
+        if (ch !== undefined) broadcast(ch, text, false);
+      }
+    }
+  };
+  const unsubscribeHost = host.subscribe((batch) => {
+    if (!closing) onBatch(batch);
+  });
+
+  // ---- timers ----------------------------------------------------------------------------
+
+  const housekeeping = setInterval(() => {
+    advanceCandles();
+    const t = monotonic();
+    for (const ch of [...channels.values()]) {
+      switch (ch.topic.channel) {
+        case 'tickers':
+        case 'ticker':
+          // The window slides and funding moves without any event: check, paced.
+          if (t - ch.lastSentAt >= pacing.tickerKeepAliveMs) {
+            if (flush(ch, true)) ch.pacer?.sent();
+          } else ch.pacer?.request();
+          break;
+        case 'orderbook':
+          if (t - ch.lastSentAt >= pacing.orderbookKeepAliveMs && ch.pacer?.pending !== true) {
+            if (flush(ch, true)) ch.pacer?.sent();
+          }
+          break;
+        default:
+          break;
+      }
+    }
+  }, pacing.housekeepingMs);
+  housekeeping.unref();
+
+  const heartbeat = setInterval(() => {
+    const wall = Date.now();
+    for (const s of [...sessions]) {
+      if (wall - s.lastActivity > limits.idleTimeoutMs) terminate(s);
+      else s.ws.ping();
+    }
+    limiter.sweep(wall);
+  }, limits.pingIntervalMs);
+  heartbeat.unref();
+
+  // ---- the service -----------------------------------------------------------------------
+
+  const refuse = (socket: Duplex, status: string): void => {
+    socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    socket.destroy();
+  };
+
+  return {
+    handleUpgrade(request, socket, head) {
+      socket.on('error', () => {});
+      if (closing) return refuse(socket, '503 Service Unavailable');
+      const ip = request.socket.remoteAddress ?? 'unknown';
+      const n = perIp.get(ip) ?? 0;
+      if (n >= limits.maxConnectionsPerIp) return refuse(socket, '429 Too Many Requests');
+      perIp.set(ip, n + 1);
+      let attached = false;
+      // A handshake that fails never reaches the callback: give its slot back.
+      socket.once('close', () => {
+        if (!attached) release(ip);
+      });
+      wss.handleUpgrade(request, socket, head, (ws) => {
+        attached = true;
+        const s: Session = {
+          ws,
+          ip,
+          keys: new Set(),
+          seen: new Map(),
+          lastActivity: Date.now(),
+          closed: false,
+        };
+        if (closing) {
+          release(ip);
+          ws.terminate();
+          return;
+        }
+        sessions.add(s);
+        ws.on('error', () => terminate(s));
+        ws.on('close', () => detach(s));
+        ws.on('pong', () => {
+          s.lastActivity = Date.now();
+        });
+        ws.on('message', (data, isBinary) => {
+          try {
+            onMessage(s, data, isBinary);
+          } catch (e) {
+            error(s, undefined, 5000, 'INTERNAL_ERROR: the request failed; retry with backoff');
+            console.error('market-data message failed', e);
+          }
+        });
+      });
+    },
+
+    async close() {
+      if (closing) return;
+      closing = true;
+      clearInterval(housekeeping);
+      clearInterval(heartbeat);
+      unsubscribeHost();
+      for (const ch of channels.values()) ch.pacer?.cancel();
+      channels.clear();
+      const open = [...sessions];
+      const gone = Promise.all(
+        open.map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              if (s.ws.readyState === s.ws.CLOSED) return resolve();
+              s.ws.once('close', () => resolve());
+            }),
+        ),
+      );
+      for (const s of open) {
+        s.ws.close(1001, 'server shutting down');
+        detach(s);
+      }
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([
+        gone,
+        new Promise<void>((resolve) => {
+          grace = setTimeout(resolve, SHUTDOWN_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(grace);
+      // A peer that does not answer the close handshake is cut off.
+      for (const s of open) s.ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+
+    candles(instrument, interval, startTime, endTime, limit) {
+      const market = host.state.symbols.get(instrument);
+      if (market === undefined || !isCandleInterval(interval)) return undefined;
+      advanceCandles();
+      const spec = host.state.markets.get(market)?.spec;
+      if (spec === undefined) return undefined;
+      return candleProjection
+        .range(market, interval, { startTime, endTime, limit })
+        .map((c) => wireCandle(c, spec.symbol, spec.quantityDecimals));
+    },
+
+    tickers() {
+      return tickerProjection.tickers(host.state, now());
+    },
+
+    get connections() {
+      return sessions.size;
+    },
+
+    get skipped() {
+      return skipped;
+    },
+
+    get cutOff() {
+      return cutOff;
+    },
+  };
+}
