@@ -11,6 +11,7 @@ export * from './engine/host.js';
 export { WalletQueue } from './engine/wallet-queue.js';
 export * from './journal/file-journal.js';
 export { HistoryStore } from './read/history.js';
+export * from './marketdata/index.js';
 export { ReportStreams } from './read/report-streams.js';
 export { startVenue, type StartVenueOptions, type Venue } from './venue.js';
 export * from './wire/format.js';

@@ -44,6 +44,7 @@ import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
 import type { VenueContext } from './venue-context.js';
+import { createMarketDataService } from './marketdata/index.js';
 import { createTradingService } from './ws/trading.js';
 
 /** How to start a venue. */
@@ -140,6 +141,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   });
   host.subscribe((b) => history.apply(b));
   host.subscribe((b) => streams.apply(b));
+  const ipLimiter = new RateLimiter({ ...WALLET_LIMITS, perWindow: config.limits.publicReadsPerSecond });
+  // Created before the replay so tickers and candles rebuild from the journal.
+  const marketData = createMarketDataService({ host, now: () => host.now(), readLimiter: ipLimiter });
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
   if (records.length > 0) log(`replayed ${records.length} journal records`);
   if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
@@ -181,7 +185,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     history,
     streams,
     chain,
-    ipLimiter: new RateLimiter({ ...WALLET_LIMITS, perWindow: config.limits.publicReadsPerSecond }),
+    ipLimiter,
     walletLimiter: new RateLimiter(WALLET_LIMITS),
     walletQueue: new WalletQueue(),
     adminToken: venueFile.adminToken,
@@ -244,6 +248,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const trading = createTradingService(ctx, requests);
   const upgrades = new Map<string, (req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void>([
     ['/ws', trading.handleUpgrade],
+    ['/marketdata', marketData.handleUpgrade],
   ]);
   const extraClosers: (() => Promise<void>)[] = [];
   app.server.on('upgrade', (req, socket, head) => {
@@ -296,6 +301,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     closing ??= (async () => {
       for (const t of timers) clearInterval(t);
       await trading.close();
+      await marketData.close();
       for (const c of extraClosers) await c();
       await app.close();
       await host.idle();
