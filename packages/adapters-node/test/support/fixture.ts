@@ -1,0 +1,193 @@
+/**
+ * A venue on 127.0.0.1 (port 0, in memory, no price feed) and the steps every end-to-end test
+ * needs: onboarding a wallet, funding it through the simulated chain, signing orders.
+ */
+import { type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
+import { freshNonce, http, KEYS, type NetworkInfo, Wallet, WsClient } from './client.js';
+
+/** 10^18: prices are 18-decimal integers in signed structs. */
+export const PRICE = 10n ** 18n;
+/** Raw quantity of `n` BTC (4 quantity decimals). */
+export const btc = (n: number): bigint => BigInt(Math.round(n * 10_000));
+/** A price in signed-struct units. */
+export const px = (p: number | string): bigint => {
+  const [w, f = ''] = String(p).split('.');
+  return BigInt(w ?? '0') * PRICE + BigInt((f + '0'.repeat(18)).slice(0, 18));
+};
+/** Micro-units of collateral. */
+export const usd = (n: number): bigint => BigInt(Math.round(n * 1_000_000));
+
+/** A running venue plus helpers bound to it. */
+export interface TestVenue {
+  readonly venue: Venue;
+  readonly net: NetworkInfo;
+  readonly rest: string;
+  /** `GET|POST {rest}{path}`. */
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): ReturnType<typeof http>;
+  /** Admin call with the bearer token. */
+  admin(method: string, path: string, body?: unknown): ReturnType<typeof http>;
+  /** A wallet for `KEYS[i]` (or any key). */
+  wallet(i: number | `0x${string}`): Wallet;
+  /** Applies the bootstrap invite code for a wallet (201 expected). */
+  invite(w: Wallet): Promise<void>;
+  /** Faucet + permit deposit into cross margin; waits until the collateral is in the account. */
+  fund(w: Wallet, amount: string): Promise<void>;
+  /** Opens a trading socket authenticated as `w`. */
+  connect(w: Wallet): Promise<WsClient>;
+  /** Sets the oracle (index) price of instruments. */
+  oracle(prices: Record<string, string>): Promise<void>;
+  /** The state hash and journal seq (admin). */
+  stateHash(): Promise<{ seq: number; hash: string }>;
+  close(): Promise<void>;
+}
+
+/** Starts an in-memory venue for a test. */
+export async function startTestVenue(options: StartVenueOptions = {}): Promise<TestVenue> {
+  const venue = await startVenue({
+    dataDir: null,
+    port: 0,
+    priceFeed: 'none',
+    log: () => {},
+    ...options,
+  });
+  const rest = venue.rest;
+  const netRes = await http('GET', `${rest}/network`);
+  const net = netRes.body as unknown as NetworkInfo;
+  const api = (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) => http(method, `${rest}${path}`, body, headers);
+  const admin = (method: string, path: string, body?: unknown) =>
+    api(method, path, body, { authorization: `Bearer ${venue.adminToken}` });
+  const sockets: WsClient[] = [];
+
+  const t: TestVenue = {
+    venue,
+    net,
+    rest,
+    api,
+    admin,
+    wallet: (i) => new Wallet(typeof i === 'number' ? (KEYS[i] as `0x${string}`) : i, net),
+    async invite(w) {
+      const code = venue.inviteCode;
+      if (code === null) throw new Error('no bootstrap invite code');
+      const r = await w.referral(code);
+      const res = await api('POST', '/referral/apply', r.body, r.headers);
+      if (res.status !== 201)
+        throw new Error(`invite failed: ${res.status} ${JSON.stringify(res.body)}`);
+    },
+    async fund(w, amount) {
+      const f = await admin('POST', '/admin/faucet', { wallet: w.address, amount });
+      if (f.status !== 200) throw new Error(`faucet failed: ${JSON.stringify(f.body)}`);
+      const token = await api('GET', `/chain/token/${w.address}`);
+      const micro = usd(Number(amount));
+      const permit = await w.sign('Permit', {
+        spender: net.vault.address,
+        value: micro,
+        nonce: BigInt(token.body.nonce as string),
+        deadline: Wallet.deadline(),
+      });
+      const deposit = await w.sign('Deposit', {
+        amount: micro,
+        market: 0,
+        flags: 0,
+        nonce: freshNonce(),
+        deadline: Wallet.deadline(),
+      });
+      const before = await api('GET', `/account_summary?wallet=${w.address}`);
+      const had =
+        before.status === 200 ? Number((before.body as { withdrawable: string }).withdrawable) : 0;
+      const res = await api('POST', '/margin/deposit', {
+        amount,
+        instrument: null,
+        marginMode: 'Cross',
+        permitSignature: permit,
+        depositSignature: deposit,
+      });
+      if (res.status !== 200 || res.body.status !== 'Submitted')
+        throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.body)}`);
+      for (let i = 0; i < 200; i++) {
+        const s = await api('GET', `/account_summary?wallet=${w.address}`);
+        if (
+          s.status === 200 &&
+          Number((s.body as { withdrawable: string }).withdrawable) >= had + Number(amount)
+        )
+          return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error('deposit did not settle');
+    },
+    async connect(w) {
+      const ws = await WsClient.connect(venue.ws);
+      sockets.push(ws);
+      const auth = await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+      if (auth.type !== 'authenticateSuccess')
+        throw new Error(`authenticate failed: ${JSON.stringify(auth)}`);
+      return ws;
+    },
+    async oracle(prices) {
+      const r = await admin('POST', '/admin/oracle', { prices });
+      if (r.status !== 200) throw new Error(`oracle failed: ${JSON.stringify(r.body)}`);
+    },
+    async stateHash() {
+      const r = await admin('GET', '/admin/state-hash');
+      return r.body as unknown as { seq: number; hash: string };
+    },
+    async close() {
+      for (const s of sockets) await s.close().catch(() => {});
+      await venue.close();
+    },
+  };
+  return t;
+}
+
+/** Fields of an `Order` struct with defaults for a GTC limit order. */
+export function limitOrder(
+  isBuy: boolean,
+  price: bigint,
+  quantity: bigint,
+  extra: Partial<
+    Record<
+      | 'market'
+      | 'orderType'
+      | 'timeInForce'
+      | 'triggerPrice'
+      | 'flags'
+      | 'expiry'
+      | 'cloid'
+      | 'parentCloid'
+      | 'nonce'
+      | 'deadline',
+      bigint | number | string
+    >
+  > = {},
+): Record<string, bigint | number | boolean | string> {
+  return {
+    market: 1,
+    isBuy,
+    orderType: 0,
+    timeInForce: 0,
+    price,
+    triggerPrice: 0n,
+    quantity,
+    flags: 0,
+    expiry: 0n,
+    cloid: `0x${'0'.repeat(32)}`,
+    parentCloid: `0x${'0'.repeat(32)}`,
+    nonce: freshNonce(),
+    deadline: Wallet.deadline(),
+    ...extra,
+  };
+}
+
+/** A 16-byte cloid from a small number. */
+export function cloid(n: number): string {
+  return `0x${n.toString(16).padStart(32, '0')}`;
+}
