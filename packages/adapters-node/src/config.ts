@@ -28,6 +28,10 @@ export interface LimitsConfig {
   readonly idleTimeoutMs: number;
   /** Account-summary pushes are coalesced within this window, ms (protocol.md: 50). */
   readonly summaryCoalesceMs: number;
+  /** Requests per rolling second per wallet, REST and WebSocket together (spec: 20). */
+  readonly walletRequestsPerSecond: number;
+  /** Signed requests per rolling 5 minutes per wallet (protocol.md: 3,000; cancels get twice). */
+  readonly signedRequestsPer5Minutes: number;
 }
 
 /** The simulated index-price feed. */
@@ -74,6 +78,8 @@ export const DEFAULT_CONFIG: VenueConfig = {
     pingIntervalMs: 15_000,
     idleTimeoutMs: 30_000,
     summaryCoalesceMs: 50,
+    walletRequestsPerSecond: 20,
+    signedRequestsPer5Minutes: 3_000,
   },
   priceFeed: {
     mode: 'simulated',

@@ -186,7 +186,11 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     streams,
     chain,
     ipLimiter,
-    walletLimiter: new RateLimiter(WALLET_LIMITS),
+    walletLimiter: new RateLimiter({
+      ...WALLET_LIMITS,
+      perWindow: config.limits.walletRequestsPerSecond,
+      sustained: config.limits.signedRequestsPer5Minutes,
+    }),
     walletQueue: new WalletQueue(),
     adminToken: venueFile.adminToken,
     desk,
