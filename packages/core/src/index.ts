@@ -27,6 +27,15 @@ export { viewOf } from './engine/events.js';
 export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
 export { type BatchResult, type ReduceResult, reduce, reduceAll } from './engine/reduce.js';
 export { canonicalText, stateHash } from './engine/state-hash.js';
+export {
+  decodeSnapshot,
+  encodeSnapshot,
+  SNAPSHOT_VERSION,
+  SnapshotEncoder,
+  SnapshotFormatError,
+  StateHasher,
+  snapshotHash,
+} from './engine/snapshot.js';
 export * from './engine/types.js';
 export * from './errors.js';
 export * from './instruments/instrument.js';

@@ -1,0 +1,419 @@
+/**
+ * Snapshots of the engine state: a text form that decodes to a state with the same
+ * {@link stateHash} and the same behaviour under every later command.
+ *
+ * The codec knows no field names. It walks the state like the state hash does and tags only the
+ * value kinds JSON cannot carry: persistent maps ({@link PMap}, {@link IntMap}), the
+ * {@link TimeIdSet}, bigints, `undefined` and non-finite numbers. Plain records keep their field
+ * order; a field called `edit` (the copy-on-write owner) is written as `null`, so a decoded state
+ * is published and owned by nobody. New state fields are therefore carried without touching this
+ * file, as long as they are built from plain records, arrays, primitives and those collections;
+ * anything else (a class instance, a `Map`) makes the encoder throw rather than lose data.
+ *
+ * Both walks are iterative and resumable ({@link SnapshotEncoder}, {@link StateHasher}), so an
+ * adapter can encode and hash a state in small slices while the engine goes on: the state is
+ * immutable, so the reference it took stays valid.
+ *
+ * Text form: `{"v":1,"state":<value>}` where a value is a JSON primitive, a JSON object (a
+ * record), or a tagged array `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"`
+ * PMap (key, value, ...), `"i"` IntMap (key, value, ...), `"t"` TimeIdSet (time, id, ...), `"u"`
+ * undefined, `"f"` a number JSON cannot hold (`"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`).
+ *
+ * @module
+ */
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { type Edit, newEdit } from '../persistent/edit.js';
+import { type PKey, PMap } from '../persistent/hamt.js';
+import { IntMap } from '../persistent/int-map.js';
+import {
+  addTimeId,
+  emptyTimeIdSet,
+  isTimeIdSet,
+  type TimeIdSet,
+  timeIdEntries,
+} from '../persistent/sorted-set.js';
+import type { EngineState } from './types.js';
+
+/** Version of the snapshot text form. */
+export const SNAPSHOT_VERSION = 1;
+
+/** Raised when snapshot text cannot be decoded. */
+export class SnapshotFormatError extends Error {
+  override readonly name = 'SnapshotFormatError';
+}
+
+// ---- a resumable walk --------------------------------------------------------------------------
+
+/** One open container: its closing text and the values (with their prefixes) still to write. */
+interface Frame {
+  readonly items: readonly unknown[];
+  /** Text written before item i, or `null` for none. */
+  readonly prefix: (i: number) => string | null;
+  readonly close: string;
+  i: number;
+}
+
+/** How one text form writes values: primitives directly, containers as frames. */
+interface Format {
+  /** The text of a leaf value, or a frame (with its opening text) for a container. */
+  open(value: unknown): string | { open: string; frame: Frame };
+}
+
+/** Walks a value iteratively, `budget` values per step. */
+class Walk {
+  private readonly stack: Frame[] = [];
+  private readonly out: string[] = [];
+  private done = false;
+
+  private readonly format: Format;
+
+  constructor(format: Format, root: unknown, head: string, tail: string) {
+    this.format = format;
+    this.out.push(head);
+    // The tail is the closing text of an empty frame under the root's.
+    this.stack.push({ items: [], prefix: () => null, close: tail, i: 0 });
+    this.visit(root);
+  }
+
+  private visit(value: unknown): void {
+    const r = this.format.open(value);
+    if (typeof r === 'string') this.out.push(r);
+    else {
+      this.out.push(r.open);
+      this.stack.push(r.frame);
+    }
+  }
+
+  /** Writes up to `budget` values; returns the text written, or `null` once everything was. */
+  step(budget: number): string | null {
+    if (this.done) return null;
+    let left = budget;
+    const stack = this.stack;
+    while (left > 0 && stack.length > 0) {
+      const f = stack[stack.length - 1] as Frame;
+      if (f.i === f.items.length) {
+        this.out.push(f.close);
+        stack.pop();
+        continue;
+      }
+      const p = f.prefix(f.i);
+      if (p !== null) this.out.push(p);
+      this.visit(f.items[f.i++]);
+      left--;
+    }
+    if (stack.length === 0) this.done = true;
+    const text = this.out.join('');
+    this.out.length = 0;
+    return text;
+  }
+}
+
+function plainRecord(value: object): Record<string, unknown> {
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) {
+    const name = (value as { constructor?: { name?: string } }).constructor?.name ?? 'unknown';
+    throw new TypeError(`cannot snapshot an instance of ${name}: use a plain record`);
+  }
+  return value as Record<string, unknown>;
+}
+
+const comma = (): string => ',';
+
+function snapshotNumber(n: number): string {
+  if (Number.isFinite(n) && !Object.is(n, -0)) return String(n);
+  return `["f","${Object.is(n, -0) ? '-0' : String(n)}"]`;
+}
+
+/** The snapshot text form (see the module comment). */
+const SNAPSHOT_FORMAT: Format = {
+  open(value) {
+    switch (typeof value) {
+      case 'string':
+        return JSON.stringify(value);
+      case 'number':
+        return snapshotNumber(value);
+      case 'boolean':
+        return value ? 'true' : 'false';
+      case 'bigint':
+        return `["n","${value}"]`;
+      case 'undefined':
+        return '["u"]';
+      case 'object':
+        break;
+      default:
+        throw new TypeError(`cannot snapshot a ${typeof value}`);
+    }
+    if (value === null) return 'null';
+    if (Array.isArray(value)) {
+      return { open: '["a"', frame: { items: value, prefix: comma, close: ']', i: 0 } };
+    }
+    if (value instanceof PMap || value instanceof IntMap) {
+      const items: unknown[] = [];
+      (value as PMap<PKey, unknown>).forEach((v, k) => {
+        items.push(k, v);
+      });
+      const open = value instanceof PMap ? '["m"' : '["i"';
+      return { open, frame: { items, prefix: comma, close: ']', i: 0 } };
+    }
+    if (isTimeIdSet(value)) {
+      const entries = timeIdEntries(value);
+      let text = '["t"';
+      for (const [t, id] of entries) text += `,${snapshotNumber(t)},${snapshotNumber(id)}`;
+      return `${text}]`;
+    }
+    const record = plainRecord(value);
+    const keys = Object.keys(record);
+    const items = keys.map((k) => (k === 'edit' ? null : record[k]));
+    return {
+      open: '{',
+      frame: {
+        items,
+        prefix: (i) => `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:`,
+        close: '}',
+        i: 0,
+      },
+    };
+  },
+};
+
+/**
+ * The canonical text form of `state-hash.ts`, written resumably. It must stay byte-identical to
+ * {@link canonicalText}; a test holds the two together.
+ */
+const CANONICAL_FORMAT: Format = {
+  open(value) {
+    switch (typeof value) {
+      case 'bigint':
+        return `i${value};`;
+      case 'number':
+        return `n${value};`;
+      case 'string':
+        return `s${value.length}:${value}`;
+      case 'boolean':
+        return value ? 'T' : 'F';
+      case 'undefined':
+        return 'U';
+      case 'object':
+        break;
+      default:
+        throw new TypeError(`cannot hash a ${typeof value}`);
+    }
+    if (value === null) return 'N';
+    if (Array.isArray(value)) {
+      return {
+        open: `[${value.length}:`,
+        frame: { items: value, prefix: () => null, close: ']', i: 0 },
+      };
+    }
+    if (value instanceof PMap) {
+      const items: unknown[] = [];
+      (value as PMap<PKey, unknown>).forEach((v, k) => {
+        items.push(k, v);
+      });
+      return {
+        open: `{${value.size}:`,
+        frame: { items, prefix: () => null, close: '}', i: 0 },
+      };
+    }
+    if (value instanceof IntMap) {
+      const keys: number[] = [];
+      const items: unknown[] = [];
+      (value as IntMap<unknown>).forEach((v, k) => {
+        keys.push(k);
+        items.push(v);
+      });
+      return {
+        open: `#${value.size}:`,
+        frame: { items, prefix: (i) => `${keys[i]}=`, close: '#', i: 0 },
+      };
+    }
+    if (isTimeIdSet(value)) {
+      const entries = timeIdEntries(value);
+      let text = `<${entries.length}:`;
+      for (const [t, id] of entries) text += `${t},${id};`;
+      return `${text}>`;
+    }
+    const record = value as Record<string, unknown>;
+    const keys = Object.keys(record)
+      .filter((k) => k !== 'edit')
+      .sort();
+    return {
+      open: `(${keys.length}:`,
+      frame: {
+        items: keys.map((k) => record[k]),
+        prefix: (i) => `${keys[i]}=`,
+        close: ')',
+        i: 0,
+      },
+    };
+  },
+};
+
+// ---- encoding --------------------------------------------------------------------------------
+
+/**
+ * Encodes a state in slices: call {@link step} until it returns `null` and concatenate what it
+ * returned. The state must not change meanwhile (published states never do).
+ */
+export class SnapshotEncoder {
+  private readonly walk: Walk;
+
+  constructor(state: EngineState) {
+    this.walk = new Walk(SNAPSHOT_FORMAT, state, `{"v":${SNAPSHOT_VERSION},"state":`, '}');
+  }
+
+  /** The next piece of text after writing up to `budget` values; `null` when finished. */
+  step(budget = 10_000): string | null {
+    return this.walk.step(budget);
+  }
+}
+
+/** Encodes a state as snapshot text (see the module comment). */
+export function encodeSnapshot(state: EngineState): string {
+  const enc = new SnapshotEncoder(state);
+  const parts: string[] = [];
+  for (let p = enc.step(Number.MAX_SAFE_INTEGER); p !== null; p = enc.step(Number.MAX_SAFE_INTEGER))
+    parts.push(p);
+  return parts.join('');
+}
+
+/**
+ * Computes {@link stateHash} in slices: call {@link step} until it returns `true`, then read
+ * {@link hash}. Same result as `stateHash(state)`.
+ */
+export class StateHasher {
+  private readonly walk: Walk;
+  private readonly keccak = keccak_256.create();
+  private result: string | null = null;
+
+  constructor(state: EngineState) {
+    this.walk = new Walk(CANONICAL_FORMAT, state, '', '');
+  }
+
+  /** Hashes up to `budget` more values; `true` once the hash is complete. */
+  step(budget = 10_000): boolean {
+    if (this.result !== null) return true;
+    const text = this.walk.step(budget);
+    if (text === null) {
+      this.result = `0x${bytesToHex(this.keccak.digest())}`;
+      return true;
+    }
+    if (text.length > 0) this.keccak.update(utf8ToBytes(text));
+    return false;
+  }
+
+  /** The `0x` keccak-256 hash, once {@link step} returned `true`. */
+  get hash(): string {
+    if (this.result === null) throw new Error('StateHasher: not finished');
+    return this.result;
+  }
+}
+
+// ---- decoding --------------------------------------------------------------------------------
+
+function fail(detail: string): never {
+  throw new SnapshotFormatError(`bad snapshot: ${detail}`);
+}
+
+function decodeNumber(v: unknown): number {
+  if (typeof v === 'number') return v;
+  if (Array.isArray(v) && v[0] === 'f' && v.length === 2) {
+    switch (v[1]) {
+      case 'NaN':
+        return Number.NaN;
+      case 'Infinity':
+        return Number.POSITIVE_INFINITY;
+      case '-Infinity':
+        return Number.NEGATIVE_INFINITY;
+      case '-0':
+        return -0;
+    }
+  }
+  return fail(`expected a number, found ${JSON.stringify(v)}`);
+}
+
+function decodeValue(v: unknown, edit: Edit): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (!Array.isArray(v)) {
+    const src = v as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(src)) out[k] = k === 'edit' ? null : decodeValue(src[k], edit);
+    return out;
+  }
+  const n = v.length;
+  switch (v[0]) {
+    case 'a': {
+      const out = new Array(n - 1);
+      for (let i = 1; i < n; i++) out[i - 1] = decodeValue(v[i], edit);
+      return out;
+    }
+    case 'n': {
+      const text = v[1];
+      if (n !== 2 || typeof text !== 'string' || !/^-?\d+$/.test(text)) fail('bad bigint');
+      return BigInt(text);
+    }
+    case 'm': {
+      if (n % 2 !== 1) fail('odd PMap entry list');
+      let m = PMap.empty<PKey, unknown>();
+      for (let i = 1; i < n; i += 2) {
+        const k = v[i];
+        if (typeof k !== 'string' && typeof k !== 'number') fail('bad PMap key');
+        m = m.set(edit, k, decodeValue(v[i + 1], edit));
+      }
+      m.edit = null;
+      return m;
+    }
+    case 'i': {
+      if (n % 2 !== 1) fail('odd IntMap entry list');
+      let m = IntMap.empty<unknown>();
+      for (let i = 1; i < n; i += 2) {
+        const k = v[i];
+        if (!Number.isSafeInteger(k) || (k as number) < 0) fail('bad IntMap key');
+        m = m.set(edit, k as number, decodeValue(v[i + 1], edit));
+      }
+      m.edit = null;
+      return m;
+    }
+    case 't': {
+      if (n % 2 !== 1) fail('odd TimeIdSet entry list');
+      let s: TimeIdSet = emptyTimeIdSet();
+      for (let i = 1; i < n; i += 2)
+        s = addTimeId(s, edit, decodeNumber(v[i]), decodeNumber(v[i + 1]));
+      return { edit: null, tree: s.tree } satisfies TimeIdSet;
+    }
+    case 'u':
+      return undefined;
+    case 'f':
+      return decodeNumber(v);
+    default:
+      return fail(`unknown tag ${JSON.stringify(v[0])}`);
+  }
+}
+
+/**
+ * Decodes snapshot text into a published state (owned by nobody). Throws
+ * {@link SnapshotFormatError} on text that is not a snapshot of this version.
+ */
+export function decodeSnapshot(text: string): EngineState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    fail(`not JSON (${(e as Error).message})`);
+  }
+  const doc = parsed as { v?: unknown; state?: unknown } | null;
+  if (doc === null || typeof doc !== 'object' || doc.v !== SNAPSHOT_VERSION)
+    fail(`expected version ${SNAPSHOT_VERSION}`);
+  const state = decodeValue(doc.state, newEdit());
+  if (state === null || typeof state !== 'object' || Array.isArray(state))
+    fail('the state is not a record');
+  return state as EngineState;
+}
+
+/** `stateHash` of a decoded snapshot, for callers that only hold the text. */
+export function snapshotHash(text: string): string {
+  const h = new StateHasher(decodeSnapshot(text));
+  while (!h.step(Number.MAX_SAFE_INTEGER));
+  return h.hash;
+}

@@ -1,0 +1,358 @@
+/**
+ * Snapshots (reliability-anchors 5.5, P2 "replay equivalence"): a state decoded from its snapshot
+ * has the same hash, the same text when encoded again, and behaves exactly like the original
+ * under every later command; the resumable encoder and hasher give what the one-shot forms give
+ * whatever the slice size.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type Command,
+  canonicalText,
+  createEngineState,
+  decodeSnapshot,
+  type EngineState,
+  encodeSnapshot,
+  PMap,
+  reduce,
+  reduceAll,
+  SnapshotEncoder,
+  SnapshotFormatError,
+  StateHasher,
+  stateHash,
+} from '../src/index.js';
+import { BTC_SETTINGS, cloid, ETH_SETTINGS, TestVenue, wallet } from '../src/testing/index.js';
+
+const runs = Number(process.env.FC_NUM_RUNS ?? 40);
+const wallets = [wallet(1), wallet(2), wallet(3)];
+const SYMS = ['BTC-PERP', 'ETH-PERP'] as const;
+const BASE = [65000, 3000];
+const TICK = [0.5, 0.01];
+
+type Step =
+  | {
+      k: 'order';
+      w: number;
+      sym: number;
+      buy: boolean;
+      off: number;
+      qty: number;
+      tif: number;
+      cl: number;
+      type: number;
+    }
+  | { k: 'cancel'; w: number; pick: number }
+  | { k: 'oracle'; sym: number; off: number }
+  | { k: 'tick'; ms: number }
+  | { k: 'auth'; w: number; skew: number }
+  | { k: 'signedOrder'; w: number; skew: number; buy: boolean; off: number }
+  | { k: 'deposit'; w: number; amount: number; settle: boolean }
+  | { k: 'withdraw'; w: number; amount: number }
+  | { k: 'leverage'; w: number; sym: number; lev: number }
+  | { k: 'referral'; w: number; n: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      k: fc.constant('order' as const),
+      w: fc.nat(2),
+      sym: fc.nat(1),
+      buy: fc.boolean(),
+      off: fc.integer({ min: -20, max: 20 }),
+      qty: fc.integer({ min: 1, max: 30 }),
+      tif: fc.constantFrom(0, 0, 1, 1, 2, 3, 4),
+      cl: fc.constantFrom(0, 0, 0, 1, 2, 3),
+      type: fc.constantFrom(0, 0, 0, 0, 1, 2, 3),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ k: fc.constant('cancel' as const), w: fc.nat(2), pick: fc.nat() }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('oracle' as const),
+      sym: fc.nat(1),
+      off: fc.integer({ min: -40, max: 40 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('tick' as const),
+      ms: fc.integer({ min: 1, max: 4_000_000 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('auth' as const),
+      w: fc.nat(2),
+      skew: fc.integer({ min: -400_000, max: 400_000 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('signedOrder' as const),
+      w: fc.nat(2),
+      skew: fc.integer({ min: -250_000, max: 250_000 }),
+      buy: fc.boolean(),
+      off: fc.integer({ min: -10, max: 10 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('deposit' as const),
+      w: fc.nat(2),
+      amount: fc.integer({ min: 1, max: 5000 }),
+      settle: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('withdraw' as const),
+      w: fc.nat(2),
+      amount: fc.integer({ min: 1, max: 5000 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('leverage' as const),
+      w: fc.nat(2),
+      sym: fc.nat(1),
+      lev: fc.integer({ min: 1, max: 30 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ k: fc.constant('referral' as const), w: fc.nat(2), n: fc.nat(3) }),
+  },
+);
+
+/** Records a command log from abstract steps (a throwaway venue learns the order ids). */
+function buildLog(steps: readonly Step[]): Command[] {
+  const v = new TestVenue({ checkInvariants: true });
+  v.list(BTC_SETTINGS);
+  v.list(ETH_SETTINGS);
+  for (const w of wallets) {
+    v.open(w);
+    v.fund(w, '200000');
+  }
+  v.run({ type: 'createReferralCode', code: 'BOOT', kind: 'system', maxUses: 2 });
+  v.oracle({ 'BTC-PERP': '65000', 'ETH-PERP': '3000' });
+  const mine: number[][] = wallets.map(() => []);
+  let nonceSeq = 0;
+  for (const s of steps) {
+    switch (s.k) {
+      case 'order': {
+        const lean = s.buy ? s.off + 8 : s.off - 8;
+        const p = (BASE[s.sym]! + lean * TICK[s.sym]! * 10).toFixed(2);
+        const trigger = (
+          BASE[s.sym]! +
+          (s.buy ? 1 : -1) * (Math.abs(s.off) + 1) * TICK[s.sym]! * 20
+        ).toFixed(2);
+        const events = v.place(wallets[s.w]!, SYMS[s.sym]!, {
+          side: s.buy ? 'Buy' : 'Sell',
+          qty: (s.qty / 100).toString(),
+          price: p,
+          trigger: s.type === 0 ? undefined : trigger,
+          type: (['Limit', 'StopLimit', 'StopLoss', 'TakeProfit'] as const)[s.type],
+          tif: (['GTC', 'GTD', 'IOC', 'FOK', 'DAY'] as const)[s.tif],
+          expiry: s.tif === 1 ? Math.floor(v.time / 1000) + 30 + s.qty * 90 : 0,
+          cloid: s.cl === 0 ? null : cloid(s.cl + 10 * s.w),
+        });
+        const o = events.find((e) => e.type === 'outcome');
+        if (o?.type === 'outcome' && o.ok && 'order' in o) mine[s.w]!.push(o.order.orderId);
+        break;
+      }
+      case 'cancel': {
+        const ids = mine[s.w]!;
+        v.cancel(wallets[s.w]!, 'BTC-PERP', {
+          orderId: ids.length ? ids[s.pick % ids.length]! : 1,
+        });
+        break;
+      }
+      case 'oracle':
+        v.oracle({ [SYMS[s.sym]!]: (BASE[s.sym]! + s.off * TICK[s.sym]! * 25).toFixed(2) });
+        break;
+      case 'tick':
+        v.advance(s.ms);
+        break;
+      case 'auth':
+        v.run({ type: 'authenticate', account: wallets[s.w]!, nonce: BigInt(v.time + 1 + s.skew) });
+        break;
+      case 'signedOrder': {
+        const time = v.time + 1;
+        v.run({
+          type: 'placeOrder',
+          time,
+          account: wallets[s.w]!,
+          order: v.request('BTC-PERP', {
+            side: s.buy ? 'Buy' : 'Sell',
+            qty: '0.01',
+            price: (65000 + s.off * 5).toFixed(1),
+          }),
+          auth: {
+            nonce: BigInt(time + s.skew + (nonceSeq++ % 3)),
+            deadline: BigInt(Math.floor(time / 1000) + 60),
+          },
+        });
+        break;
+      }
+      case 'deposit': {
+        const events = v.run({
+          type: 'deposit',
+          account: wallets[s.w]!,
+          amount: BigInt(s.amount) * 1_000_000n,
+          target: { mode: 'Cross', market: 0 },
+        });
+        const o = v.outcome(events);
+        if (s.settle && o.ok && o.kind === 'command')
+          v.run({ type: 'settleDeposit', commandId: o.commandId, success: true });
+        break;
+      }
+      case 'withdraw':
+        v.run({
+          type: 'withdraw',
+          account: wallets[s.w]!,
+          amount: BigInt(s.amount) * 1_000_000n,
+          target: { mode: 'Cross', market: 0 },
+        });
+        break;
+      case 'leverage':
+        v.run({
+          type: 'updateLeverage',
+          account: wallets[s.w]!,
+          market: s.sym + 1,
+          mode: 'Cross',
+          leverage: s.lev * 100,
+        });
+        break;
+      case 'referral':
+        v.run({
+          type: 'applyReferral',
+          wallet: wallets[s.w]!,
+          code: 'BOOT',
+          nonce: `nonce-${s.n}-${s.w}-x`,
+          timestamp: v.time,
+        });
+        break;
+    }
+  }
+  return v.log;
+}
+
+function eventsText(
+  state: EngineState,
+  log: readonly Command[],
+): { state: EngineState; text: string } {
+  let s = state;
+  const texts: string[] = [];
+  for (const cmd of log) {
+    const r = reduce(s, cmd);
+    s = r.state;
+    texts.push(canonicalText(r.events));
+  }
+  return { state: s, text: texts.join('\n') };
+}
+
+function fullHash(state: EngineState, budget: number): string {
+  const h = new StateHasher(state);
+  while (!h.step(budget));
+  return h.hash;
+}
+
+describe('snapshots', () => {
+  it('round-trips exactly: same hash, same text, same behaviour under every later command', () => {
+    fc.assert(
+      fc.property(
+        fc.array(stepArb, { minLength: 10, maxLength: 100 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (steps, at) => {
+          const log = buildLog(steps);
+          const cut = Math.floor(at * log.length);
+          const start = createEngineState({}, log[0]!.time);
+          const prefix = reduceAll(start, log.slice(0, cut)).state;
+          const text = encodeSnapshot(prefix);
+          const restored = decodeSnapshot(text);
+          expect(stateHash(restored)).toBe(stateHash(prefix));
+          expect(encodeSnapshot(restored)).toBe(text);
+          const live = eventsText(prefix, log.slice(cut));
+          const again = eventsText(restored, log.slice(cut));
+          expect(again.text).toBe(live.text);
+          expect(stateHash(again.state)).toBe(stateHash(live.state));
+          // The restored state is never mutated by the commands applied to it.
+          expect(stateHash(restored)).toBe(stateHash(prefix));
+        },
+      ),
+      { numRuns: runs },
+    );
+  });
+
+  it('the resumable encoder and hasher give the one-shot results for any slice size', () => {
+    fc.assert(
+      fc.property(
+        fc.array(stepArb, { minLength: 10, maxLength: 60 }),
+        fc.integer({ min: 1, max: 50 }),
+        (steps, budget) => {
+          const log = buildLog(steps);
+          const state = reduceAll(createEngineState({}, log[0]!.time), log).state;
+          const enc = new SnapshotEncoder(state);
+          const parts: string[] = [];
+          for (let p = enc.step(budget); p !== null; p = enc.step(budget)) parts.push(p);
+          expect(parts.join('')).toBe(encodeSnapshot(state));
+          expect(fullHash(state, budget)).toBe(stateHash(state));
+        },
+      ),
+      { numRuns: Math.max(5, Math.floor(runs / 2)) },
+    );
+  });
+
+  it('carries state fields it has never heard of (new maps, records, bigints, odd numbers)', () => {
+    const base = createEngineState({}, 5);
+    const extended = {
+      ...base,
+      funding: PMap.from<number, { epoch: number; rate: bigint; paid: bigint[] }>([
+        [1, { epoch: 7, rate: -12n, paid: [1n, 2n] }],
+        [2, { epoch: 8, rate: 3n, paid: [] }],
+      ]),
+      liquidation: {
+        active: null,
+        queue: [{ id: 1, left: 10n, note: undefined }],
+        odd: [-0, Number.NaN],
+      },
+    } as unknown as EngineState;
+    const restored = decodeSnapshot(encodeSnapshot(extended));
+    expect(stateHash(restored)).toBe(stateHash(extended));
+    const f = (restored as unknown as { funding: PMap<number, { rate: bigint }> }).funding;
+    expect(f.get(1)?.rate).toBe(-12n);
+    const l = (restored as unknown as { liquidation: { odd: number[] } }).liquidation;
+    expect(Object.is(l.odd[0], -0)).toBe(true);
+    expect(Number.isNaN(l.odd[1])).toBe(true);
+  });
+
+  it('a decoded state is owned by nobody: every edit marker is null', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    v.open(wallets[0]!);
+    const restored = decodeSnapshot(encodeSnapshot(v.state));
+    expect(restored.edit).toBeNull();
+    const m = restored.markets.get(1)!;
+    expect(m.edit).toBeNull();
+    expect(restored.accounts.get(wallets[0]!)?.edit).toBeNull();
+  });
+
+  it('refuses what it cannot carry or read', () => {
+    const withMap = { ...createEngineState(), extra: new Map([[1, 2]]) } as unknown as EngineState;
+    expect(() => encodeSnapshot(withMap)).toThrow(/instance of Map/);
+    expect(() => decodeSnapshot('{"v":2,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":1,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
+  });
+});
