@@ -1,0 +1,154 @@
+/**
+ * The README's promises: its first screen holds the two set-up commands, the main-job command
+ * starts the service and answers `/api/time`, and the quickstart of the getting-started guide
+ * trades against it. Runs the real `pnpm start` in a child process.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../../..');
+const START = 'npx --yes pnpm@10 install && npx --yes pnpm@10 start';
+const TEST = 'npx --yes pnpm@10 install && npx --yes pnpm@10 test';
+
+interface Ready {
+  ready: true;
+  rest: string;
+  ws: string;
+  marketdata: string;
+  adminToken: string | null;
+  inviteCode: string | null;
+}
+
+describe('README', () => {
+  let child: ChildProcess;
+  let ready: Ready;
+  let dataDir: string;
+  const stderr: string[] = [];
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'perp-readme-'));
+    // The README's start command, with the flags protocol.md section 8 gives for scripts.
+    const [program, ...args] = START.split(' && ')[1]!.split(' ');
+    child = spawn(
+      program!,
+      [...args, '--json', '--port', '0', '--data', dataDir, '--price-feed', 'none'],
+      {
+        cwd: ROOT,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, CI: 'true' },
+      },
+    );
+    child.stderr!.on('data', (d) => stderr.push(String(d)));
+    ready = await new Promise<Ready>((resolveReady, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`no ready line; stderr: ${stderr.join('')}`)),
+        120_000,
+      );
+      createInterface({ input: child.stdout! }).on('line', (line) => {
+        if (!line.startsWith('{')) return;
+        const parsed = JSON.parse(line) as Ready;
+        if (parsed.ready) {
+          clearTimeout(timer);
+          resolveReady(parsed);
+        }
+      });
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr.join('')}`)));
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (child.exitCode === null && child.pid !== undefined) {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid, 'SIGTERM');
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('shows exactly the two set-up commands on its first screen', () => {
+    const firstScreen = readFileSync(join(ROOT, 'README.md'), 'utf8')
+      .split('\n')
+      .slice(0, 24)
+      .join('\n');
+    const commands = [...firstScreen.matchAll(/```sh\n([^`]+?)\n```/g)].map((m) => m[1]);
+    expect(commands).toEqual([START, TEST]);
+  });
+
+  it('starts the service, which answers /api/time and prints its secrets on a new data directory', async () => {
+    expect(ready.rest).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
+    expect(ready.adminToken).toMatch(/^[A-Za-z0-9_-]{20,}$/);
+    expect(ready.inviteCode).toMatch(/^[A-Z0-9-]{1,7}$/);
+    const before = Date.now();
+    const res = await fetch(`${ready.rest}/time`);
+    expect(res.status).toBe(200);
+    const { serverTime } = (await res.json()) as { serverTime: number };
+    expect(Math.abs(serverTime - before)).toBeLessThan(5_000);
+  });
+
+  it('runs the quickstart of docs/getting-started.md against it', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        join(ROOT, 'packages/adapters-node/examples/quickstart.mjs'),
+        ready.rest,
+        ready.adminToken!,
+        ready.inviteCode!,
+      ],
+      { cwd: ROOT, timeout: 60_000 },
+    );
+    expect(stdout).toContain("type: 'authenticateSuccess'");
+    expect(stdout).toMatch(/order orderAck New \d+/);
+    expect(stdout).toMatch(/reports DepositMargin,OrderAccepted/);
+  });
+
+  it('restarts on the same data directory with its state and stops gracefully on SIGTERM', async () => {
+    const hashBefore = await (
+      await fetch(`${ready.rest}/admin/state-hash`, {
+        headers: { authorization: `Bearer ${ready.adminToken}` },
+      })
+    ).json();
+    const exited = new Promise((r) => child.once('exit', r));
+    process.kill(-child.pid!, 'SIGTERM');
+    await exited;
+    // The service binary itself, so the signal reaches it and not a package-manager wrapper.
+    const again = spawn(
+      process.execPath,
+      [
+        'packages/adapters-node/dist/cli.js',
+        '--json',
+        '--port',
+        '0',
+        '--data',
+        dataDir,
+        '--price-feed',
+        'none',
+      ],
+      {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const line = await new Promise<string>((r) =>
+      createInterface({ input: again.stdout! }).once('line', r),
+    );
+    const restarted = JSON.parse(line) as Ready;
+    // Secrets are printed only when the data directory is new.
+    expect(restarted.adminToken).toBeNull();
+    expect(restarted.inviteCode).toBeNull();
+    const hashAfter = await (
+      await fetch(`${restarted.rest}/admin/state-hash`, {
+        headers: { authorization: `Bearer ${ready.adminToken}` },
+      })
+    ).json();
+    expect(hashAfter).toEqual(hashBefore);
+    const code = new Promise<number | null>((r) => again.once('exit', (c) => r(c)));
+    again.kill('SIGTERM');
+    expect(await code).toBe(0);
+  });
+});
