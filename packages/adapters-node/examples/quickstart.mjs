@@ -88,7 +88,10 @@ const domains = {
 const account = privateKeyToAccount(generatePrivateKey());
 const wallet = account.address.toLowerCase();
 let lastNonce = 0;
-const nonce = () => BigInt((lastNonce = Math.max(lastNonce + 1, Date.now())));
+const nonce = () => {
+  lastNonce = Math.max(lastNonce + 1, Date.now());
+  return BigInt(lastNonce);
+};
 const deadline = () => BigInt(Math.floor(Date.now() / 1000) + 60);
 
 async function sign(name, message) {

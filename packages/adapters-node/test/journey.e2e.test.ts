@@ -17,7 +17,7 @@ function feeOf(notionalMicro: bigint, rate: string): bigint {
 const micro = (s: string): bigint => {
   const neg = s.startsWith('-');
   const [w = '0', f = ''] = (neg ? s.slice(1) : s).split('.');
-  const v = BigInt(w) * 1_000_000n + BigInt((f + '000000').slice(0, 6));
+  const v = BigInt(w) * 1_000_000n + BigInt(`${f}000000`.slice(0, 6));
   return neg ? -v : v;
 };
 
