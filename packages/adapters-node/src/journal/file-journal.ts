@@ -11,8 +11,22 @@
  *
  * @module
  */
-import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
-import { type Command, decodeJson, encodeJson, type JournalRecord, type JournalStore } from '@perp/core';
+import {
+  closeSync,
+  fdatasyncSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
+import {
+  type Command,
+  decodeJson,
+  encodeJson,
+  type JournalRecord,
+  type JournalStore,
+} from '@perp/core';
 
 const HEADER = 16;
 const MAX_RECORD = 64 * 1024 * 1024;
@@ -30,7 +44,8 @@ const CRC_TABLE = (() => {
 /** CRC-32 (IEEE) of `data`, continuing from `crc`. */
 export function crc32(data: Uint8Array, crc = 0): number {
   let c = ~crc >>> 0;
-  for (let i = 0; i < data.length; i++) c = (CRC_TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  for (let i = 0; i < data.length; i++)
+    c = (CRC_TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8);
   return ~c >>> 0;
 }
 
@@ -67,49 +82,105 @@ export interface ScanResult {
   readonly tornBytes: number;
 }
 
+/** Framing of a journal file: where each valid record starts, without decoding any. */
+export interface FrameScan {
+  /** Byte offset of record `firstSeq + i`. */
+  readonly offsets: number[];
+  readonly firstSeq: number;
+  /** Bytes of complete, valid records. */
+  readonly validLength: number;
+  /** Bytes after them (a torn tail), 0 when the file ends cleanly. */
+  readonly tornBytes: number;
+}
+
 /**
- * Reads and validates every record of `data`. Throws {@link JournalCorruptError} for damage that
- * is not a torn tail. `firstSeq` is the seq the first record must have.
+ * Validates the framing of `data`: lengths, checksums and the sequence. Throws
+ * {@link JournalCorruptError} for damage that is not a torn tail. `firstSeq` is the seq the
+ * first record must have. Payloads are not decoded (see {@link decodeFrame}).
  */
-export function scanJournal(file: string, data: Buffer, firstSeq = 1): ScanResult {
-  const records: JournalRecord[] = [];
+export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan {
+  const offsets: number[] = [];
   let offset = 0;
   let expected = firstSeq;
+  const torn = () => ({ offsets, firstSeq, validLength: offset, tornBytes: data.length - offset });
   while (offset < data.length) {
     const remaining = data.length - offset;
-    if (remaining < HEADER) return { records, validLength: offset, tornBytes: remaining };
+    if (remaining < HEADER) return torn();
     const length = data.readUInt32LE(offset);
     const seq = Number(data.readBigUInt64LE(offset + 4));
     const crc = data.readUInt32LE(offset + 12);
     const end = offset + HEADER + length;
     const plausible = length <= MAX_RECORD;
     if (plausible && end > data.length) {
-      // The last record was cut short by a crash.
-      return { records, validLength: offset, tornBytes: remaining };
+      // The last record was cut short by a crash, unless a damaged length field points past the
+      // end while valid records follow: that is corruption, and cutting would lose them.
+      if (hasValidRecordAfter(data, offset + 1)) {
+        throw new JournalCorruptError(
+          file,
+          offset,
+          `record length ${length} runs past the end of the file (expected seq ${expected}) with valid records after it`,
+        );
+      }
+      return torn();
     }
-    const payload = plausible ? data.subarray(offset + HEADER, end) : undefined;
-    const ok = payload !== undefined && crc32(payload, crc32(data.subarray(offset + 4, offset + 12))) === crc;
+    const ok =
+      plausible &&
+      crc32(data.subarray(offset + HEADER, end), crc32(data.subarray(offset + 4, offset + 12))) ===
+        crc;
     if (!ok) {
       // A bad record is a torn tail only when nothing valid follows it.
       if (hasValidRecordAfter(data, offset + 1)) {
-        throw new JournalCorruptError(file, offset, `record checksum mismatch (expected seq ${expected}) with valid records after it`);
+        throw new JournalCorruptError(
+          file,
+          offset,
+          `record checksum mismatch (expected seq ${expected}) with valid records after it`,
+        );
       }
-      return { records, validLength: offset, tornBytes: remaining };
+      return torn();
     }
     if (seq !== expected) {
-      throw new JournalCorruptError(file, offset, `sequence gap: expected seq ${expected}, found ${seq}`);
+      throw new JournalCorruptError(
+        file,
+        offset,
+        `sequence gap: expected seq ${expected}, found ${seq}`,
+      );
     }
-    let command: Command;
-    try {
-      command = decodeJson<Command>(payload.toString('utf8'));
-    } catch (e) {
-      throw new JournalCorruptError(file, offset, `undecodable record ${seq}: ${(e as Error).message}`);
-    }
-    records.push({ seq, command });
+    offsets.push(offset);
     expected++;
     offset = end;
   }
-  return { records, validLength: offset, tornBytes: 0 };
+  return { offsets, firstSeq, validLength: offset, tornBytes: 0 };
+}
+
+/** Decodes the record framed at `offset` (already validated by {@link scanFrames}). */
+export function decodeFrame(file: string, data: Buffer, offset: number): JournalRecord {
+  const length = data.readUInt32LE(offset);
+  const seq = Number(data.readBigUInt64LE(offset + 4));
+  try {
+    const command = decodeJson<Command>(
+      data.toString('utf8', offset + HEADER, offset + HEADER + length),
+    );
+    return { seq, command };
+  } catch (e) {
+    throw new JournalCorruptError(
+      file,
+      offset,
+      `undecodable record ${seq}: ${(e as Error).message}`,
+    );
+  }
+}
+
+/**
+ * Reads and validates every record of `data`. Throws {@link JournalCorruptError} for damage that
+ * is not a torn tail. `firstSeq` is the seq the first record must have.
+ */
+export function scanJournal(file: string, data: Buffer, firstSeq = 1): ScanResult {
+  const frames = scanFrames(file, data, firstSeq);
+  return {
+    records: frames.offsets.map((at) => decodeFrame(file, data, at)),
+    validLength: frames.validLength,
+    tornBytes: frames.tornBytes,
+  };
 }
 
 /** Whether a valid record header+checksum starts anywhere at or after `from`. */
@@ -118,7 +189,13 @@ function hasValidRecordAfter(data: Buffer, from: number): boolean {
     const length = data.readUInt32LE(at);
     if (length > MAX_RECORD || at + HEADER + length > data.length) continue;
     const crc = data.readUInt32LE(at + 12);
-    if (crc32(data.subarray(at + HEADER, at + HEADER + length), crc32(data.subarray(at + 4, at + 12))) === crc) return true;
+    if (
+      crc32(
+        data.subarray(at + HEADER, at + HEADER + length),
+        crc32(data.subarray(at + 4, at + 12)),
+      ) === crc
+    )
+      return true;
   }
   return false;
 }
@@ -152,20 +229,28 @@ export interface FileJournalOptions {
 export class FileJournal implements JournalStore {
   readonly path: string;
   private readonly fd: number;
-  private records: JournalRecord[];
+  /** The file as it was at open, until recovery has read it ({@link forget}). */
+  private data: Buffer | null;
+  private offsets: number[];
+  private firstSeq: number;
   private last: number;
   private broken: unknown = undefined;
   private readonly fs: JournalFs;
 
-  private constructor(path: string, fd: number, records: JournalRecord[], last: number, fs: JournalFs) {
+  private constructor(path: string, fd: number, data: Buffer, scan: FrameScan, fs: JournalFs) {
     this.path = path;
     this.fd = fd;
-    this.records = records;
-    this.last = last;
+    this.data = data;
+    this.offsets = scan.offsets;
+    this.firstSeq = scan.firstSeq;
+    this.last = scan.firstSeq + scan.offsets.length - 1;
     this.fs = fs;
   }
 
-  /** Opens (creating if needed) and validates a journal file, repairing a torn tail. */
+  /**
+   * Opens (creating if needed) and validates a journal file, repairing a torn tail. Every
+   * record's framing, checksum and seq are checked here; payloads are decoded when read.
+   */
   static open(path: string, options: FileJournalOptions = {}): FileJournal {
     const fd = openSync(path, 'a+');
     const size = fstatSync(fd).size;
@@ -173,9 +258,9 @@ export class FileJournal implements JournalStore {
     let read = 0;
     while (read < size) read += readSync(fd, data, read, size - read, read);
     const firstSeq = options.firstSeq ?? 1;
-    let scan: ScanResult;
+    let scan: FrameScan;
     try {
-      scan = scanJournal(path, data, firstSeq);
+      scan = scanFrames(path, data, firstSeq);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -187,8 +272,7 @@ export class FileJournal implements JournalStore {
       ftruncateSync(fd, scan.validLength);
       fdatasyncSync(fd);
     }
-    const last = scan.records.length > 0 ? (scan.records[scan.records.length - 1] as JournalRecord).seq : firstSeq - 1;
-    return new FileJournal(path, fd, scan.records, last, options.fs ?? realFs);
+    return new FileJournal(path, fd, data, scan, options.fs ?? realFs);
   }
 
   get lastSeq(): number {
@@ -207,22 +291,37 @@ export class FileJournal implements JournalStore {
       this.last = seq;
       return Promise.resolve(seq);
     } catch (error) {
+      // Never retried: after a failed fsync the page cache may have dropped the data while a
+      // second fsync reports success (reliability-anchors 1.7).
       this.broken = error;
       return Promise.reject(error);
     }
   }
 
   /**
-   * Records after `afterSeq` that were in the file when it was opened (recovery reads them once;
-   * later appends are not kept in memory).
+   * Records after `afterSeq` that were in the file when it was opened, decoded on the way
+   * (recovery reads them once; later appends are not kept in memory). An undecodable payload
+   * throws {@link JournalCorruptError} with its offset.
    */
   async *read(afterSeq = 0): AsyncIterable<JournalRecord> {
-    for (const r of this.records) if (r.seq > afterSeq) yield r;
+    for (const r of this.readSync(afterSeq)) yield r;
   }
 
-  /** Drops the in-memory copy of records up to `seq` (they are in a snapshot now). */
+  /** {@link read}, synchronously. */
+  *readSync(afterSeq = 0): Iterable<JournalRecord> {
+    const data = this.data;
+    if (data === null) return;
+    const from = Math.max(0, afterSeq - this.firstSeq + 1);
+    for (let i = from; i < this.offsets.length; i++)
+      yield decodeFrame(this.path, data, this.offsets[i] as number);
+  }
+
+  /** Drops the in-memory copy of records up to `seq` (read already, or in a snapshot). */
   forget(seq: number): void {
-    this.records = this.records.filter((r) => r.seq > seq);
+    const keep = Math.max(0, seq - this.firstSeq + 1);
+    this.offsets = this.offsets.slice(keep);
+    if (this.offsets.length === 0) this.data = null;
+    else this.firstSeq += keep;
   }
 
   close(): Promise<void> {

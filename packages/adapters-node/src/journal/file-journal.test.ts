@@ -1,0 +1,274 @@
+/**
+ * Recovery rules of the on-disk journal (reliability-anchors 5.4 F2, F3, F4, F6): a torn tail is
+ * cut with a log line and recovery gives exactly the prefix state; damage followed by valid
+ * records, a sequence gap, a duplicate or a reordered record refuses to open, naming the file
+ * and the byte offset; a failed fsync is never retried and stops the host.
+ */
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Command,
+  createEngineState,
+  type EngineState,
+  reduceAll,
+  stateHash,
+} from '@perp/core';
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EngineHost, HostStoppedError } from '../engine/host.js';
+import {
+  encodeRecord,
+  FileJournal,
+  JournalCorruptError,
+  type JournalFs,
+  scanFrames,
+} from './file-journal.js';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'perp-journal-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A realistic command log: listing, accounts, deposits, crossing orders, oracle moves. */
+function commandLog(): Command[] {
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  const a = wallet(1);
+  const b = wallet(2);
+  for (const w of [a, b]) {
+    v.open(w);
+    v.fund(w, '100000');
+  }
+  v.oracle({ 'BTC-PERP': '65000' });
+  for (let i = 0; i < 12; i++) {
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(64990 + i) });
+    v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.005', price: String(64985 + i) });
+    if (i % 4 === 0) v.oracle({ 'BTC-PERP': String(65000 + i) });
+  }
+  return v.log;
+}
+
+const LOG = commandLog();
+const T = LOG[0]?.time ?? 0;
+
+function replayHash(commands: readonly Command[]): string {
+  return stateHash(reduceAll(createEngineState({}, T), commands).state);
+}
+
+/** The journal file bytes of `commands`, one record each, and each record's start offset. */
+function journalBytes(commands: readonly Command[]): { data: Buffer; starts: number[] } {
+  const parts = commands.map((c, i) => encodeRecord(i + 1, c));
+  const starts: number[] = [];
+  let at = 0;
+  for (const p of parts) {
+    starts.push(at);
+    at += p.length;
+  }
+  return { data: Buffer.concat(parts), starts };
+}
+
+async function readAll(j: FileJournal): Promise<Command[]> {
+  const out: Command[] = [];
+  for await (const r of j.read(0)) out.push(r.command);
+  return out;
+}
+
+describe('FileJournal recovery', () => {
+  it('appends, flushes and reads back every record in order', async () => {
+    const path = join(tempDir(), 'journal.log');
+    const j = FileJournal.open(path);
+    expect(await j.append(LOG.slice(0, 10))).toBe(10);
+    expect(await j.append(LOG.slice(10))).toBe(LOG.length);
+    await j.close();
+    const again = FileJournal.open(path);
+    expect(again.lastSeq).toBe(LOG.length);
+    expect(replayHash(await readAll(again))).toBe(replayHash(LOG));
+    await again.close();
+  });
+
+  it('a torn tail at every byte offset of the last three records recovers exactly the prefix state', async () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const prefixHash = new Map<number, string>();
+    for (let k = n - 3; k <= n; k++) prefixHash.set(k, replayHash(LOG.slice(0, k)));
+    const dir = tempDir();
+    const from = starts[n - 3] as number;
+    let cuts = 0;
+    for (let cut = from; cut < data.length; cut++) {
+      const path = join(dir, `cut-${cut}.log`);
+      writeFileSync(path, data.subarray(0, cut));
+      const lines: string[] = [];
+      const j = FileJournal.open(path, { log: (l) => lines.push(l) });
+      const complete = starts.filter(
+        (s, i) => s + (i + 1 < n ? (starts[i + 1] as number) - s : data.length - s) <= cut,
+      ).length;
+      expect(j.lastSeq).toBe(complete);
+      const boundary = complete === n ? data.length : (starts[complete] as number);
+      if (cut === boundary) expect(lines).toEqual([]);
+      else {
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toContain(
+          `cut a torn record of ${cut - boundary} bytes at offset ${boundary}`,
+        );
+      }
+      expect(statSync(path).size).toBe(boundary);
+      const records = await readAll(j);
+      expect(replayHash(records)).toBe(prefixHash.get(complete));
+      // Appends continue from the last complete record.
+      if (cut % 97 === 0) expect(await j.append([LOG[complete] as Command])).toBe(complete + 1);
+      await j.close();
+      rmSync(path);
+      cuts++;
+    }
+    expect(cuts).toBeGreaterThan(300);
+  });
+
+  it('refuses a flipped byte anywhere in a record that valid records follow, naming file and offset', () => {
+    const { data, starts } = journalBytes(LOG);
+    const mid = Math.floor(LOG.length / 2);
+    const start = starts[mid] as number;
+    const end = starts[mid + 1] as number;
+    const path = join(tempDir(), 'journal.log');
+    for (let at = start; at < end; at++) {
+      const bad = Buffer.from(data);
+      bad[at] = (bad[at] as number) ^ 0x20;
+      writeFileSync(path, bad);
+      let error: unknown;
+      try {
+        FileJournal.open(path, { log: () => {} }).close();
+      } catch (e) {
+        error = e;
+      }
+      expect(error, `flip at ${at}`).toBeInstanceOf(JournalCorruptError);
+      const e = error as JournalCorruptError;
+      expect(e.file).toBe(path);
+      expect(e.offset).toBe(start);
+      expect(e.message).toContain(`journal ${path} is damaged at byte ${start}`);
+      // The file was left as it was: nothing is repaired silently.
+      expect(readFileSync(path).equals(bad)).toBe(true);
+    }
+  });
+
+  it('refuses a sequence gap, a duplicated record and reordered records', () => {
+    const { data, starts } = journalBytes(LOG);
+    const path = join(tempDir(), 'journal.log');
+    const rec = (i: number) => data.subarray(starts[i] as number, starts[i + 1] as number);
+    const cases: [string, Buffer, number, RegExp][] = [
+      [
+        'gap',
+        Buffer.concat([data.subarray(0, starts[5]), data.subarray(starts[6])]),
+        starts[5] as number,
+        /expected seq 6, found 7/,
+      ],
+      [
+        'duplicate',
+        Buffer.concat([data.subarray(0, starts[6]), rec(5), data.subarray(starts[6])]),
+        starts[6] as number,
+        /expected seq 7, found 6/,
+      ],
+      [
+        'reordered',
+        Buffer.concat([data.subarray(0, starts[5]), rec(6), rec(5), data.subarray(starts[7])]),
+        starts[5] as number,
+        /expected seq 6, found 7/,
+      ],
+    ];
+    for (const [name, bytes, offset, detail] of cases) {
+      writeFileSync(path, bytes);
+      expect(() => FileJournal.open(path), name).toThrow(JournalCorruptError);
+      try {
+        FileJournal.open(path);
+      } catch (e) {
+        expect((e as JournalCorruptError).offset, name).toBe(offset);
+        expect((e as Error).message, name).toMatch(detail);
+        expect((e as Error).message, name).toContain(path);
+      }
+    }
+  });
+
+  it('scans framing without decoding: an undecodable payload is reported when read, with its offset', async () => {
+    const payload = Buffer.from('{not json', 'utf8');
+    const good = encodeRecord(1, LOG[0] as Command);
+    const header = Buffer.alloc(16);
+    header.writeUInt32LE(payload.length, 0);
+    header.writeBigUInt64LE(2n, 4);
+    const { crc32 } = await import('./file-journal.js');
+    header.writeUInt32LE(crc32(payload, crc32(header.subarray(4, 12))), 12);
+    const data = Buffer.concat([good, header, payload]);
+    expect(scanFrames('x', data).offsets).toEqual([0, good.length]);
+    const path = join(tempDir(), 'journal.log');
+    writeFileSync(path, data);
+    const j = FileJournal.open(path);
+    await expect(readAll(j)).rejects.toThrow(
+      `damaged at byte ${good.length}: undecodable record 2`,
+    );
+    // Records covered by a snapshot are not decoded at all.
+    const after: Command[] = [];
+    for await (const r of j.read(2)) after.push(r.command);
+    expect(after).toEqual([]);
+    await j.close();
+  });
+});
+
+describe('fsync failure', () => {
+  function failingFs(okSyncs: number): JournalFs & { writes: number; syncs: number } {
+    const fs = {
+      writes: 0,
+      syncs: 0,
+      write(_fd: number, _data: Buffer) {
+        fs.writes++;
+      },
+      sync(_fd: number) {
+        fs.syncs++;
+        if (fs.syncs > okSyncs)
+          throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+      },
+    };
+    return fs;
+  }
+
+  it('is never retried: the journal refuses every later append without touching the file', async () => {
+    const fs = failingFs(1);
+    const j = FileJournal.open(join(tempDir(), 'journal.log'), { fs });
+    expect(await j.append(LOG.slice(0, 2))).toBe(2);
+    await expect(j.append(LOG.slice(2, 3))).rejects.toThrow('EIO');
+    expect(j.lastSeq).toBe(2);
+    await expect(j.append(LOG.slice(3, 4))).rejects.toThrow('EIO');
+    expect(fs.writes).toBe(2);
+    expect(fs.syncs).toBe(2);
+    await j.close();
+  });
+
+  it('stops the host: the batch is not acknowledged, listeners see nothing, onFatal runs once', async () => {
+    const fs = failingFs(1);
+    const journal = FileJournal.open(join(tempDir(), 'journal.log'), { fs });
+    const fatal: unknown[] = [];
+    let now = T;
+    const host = new EngineHost({
+      state: createEngineState({}, T),
+      journal,
+      clock: { now: () => ++now },
+      onFatal: (e) => fatal.push(e),
+    });
+    const seen: EngineState[] = [];
+    host.subscribe((b) => seen.push(b.state));
+    const first = await host.submit({ type: 'openAccount', account: wallet(1) });
+    expect(first.seq).toBe(1);
+    const before = host.state;
+    await expect(host.submit({ type: 'openAccount', account: wallet(2) })).rejects.toThrow('EIO');
+    expect(fatal).toHaveLength(1);
+    expect(host.failed).toBe(true);
+    expect(host.state).toBe(before);
+    expect(seen).toHaveLength(1);
+    await expect(host.submit({ type: 'openAccount', account: wallet(3) })).rejects.toBeInstanceOf(
+      HostStoppedError,
+    );
+    await journal.close();
+  });
+});
