@@ -1,0 +1,132 @@
+/**
+ * The market-data socket of a running venue: orders placed through the trading socket show up in
+ * the public book, trades in tickers and candles, with no authentication, and the books rebuild
+ * from the journal on a restart.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Msg, WsClient } from './support/client.js';
+import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+
+describe('market data through the venue', () => {
+  let t: TestVenue;
+  let md: WsClient;
+  const dir = mkdtempSync(join(tmpdir(), 'perp-md-'));
+
+  beforeAll(async () => {
+    t = await startTestVenue({ dataDir: dir });
+    await t.oracle({ 'BTC-PERP': '65000' });
+    md = await WsClient.connect(t.venue.marketdata);
+  });
+  afterAll(async () => {
+    await md.close();
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('publishes the book, the trade and the ticker of orders placed on the trading socket', async () => {
+    const ack = await md.request({
+      type: 'subscribe',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 5,
+    });
+    expect(ack).toMatchObject({
+      type: 'subscribed',
+      channel: 'orderbook',
+      instrument: 'BTC-PERP',
+      depth: 5,
+    });
+    const empty = await md.waitFor((m) => m.type === 'orderbook');
+    expect(empty).toMatchObject({ bids: [], asks: [] });
+
+    const [alice, bob] = [t.wallet(0), t.wallet(1)];
+    for (const w of [alice, bob]) {
+      await t.invite(w);
+      await t.fund(w, '10000');
+    }
+    const [a, b] = [await t.connect(alice), await t.connect(bob)];
+    await b.request({
+      type: 'placeOrder',
+      signature: await bob.sign('Order', limitOrder(false, px(65010), btc(0.2))),
+    });
+    await a.request({
+      type: 'placeOrder',
+      signature: await alice.sign('Order', limitOrder(true, px(64990), btc(0.3))),
+    });
+    const book = await md.waitFor(
+      (m) =>
+        m.type === 'orderbook' &&
+        (m.bids as unknown[]).length === 1 &&
+        (m.asks as unknown[]).length === 1,
+    );
+    expect(book).toMatchObject({ bids: [['64990', '0.3']], asks: [['65010', '0.2']] });
+
+    await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });
+    await md.request({
+      type: 'subscribe',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+    });
+    // Alice lifts the offer: one trade of 0.2 at 65010.
+    await a.request({
+      type: 'placeOrder',
+      signature: await alice.sign(
+        'Order',
+        limitOrder(true, px(65010), btc(0.2), { timeInForce: 2 }),
+      ),
+    });
+    const after = await md.waitFor(
+      (m) =>
+        m.type === 'orderbook' &&
+        (m.asks as unknown[]).length === 0 &&
+        (m.bids as unknown[]).length === 1,
+    );
+    expect(after.bids).toEqual([['64990', '0.3']]);
+    expect(after.seq as number).toBeGreaterThan(book.seq as number);
+    const ticker = (await md.waitFor(
+      (m) => m.type === 'ticker' && m.last === '65010',
+      15_000,
+    )) as Msg;
+    expect(ticker).toMatchObject({
+      instrument: 'BTC-PERP',
+      volume24h: '0.2',
+      quoteVolume24h: '13002',
+      index: '65000',
+      bestBid: '64990',
+      bestAsk: null,
+    });
+    const candle = await md.waitFor((m) => m.type === 'candle' && m.volume === '0.2', 5_000);
+    expect(candle).toMatchObject({
+      interval: '1m',
+      open: '65010',
+      high: '65010',
+      low: '65010',
+      close: '65010',
+      trades: 1,
+      closed: false,
+    });
+    await a.close();
+    await b.close();
+  });
+
+  it('rebuilds books and 24 h statistics from the journal after a restart', async () => {
+    await md.close();
+    await t.venue.close();
+    t = await startTestVenue({ dataDir: dir });
+    md = await WsClient.connect(t.venue.marketdata);
+    await md.request({ type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 5 });
+    await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });
+    expect(await md.waitFor((m) => m.type === 'orderbook')).toMatchObject({
+      bids: [['64990', '0.3']],
+      asks: [],
+    });
+    expect(await md.waitFor((m) => m.type === 'ticker')).toMatchObject({
+      last: '65010',
+      volume24h: '0.2',
+    });
+  });
+});
