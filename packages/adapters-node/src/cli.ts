@@ -2,7 +2,9 @@
 /**
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
- * simulated|none`. Stops gracefully on SIGINT and SIGTERM.
+ * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`. Stops
+ * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
+ * (a failed journal fsync is never retried: the process ends and a restart recovers).
  *
  * @module
  */
@@ -19,6 +21,8 @@ export interface CliOptions {
   data: string;
   config: string | undefined;
   priceFeed: 'simulated' | 'none' | undefined;
+  /** Snapshot cadence overrides; `false`: no snapshots. */
+  snapshots: { everyRecords?: number; everyMs?: number; minRecords?: number } | false;
   help: boolean;
 }
 
@@ -33,6 +37,9 @@ data at /marketdata, all on one port.
   --memory                   keep everything in memory (nothing survives a restart)
   --config <file>            JSON overrides of the default configuration
   --price-feed <mode>        simulated (default) or none (prices only via POST /api/admin/oracle)
+  --snapshot-records <n>     snapshot the engine state every n journal records (default 1000000; 0 off)
+  --snapshot-seconds <s>     also snapshot every s seconds when anything changed (default 3600; 0 off)
+  --no-snapshots             never snapshot: every start replays the whole journal
   --json                     print one JSON line when ready instead of text
   --help                     this text
 `;
@@ -47,7 +54,14 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     data: '.data',
     config: undefined,
     priceFeed: undefined,
+    snapshots: {},
     help: false,
+  };
+  const count = (flag: string, text: string): number => {
+    const n = Number(text);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new Error(`${flag} must be a non-negative integer`);
+    return n;
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
@@ -80,10 +94,23 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         break;
       case '--price-feed': {
         const m = value();
-        if (m !== 'simulated' && m !== 'none') throw new Error('--price-feed must be simulated or none');
+        if (m !== 'simulated' && m !== 'none')
+          throw new Error('--price-feed must be simulated or none');
         o.priceFeed = m;
         break;
       }
+      case '--snapshot-records':
+        if (o.snapshots !== false) o.snapshots.everyRecords = count(a, value());
+        break;
+      case '--snapshot-seconds':
+        if (o.snapshots !== false) {
+          o.snapshots.everyMs = count(a, value()) * 1000;
+          o.snapshots.minRecords = 1;
+        }
+        break;
+      case '--no-snapshots':
+        o.snapshots = false;
+        break;
       case '--help':
       case '-h':
         o.help = true;
@@ -113,6 +140,13 @@ async function main(): Promise<void> {
     host: options.host,
     port: options.port,
     ...(options.priceFeed === undefined ? {} : { priceFeed: options.priceFeed }),
+    snapshots: options.snapshots,
+    onFatal: () => {
+      process.stderr.write(
+        'the engine stopped on a fatal error; exiting (a restart recovers from the journal)\n',
+      );
+      process.exit(70);
+    },
   });
   const showSecrets = venue.created;
   if (options.json) {
@@ -132,7 +166,9 @@ async function main(): Promise<void> {
       `  REST         ${venue.rest}`,
       `  trading WS   ${venue.ws}`,
       `  market data  ${venue.marketdata}`,
-      options.memory ? '  storage      in memory (nothing survives a restart)' : `  data         ${resolve(options.data)}`,
+      options.memory
+        ? '  storage      in memory (nothing survives a restart)'
+        : `  data         ${resolve(options.data)}`,
     ];
     if (showSecrets) lines.push(`  admin token  ${venue.adminToken}`);
     else lines.push('  admin token  (in venue.json of the data directory)');
@@ -156,10 +192,13 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
-const invokedDirectly = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');
+const invokedDirectly =
+  import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');
 if (invokedDirectly) {
   main().catch((e: unknown) => {
-    process.stderr.write(`failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.stderr.write(
+      `failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+    );
     process.exit(1);
   });
 }

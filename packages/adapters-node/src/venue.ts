@@ -38,6 +38,7 @@ import { HttpError } from './http/errors.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
+import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
 import { FileJournal } from './journal/file-journal.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryStore } from './read/history.js';
@@ -60,6 +61,13 @@ export interface StartVenueOptions {
   readonly clock?: Clock;
   readonly log?: (line: string) => void;
   /** Journal to use instead of the data directory's (tests). */
+  /**
+   * Snapshot cadence for a data directory (docs/durability.md); `false`: none, every restart
+   * replays the whole journal.
+   */
+  readonly snapshots?: Partial<SnapshotPolicy> | false;
+  /** Called after the venue closed itself on a fatal error (the CLI exits non-zero). */
+  readonly onFatal?: (error: unknown) => void;
   readonly journal?: JournalStore;
 }
 
@@ -127,14 +135,19 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
 
   // ---- engine host and read models -------------------------------------------------------
   const history = new HistoryStore();
+  // Recovery: the newest valid snapshot of the data directory, then the journal records after it
+  // (without one, the whole journal). Read models only see what is replayed: see durability.md.
+  const snapshotDir = dataDir !== null && options.journal === undefined && options.snapshots !== false ? dataDir : null;
+  const snapshot = snapshotDir === null ? null : loadNewestSnapshot(snapshotDir, { maxSeq: journal.lastSeq, log });
+  const startSeq = journal.lastSeq;
   const streams = new ReportStreams();
   const records: Command[] = [];
-  for await (const r of journal.read(0)) records.push(r.command);
+  for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
   const firstTime = records[0]?.time ?? 0;
-  const clock = options.clock ?? new SystemClock(records[records.length - 1]?.time ?? 0);
+  const clock = options.clock ?? new SystemClock(records[records.length - 1]?.time ?? snapshot?.state.time ?? 0);
   let fatal: ((e: unknown) => void) | undefined;
   const host = new EngineHost({
-    state: createEngineState({}, firstTime),
+    state: snapshot?.state ?? createEngineState({}, firstTime),
     journal,
     clock,
     onFatal: (e) => fatal?.(e),
@@ -145,7 +158,13 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   // Created before the replay so tickers and candles rebuild from the journal.
   const marketData = createMarketDataService({ host, now: () => host.now(), readLimiter: ipLimiter });
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
-  if (records.length > 0) log(`replayed ${records.length} journal records`);
+  if (snapshot !== null) log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
+  if (records.length > 0) log(`replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`);
+  const snapshotter =
+    snapshotDir === null
+      ? null
+      : new Snapshotter({ dir: snapshotDir, lastSeq: snapshot?.seq ?? 0, log, ...(options.snapshots ? { policy: options.snapshots } : {}) });
+  snapshotter?.attach(host);
   if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
 
   // ---- chain ---------------------------------------------------------------------------
@@ -208,7 +227,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     }
   }
   let inviteCode: string | null = null;
-  if (records.length === 0) {
+  if (startSeq === 0) {
     const r = await host.submit({ type: 'createReferralCode', kind: 'system', maxUses: config.bootstrapInviteUses });
     if (r.outcome.ok && r.outcome.kind === 'referralCode') inviteCode = r.outcome.code.code;
   }
@@ -307,6 +326,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       await trading.close();
       await marketData.close();
       for (const c of extraClosers) await c();
+      await snapshotter?.close();
       await app.close();
       await host.idle();
       await journal.close();
@@ -315,7 +335,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   };
   fatal = (e) => {
     log(`FATAL: the engine stopped and acknowledges nothing more: ${e instanceof Error ? e.message : String(e)}`);
-    void close();
+    void close().finally(() => options.onFatal?.(e));
   };
 
   return {

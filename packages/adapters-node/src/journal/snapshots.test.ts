@@ -1,0 +1,291 @@
+/**
+ * Snapshot files and snapshot recovery (reliability-anchors 5.4 F8, 5.5 P2): restart = newest
+ * valid snapshot + the journal tail, with the pre-restart state hash; an invalid snapshot is
+ * skipped with a log line (falling back to the previous one, then to full replay); a crash
+ * during a snapshot write leaves the old set usable; a failed snapshot fsync is not fatal; only
+ * the newest two are kept.
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Command, createEngineState, reduceAll, stateHash } from '@perp/core';
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startVenue, type Venue } from '../venue.js';
+import { FileJournal } from './file-journal.js';
+import {
+  listSnapshotFiles,
+  loadNewestSnapshot,
+  readSnapshotFile,
+  SnapshotFileError,
+  Snapshotter,
+  snapshotFileName,
+} from './snapshots.js';
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'perp-snap-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function sampleState() {
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  for (const w of [wallet(1), wallet(2)]) {
+    v.open(w);
+    v.fund(w, '50000');
+  }
+  v.oracle({ 'BTC-PERP': '65000' });
+  v.place(wallet(1), 'BTC-PERP', {
+    side: 'Buy',
+    qty: '0.01',
+    price: '64000',
+    tif: 'GTD',
+    expiry: Math.floor(v.time / 1000) + 600,
+  });
+  v.place(wallet(2), 'BTC-PERP', { side: 'Sell', qty: '0.02', price: '66000' });
+  return v;
+}
+
+/** Replays a data directory's whole journal from genesis, independently of the venue. */
+async function cleanReplayHash(dir: string): Promise<{ seq: number; hash: string }> {
+  const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+  const commands: Command[] = [];
+  for await (const r of j.read(0)) commands.push(r.command);
+  await j.close();
+  const state = reduceAll(createEngineState({}, commands[0]?.time ?? 0), commands).state;
+  return { seq: commands.length, hash: stateHash(state) };
+}
+
+function flipByte(path: string, fromEnd: number): void {
+  const data = readFileSync(path);
+  const at = data.length - fromEnd;
+  data[at] = (data[at] as number) ^ 0x01;
+  writeFileSync(path, data);
+}
+
+describe('snapshot files', () => {
+  it('write then read back: same state hash, verified header, tmp file gone', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const s = new Snapshotter({ dir, log: () => {} });
+    const written = await s.write(v.state, 42);
+    expect(written?.path).toBe(join(dir, snapshotFileName(42)));
+    expect(written?.hash).toBe(stateHash(v.state));
+    expect(readdirSync(dir)).toEqual([snapshotFileName(42)]);
+    const loaded = readSnapshotFile(join(dir, snapshotFileName(42)));
+    expect(loaded.seq).toBe(42);
+    expect(stateHash(loaded.state)).toBe(stateHash(v.state));
+  });
+
+  it('rejects a damaged or truncated body and a header that does not match its name', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const s = new Snapshotter({ dir, log: () => {} });
+    const path = (await s.write(v.state, 7))?.path as string;
+    const good = readFileSync(path);
+    flipByte(path, 100);
+    expect(() => readSnapshotFile(path)).toThrow(/body checksum mismatch/);
+    writeFileSync(path, good.subarray(0, good.length - 1));
+    expect(() => readSnapshotFile(path)).toThrow(/body is \d+ bytes, the header says/);
+    const renamed = join(dir, snapshotFileName(8));
+    writeFileSync(renamed, good);
+    expect(() => readSnapshotFile(renamed)).toThrow(SnapshotFileError);
+    expect(() => readSnapshotFile(renamed)).toThrow(/the header says seq 7, the name 8/);
+  });
+
+  it('falls back newest -> previous -> full replay, logging each skipped file and why', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const s = new Snapshotter({ dir, log: () => {}, policy: { keep: 3 } });
+    await s.write(v.state, 10);
+    await s.write(v.state, 20);
+    await s.write(v.state, 30);
+    const lines: string[] = [];
+    // Seq 30 is ahead of a journal that ends at 25; 20 is damaged; 10 is good.
+    flipByte(join(dir, snapshotFileName(20)), 50);
+    const loaded = loadNewestSnapshot(dir, { maxSeq: 25, log: (l) => lines.push(l) });
+    expect(loaded?.seq).toBe(10);
+    expect(lines[0]).toContain(
+      `${snapshotFileName(30)} is ahead of the journal (seq 30 > last record 25)`,
+    );
+    expect(lines[1]).toContain(
+      `${snapshotFileName(20)} is invalid: body checksum mismatch; skipped, using the previous snapshot`,
+    );
+    flipByte(join(dir, snapshotFileName(10)), 50);
+    lines.length = 0;
+    expect(loadNewestSnapshot(dir, { maxSeq: 25, log: (l) => lines.push(l) })).toBeNull();
+    expect(lines[2]).toContain('skipped, using a full journal replay');
+  });
+
+  it('keeps the newest two', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const s = new Snapshotter({ dir, log: () => {} });
+    for (const seq of [1, 2, 3, 4]) await s.write(v.state, seq);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
+  });
+
+  it('a crash before the rename leaves only a tmp file, which the next start removes (F8)', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const ok = new Snapshotter({ dir, log: () => {} });
+    await ok.write(v.state, 5);
+    const lines: string[] = [];
+    const crashing = new Snapshotter({
+      dir,
+      log: (l) => lines.push(l),
+      hooks: {
+        beforeRename: (tmp) => {
+          // Keep a copy of the finished tmp file, as a kill at this point would leave it.
+          writeFileSync(`${tmp}.keep`, readFileSync(tmp));
+          throw new Error('killed');
+        },
+      },
+    });
+    expect(await crashing.write(v.state, 9)).toBeNull();
+    expect(lines[0]).toContain('snapshot at seq 9 failed and was abandoned');
+    writeFileSync(
+      join(dir, `${snapshotFileName(9)}.tmp`),
+      readFileSync(join(dir, `${snapshotFileName(9)}.tmp.keep`)),
+    );
+    rmSync(join(dir, `${snapshotFileName(9)}.tmp.keep`));
+    const restartLines: string[] = [];
+    new Snapshotter({ dir, log: (l) => restartLines.push(l) });
+    expect(restartLines).toEqual([
+      `snapshot: removed ${snapshotFileName(9)}.tmp, an unfinished snapshot write`,
+    ]);
+    expect(loadNewestSnapshot(dir, { maxSeq: 100, log: () => {} })?.seq).toBe(5);
+  });
+
+  it('a failed snapshot fsync abandons that snapshot and is not fatal', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const s = new Snapshotter({
+      dir,
+      log: (l) => lines.push(l),
+      hooks: {
+        sync: () => Promise.reject(new Error('EIO: i/o error, fsync')),
+      },
+    });
+    expect(await s.write(sampleState().state, 3)).toBeNull();
+    expect(lines[0]).toMatch(
+      /snapshot at seq 3 failed and was abandoned \(the journal is unaffected\): EIO/,
+    );
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('venue recovery from snapshot + journal tail', () => {
+  async function start(dir: string, lines: string[], everyRecords = 5): Promise<Venue> {
+    return startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      snapshots: { everyRecords, everyMs: 0 },
+    });
+  }
+
+  /** Drives the venue until the snapshotter wrote two snapshots (it works in the background). */
+  async function driveToTwoSnapshots(venue: Venue, dir: string): Promise<void> {
+    for (let round = 0; round < 200 && listSnapshotFiles(dir).length < 2; round++) {
+      await drive(venue, round * 3, 3);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(listSnapshotFiles(dir).length).toBe(2);
+    // And a tail after the newest snapshot.
+    await drive(venue, 1000, 2);
+  }
+
+  async function drive(venue: Venue, from: number, count: number): Promise<void> {
+    const host = venue.context.host;
+    for (let i = from; i < from + count; i++) {
+      await host.submit({ type: 'openAccount', account: wallet(100 + i) });
+      await host.submit({ type: 'createReferralCode', kind: 'system', maxUses: i + 1 });
+    }
+  }
+
+  it('restarts from the newest snapshot plus the tail with the pre-restart state hash', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    let venue = await start(dir, lines);
+    await driveToTwoSnapshots(venue, dir);
+    await venue.close();
+    const before = await cleanReplayHash(dir);
+    const snaps = listSnapshotFiles(dir);
+    expect(lines.some((l) => l.startsWith('snapshot '))).toBe(true);
+
+    lines.length = 0;
+    venue = await start(dir, lines);
+    const host = venue.context.host;
+    expect(host.journalSeq).toBe(before.seq);
+    expect(stateHash(host.state)).toBe(before.hash);
+    const newest = snaps[0]?.seq as number;
+    expect(lines).toContain(
+      `recovered from snapshot ${join(dir, snapshotFileName(newest))} (seq ${newest}, hash ${readSnapshotFile(join(dir, snapshotFileName(newest))).hash})`,
+    );
+    if (newest < before.seq)
+      expect(lines).toContain(
+        `replayed ${before.seq - newest} journal records after seq ${newest}`,
+      );
+    // The bootstrap invite code is created once per venue, not on every restart.
+    expect(venue.inviteCode).toBeNull();
+    // Live again: new commands land after the recovered ones.
+    await drive(venue, 100, 3);
+    const after = stateHash(host.state);
+    await venue.close();
+    expect((await cleanReplayHash(dir)).hash).toBe(after);
+  });
+
+  it('a damaged newest snapshot falls back to the previous one, then to full replay, same hash', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    let venue = await start(dir, lines);
+    await driveToTwoSnapshots(venue, dir);
+    await venue.close();
+    const before = await cleanReplayHash(dir);
+    const [newest, previous] = listSnapshotFiles(dir);
+    flipByte(newest?.path as string, 10);
+
+    lines.length = 0;
+    venue = await start(dir, lines, 0);
+    expect(stateHash(venue.context.host.state)).toBe(before.hash);
+    expect(
+      lines.some((l) =>
+        l.includes(
+          `${newest?.path} is invalid: body checksum mismatch; skipped, using the previous snapshot ${previous?.path}`,
+        ),
+      ),
+    ).toBe(true);
+    expect(lines.some((l) => l.startsWith(`recovered from snapshot ${previous?.path}`))).toBe(true);
+    await venue.close();
+
+    flipByte(previous?.path as string, 10);
+    lines.length = 0;
+    venue = await start(dir, lines, 0);
+    expect(stateHash(venue.context.host.state)).toBe(before.hash);
+    expect(lines.some((l) => l.includes('skipped, using a full journal replay'))).toBe(true);
+    expect(lines).toContain(`replayed ${before.seq} journal records`);
+    await venue.close();
+  });
+
+  it('with snapshots off, nothing is written and a restart replays the whole journal', async () => {
+    const dir = tempDir();
+    const venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      snapshots: false,
+    });
+    await drive(venue, 0, 4);
+    await venue.close();
+    expect(listSnapshotFiles(dir)).toEqual([]);
+    expect(existsSync(join(dir, 'journal.log'))).toBe(true);
+  });
+});

@@ -1,0 +1,425 @@
+/**
+ * Snapshot files beside the journal: a restart loads the newest valid snapshot and replays only
+ * the journal records after its seq, instead of the whole journal.
+ *
+ * A file `snapshot-<seq, 20 digits>.snap` holds one header line (JSON: format, version, seq,
+ * engine time, state hash, body length and CRC-32) and the body, the core's snapshot text of
+ * the state right after journal record `seq`. It is written without pausing the engine: the
+ * snapshotter keeps the reference of a committed state (states are immutable), encodes and
+ * hashes it in slices of a few milliseconds between the engine's batches, writes a temporary
+ * file with asynchronous I/O, fsyncs it, renames it into place and fsyncs the directory. A crash
+ * at any point leaves either the old set of snapshots or the new one, plus at worst a `.tmp`
+ * file that the next start deletes. The newest `keep` snapshots are kept.
+ *
+ * Loading checks, newest first: header, length, CRC, that the seq is not past the journal's
+ * last record, that the body decodes, and that the decoded state's hash equals the header's. A
+ * snapshot that fails any check is skipped with a log line naming the file and the reason, and
+ * the previous one is tried; with none left, recovery replays the whole journal. The journal
+ * stays the record of truth: snapshots only save time, and losing all of them loses nothing.
+ *
+ * A failed snapshot write (including a failed fsync) is logged and abandoned; it is not fatal,
+ * because acknowledgements depend only on the journal.
+ *
+ * @module
+ */
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { crc32 } from 'node:zlib';
+import {
+  decodeSnapshot,
+  type EngineState,
+  SnapshotEncoder,
+  StateHasher,
+  stateHash,
+} from '@perp/core';
+import type { EngineHost } from '../engine/host.js';
+
+/** When snapshots are taken. */
+export interface SnapshotPolicy {
+  /** Take one once this many journal records were written since the last (0: never by count). */
+  readonly everyRecords: number;
+  /** Also take one this often (ms, 0: never by time)... */
+  readonly everyMs: number;
+  /** ...when at least this many records were written since the last. */
+  readonly minRecords: number;
+  /** Snapshot files to keep, newest first (at least 1). */
+  readonly keep: number;
+  /** Longest the event loop is held by one encoding or hashing slice, ms. */
+  readonly sliceMs: number;
+}
+
+/**
+ * Defaults: a tail of at most ~1M records to replay after a crash (a few seconds), and an hourly
+ * snapshot on a venue with some traffic. A quiet venue rarely snapshots and recovers by full
+ * replay, which also rebuilds its complete read-model history (see docs/durability.md).
+ */
+export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
+  everyRecords: 1_000_000,
+  everyMs: 3_600_000,
+  minRecords: 10_000,
+  keep: 2,
+  sliceMs: 4,
+};
+
+const FORMAT = 'perp-engine-snapshot';
+/** Pause after a failed snapshot write before the policy may start another. */
+const RETRY_AFTER_MS = 30_000;
+const VERSION = 1;
+const NAME_RE = /^snapshot-(\d{20})\.snap$/;
+const TMP_RE = /^snapshot-\d{20}\.snap\.tmp$/;
+
+/** The header line of a snapshot file. */
+export interface SnapshotHeader {
+  readonly format: typeof FORMAT;
+  readonly version: number;
+  /** Journal seq of the last record the state includes. */
+  readonly seq: number;
+  /** Engine time of the state, ms. */
+  readonly time: number;
+  /** `stateHash` of the state. */
+  readonly stateHash: string;
+  readonly bodyBytes: number;
+  readonly bodyCrc32: number;
+}
+
+/** A snapshot read back and verified. */
+export interface LoadedSnapshot {
+  readonly path: string;
+  readonly seq: number;
+  readonly state: EngineState;
+  readonly hash: string;
+}
+
+/** A snapshot file on disk. */
+export interface SnapshotFile {
+  readonly path: string;
+  readonly seq: number;
+}
+
+/** Raised for a snapshot file that must not be used. */
+export class SnapshotFileError extends Error {
+  override readonly name = 'SnapshotFileError';
+  readonly file: string;
+
+  constructor(file: string, detail: string) {
+    super(`snapshot ${file} is invalid: ${detail}`);
+    this.file = file;
+  }
+}
+
+/** File name of the snapshot at `seq`. */
+export function snapshotFileName(seq: number): string {
+  return `snapshot-${String(seq).padStart(20, '0')}.snap`;
+}
+
+/** Snapshot files of a directory, newest (highest seq) first. */
+export function listSnapshotFiles(dir: string): SnapshotFile[] {
+  const out: SnapshotFile[] = [];
+  for (const name of readdirSync(dir)) {
+    const m = NAME_RE.exec(name);
+    if (m !== null) out.push({ path: join(dir, name), seq: Number(m[1]) });
+  }
+  return out.sort((a, b) => b.seq - a.seq);
+}
+
+/** Reads and fully verifies one snapshot file; throws {@link SnapshotFileError}. */
+export function readSnapshotFile(path: string): LoadedSnapshot {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (e) {
+    throw new SnapshotFileError(path, `unreadable (${(e as Error).message})`);
+  }
+  const nl = data.indexOf(10);
+  if (nl < 0) throw new SnapshotFileError(path, 'no header line');
+  let header: SnapshotHeader;
+  try {
+    header = JSON.parse(data.toString('utf8', 0, nl)) as SnapshotHeader;
+  } catch {
+    throw new SnapshotFileError(path, 'the header is not JSON');
+  }
+  if (header.format !== FORMAT || header.version !== VERSION) {
+    throw new SnapshotFileError(
+      path,
+      `unknown format ${String(header.format)} v${String(header.version)}`,
+    );
+  }
+  const m = NAME_RE.exec(path.slice(path.lastIndexOf('/') + 1));
+  if (m !== null && Number(m[1]) !== header.seq) {
+    throw new SnapshotFileError(
+      path,
+      `the header says seq ${header.seq}, the name ${Number(m[1])}`,
+    );
+  }
+  const body = data.subarray(nl + 1);
+  if (body.length !== header.bodyBytes) {
+    throw new SnapshotFileError(
+      path,
+      `body is ${body.length} bytes, the header says ${header.bodyBytes}`,
+    );
+  }
+  if (crc32(body) !== header.bodyCrc32) throw new SnapshotFileError(path, 'body checksum mismatch');
+  let state: EngineState;
+  try {
+    state = decodeSnapshot(body.toString('utf8'));
+  } catch (e) {
+    throw new SnapshotFileError(path, `undecodable body (${(e as Error).message})`);
+  }
+  const hash = stateHash(state);
+  if (hash !== header.stateHash) {
+    throw new SnapshotFileError(
+      path,
+      `decoded state hash ${hash} differs from the recorded ${header.stateHash}`,
+    );
+  }
+  return { path, seq: header.seq, state, hash };
+}
+
+/** Options of {@link loadNewestSnapshot}. */
+export interface LoadOptions {
+  /** The journal's last seq: a snapshot past it is not used (the journal is the truth). */
+  readonly maxSeq: number;
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * The newest snapshot of `dir` that passes every check, or `null` (recover by full replay).
+ * Each snapshot skipped is logged with the reason.
+ */
+export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSnapshot | null {
+  const log = options.log ?? ((line: string) => console.error(line));
+  const files = listSnapshotFiles(dir);
+  for (let i = 0; i < files.length; i++) {
+    const f = files[i] as SnapshotFile;
+    const next = files[i + 1];
+    const fallback =
+      next === undefined ? 'a full journal replay' : `the previous snapshot ${next.path}`;
+    if (f.seq > options.maxSeq) {
+      log(
+        `snapshot ${f.path} is ahead of the journal (seq ${f.seq} > last record ${options.maxSeq}); skipped, using ${fallback}`,
+      );
+      continue;
+    }
+    try {
+      return readSnapshotFile(f.path);
+    } catch (e) {
+      log(`${(e as Error).message}; skipped, using ${fallback}`);
+    }
+  }
+  return null;
+}
+
+/** File system steps of a snapshot write that tests may fail or interrupt. */
+export interface SnapshotHooks {
+  /** After the temporary file is complete and fsynced, before the rename. */
+  readonly beforeRename?: (tmpPath: string) => void | Promise<void>;
+  /** Replaces the temporary file's fsync. */
+  readonly sync?: (fd: number) => Promise<void>;
+}
+
+/** Options of a {@link Snapshotter}. */
+export interface SnapshotterOptions {
+  readonly dir: string;
+  readonly policy?: Partial<SnapshotPolicy>;
+  /** Seq of the snapshot recovery started from (0: none). */
+  readonly lastSeq?: number;
+  readonly log?: (line: string) => void;
+  readonly hooks?: SnapshotHooks;
+}
+
+/** What a finished snapshot write produced. */
+export interface WrittenSnapshot {
+  readonly path: string;
+  readonly seq: number;
+  readonly hash: string;
+  readonly bytes: number;
+  readonly ms: number;
+}
+
+/** Takes snapshots of a running host; see the module comment. */
+export class Snapshotter {
+  readonly dir: string;
+  readonly policy: SnapshotPolicy;
+  private readonly log: (line: string) => void;
+  private readonly hooks: SnapshotHooks;
+  private lastSeq: number;
+  private latest: { state: EngineState; seq: number } | null = null;
+  private running: Promise<WrittenSnapshot | null> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private detach: (() => void) | null = null;
+  private closed = false;
+  /** After a failed write, no new attempt before this time (performance.now ms). */
+  private retryAt = 0;
+
+  constructor(options: SnapshotterOptions) {
+    this.dir = options.dir;
+    this.policy = { ...DEFAULT_SNAPSHOT_POLICY, ...options.policy };
+    this.log = options.log ?? ((line: string) => console.error(line));
+    this.hooks = options.hooks ?? {};
+    this.lastSeq = options.lastSeq ?? 0;
+    // A `.tmp` file is a write that a crash interrupted before its rename: never valid.
+    for (const name of readdirSync(this.dir)) {
+      if (TMP_RE.test(name)) {
+        rmSync(join(this.dir, name), { force: true });
+        this.log(`snapshot: removed ${name}, an unfinished snapshot write`);
+      }
+    }
+  }
+
+  /**
+   * Follows a host's committed batches from now on (call after the start-up replay) and takes
+   * snapshots by the policy. Returns the detach function.
+   */
+  attach(host: EngineHost): () => void {
+    const unsubscribe = host.subscribe((batch) => {
+      // Inside a listener the host's journal seq is exactly the batch's last record.
+      this.latest = { state: batch.state, seq: host.journalSeq };
+      const due =
+        this.policy.everyRecords > 0 && host.journalSeq - this.lastSeq >= this.policy.everyRecords;
+      if (due) this.trigger();
+    });
+    if (this.policy.everyMs > 0) {
+      this.timer = setInterval(() => {
+        const l = this.latest;
+        if (l !== null && l.seq - this.lastSeq >= Math.max(1, this.policy.minRecords))
+          this.trigger();
+      }, this.policy.everyMs);
+      this.timer.unref();
+    }
+    this.detach = () => {
+      unsubscribe();
+      if (this.timer !== null) clearInterval(this.timer);
+      this.timer = null;
+    };
+    return this.detach;
+  }
+
+  /** The snapshot in progress, if any. */
+  get inProgress(): Promise<WrittenSnapshot | null> | null {
+    return this.running;
+  }
+
+  private trigger(): void {
+    const l = this.latest;
+    if (this.running !== null || this.closed || l === null || l.seq <= this.lastSeq) return;
+    if (performance.now() < this.retryAt) return;
+    void this.write(l.state, l.seq);
+  }
+
+  /**
+   * Writes a snapshot of `state`, which must be the state right after journal record `seq`.
+   * Resolves with the file, or `null` when the write failed (logged) or another is running.
+   */
+  write(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
+    if (this.running !== null) return Promise.resolve(null);
+    const job = this.run(state, seq).then((written) => {
+      this.running = null;
+      // Records may have piled up meanwhile: start the next one now rather than on a later
+      // batch. After a failure, wait for the next trigger instead of retrying in a loop.
+      const l = this.latest;
+      const due =
+        l !== null &&
+        this.policy.everyRecords > 0 &&
+        l.seq - this.lastSeq >= this.policy.everyRecords;
+      if (written !== null && due) this.trigger();
+      return written;
+    });
+    this.running = job;
+    return job;
+  }
+
+  private async run(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
+    const started = performance.now();
+    const path = join(this.dir, snapshotFileName(seq));
+    const tmp = `${path}.tmp`;
+    try {
+      const encoder = new SnapshotEncoder(state);
+      const parts: string[] = [];
+      await this.sliced(() => {
+        const piece = encoder.step(512);
+        if (piece === null) return true;
+        parts.push(piece);
+        return false;
+      });
+      const body = Buffer.from(parts.join(''), 'utf8');
+      parts.length = 0;
+      const hasher = new StateHasher(state);
+      await this.sliced(() => hasher.step(512));
+      let crc = 0;
+      const CHUNK = 8 * 1024 * 1024;
+      for (let at = 0; at < body.length; at += CHUNK) {
+        crc = crc32(body.subarray(at, at + CHUNK), crc);
+        if (at + CHUNK < body.length) await yieldToLoop();
+      }
+      const header: SnapshotHeader = {
+        format: FORMAT,
+        version: VERSION,
+        seq,
+        time: state.time,
+        stateHash: hasher.hash,
+        bodyBytes: body.length,
+        bodyCrc32: crc,
+      };
+      const fh = await open(tmp, 'w');
+      try {
+        await fh.write(`${JSON.stringify(header)}\n`);
+        await fh.write(body);
+        if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
+        else await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await this.hooks.beforeRename?.(tmp);
+      await rename(tmp, path);
+      await syncDir(this.dir);
+      this.lastSeq = Math.max(this.lastSeq, seq);
+      await this.prune();
+      const ms = performance.now() - started;
+      this.log(`snapshot ${path}: seq ${seq}, ${body.length} bytes, ${ms.toFixed(0)} ms`);
+      return { path, seq, hash: hasher.hash, bytes: body.length, ms };
+    } catch (e) {
+      await rm(tmp, { force: true }).catch(() => {});
+      this.retryAt = performance.now() + RETRY_AFTER_MS;
+      // Not fatal: the journal alone recovers everything; the next snapshot tries again.
+      this.log(
+        `snapshot at seq ${seq} failed and was abandoned (the journal is unaffected): ${(e as Error).message}`,
+      );
+      return null;
+    }
+  }
+
+  /** Runs `step` until it returns true, yielding to the event loop every `sliceMs`. */
+  private async sliced(step: () => boolean): Promise<void> {
+    for (;;) {
+      const until = performance.now() + this.policy.sliceMs;
+      do {
+        if (step()) return;
+      } while (performance.now() < until);
+      await yieldToLoop();
+    }
+  }
+
+  private async prune(): Promise<void> {
+    const files = listSnapshotFiles(this.dir);
+    for (const f of files.slice(Math.max(1, this.policy.keep))) await rm(f.path, { force: true });
+  }
+
+  /** Stops following the host and waits for a snapshot in progress. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.detach?.();
+    await this.running;
+  }
+}
+
+/** fsync of a directory, so a rename in it is durable. */
+async function syncDir(dir: string): Promise<void> {
+  const dh = await open(dir, 'r');
+  try {
+    await dh.sync();
+  } finally {
+    await dh.close();
+  }
+}
