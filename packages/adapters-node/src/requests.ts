@@ -7,22 +7,26 @@
  * @module
  */
 import {
-  cloidOf,
   type Command,
-  type DecodedStruct,
-  Discriminator,
+  type DecodedPayload,
+  DISCRIMINATOR,
   type ErrorCodeValue,
-  orderRequestOf,
+  MARGIN_FLAG_ISOLATED,
+  type OrderRequest,
+  type OrderStruct,
   type Outcome,
+  type ParsedSignature,
+  prepareSignature,
   type RequestAuth,
+  receivePayload,
+  recoverSigner,
   reject,
   type Rejection,
-  type SigningDomains,
-  smallOf,
+  type SigningContext,
+  type StructKind,
+  settleSignature,
+  claimedSigner,
   validateOrderRequest,
-  verifyDecoded,
-  decodePayload,
-  type VerifiedRequest,
 } from '@perp/core';
 import type { CommandInput, CommandResult } from './engine/host.js';
 import type { VenueContext } from './venue-context.js';
@@ -37,149 +41,199 @@ export interface Refusal {
   readonly outcome?: Outcome | undefined;
 }
 
+/** The decoded payload of one struct kind. */
+export type PayloadOf<K extends StructKind> = Extract<DecodedPayload, { readonly kind: K }>;
+
+/** A request whose signature checked out: the payload, narrowed to the kinds the endpoint accepts. */
+export interface VerifiedRequest<P extends DecodedPayload = DecodedPayload> {
+  readonly payload: P;
+  /** Lowercase address that signed, equal to the struct's account or owner. */
+  readonly signer: string;
+  readonly signature: ParsedSignature;
+  readonly digest: Uint8Array;
+}
+
 /** A request the engine processed (the outcome may still be a business refusal). */
-export interface Processed {
+export interface Processed<P extends DecodedPayload = DecodedPayload> {
   readonly ok: true;
   readonly result: CommandResult;
-  readonly verified: VerifiedRequest;
+  readonly verified: VerifiedRequest<P>;
 }
 
 /** Either. */
-export type RequestResult = Refusal | Processed;
+export type RequestResult<P extends DecodedPayload = DecodedPayload> = Refusal | Processed<P>;
 
 function refusal(r: Rejection, extra: Partial<Refusal> = {}): Refusal {
   return { ok: false, code: r.code, message: r.message, ...extra };
 }
 
-/** The freshness fields of a verified struct. */
-export function authOf(struct: DecodedStruct): RequestAuth {
-  return { nonce: struct.values.nonce as bigint, deadline: struct.values.deadline as bigint };
+const ZERO_CLOID = `0x${'0'.repeat(32)}`;
+
+/** A bytes16 client id, `null` for zero (none). */
+export function cloidOf(value: string): string | null {
+  return value === ZERO_CLOID ? null : value;
 }
 
-/** Rate class of a discriminator: cancels get the doubled sustained budget. */
-function rateClass(discriminator: number): 'signed' | 'cancel' {
-  return discriminator === Discriminator.Cancel || discriminator === Discriminator.CancelAll ? 'cancel' : 'signed';
+/** The engine's order request of a decoded Order struct. */
+export function orderRequestOf(order: OrderStruct): OrderRequest {
+  return {
+    market: order.market,
+    isBuy: order.isBuy,
+    orderType: order.orderType,
+    timeInForce: order.timeInForce,
+    price: order.price,
+    triggerPrice: order.triggerPrice,
+    quantity: order.quantity,
+    flags: order.flags,
+    expiry: order.expiry,
+    cloid: cloidOf(order.cloid),
+    parentCloid: cloidOf(order.parentCloid),
+  };
 }
+
+/** The freshness fields of a signed struct. */
+export function authOf(struct: { readonly nonce: bigint; readonly deadline: bigint }): RequestAuth {
+  return { nonce: struct.nonce, deadline: struct.deadline };
+}
+
+/** Rate class of a struct kind: cancels get the doubled sustained budget. */
+function rateClass(kind: StructKind): 'signed' | 'cancel' {
+  return kind === 'Cancel' || kind === 'CancelAll' ? 'cancel' : 'signed';
+}
+
+const isIsolated = (flags: number): boolean => (flags & MARGIN_FLAG_ISOLATED) !== 0;
 
 /** The engine command of a verified trading or margin struct (not Deposit, Authenticate). */
 export function commandOf(verified: VerifiedRequest): CommandInput | undefined {
-  const s = verified.struct;
-  const v = s.values;
-  const auth = authOf(s);
+  const p: DecodedPayload = verified.payload;
   const who = verified.signer;
-  switch (s.def.discriminator) {
-    case Discriminator.Order:
-      return { type: 'placeOrder', account: who, order: orderRequestOf(s), auth };
-    case Discriminator.Cancel:
-      return { type: 'cancelOrder', account: who, market: smallOf(v.market), orderId: v.orderId as bigint, cloid: cloidOf(v.cloid), auth };
-    case Discriminator.Replace:
+  switch (p.kind) {
+    case 'Order':
+      return { type: 'placeOrder', account: who, order: orderRequestOf(p.struct), auth: authOf(p.struct) };
+    case 'Cancel': {
+      const s = p.struct;
+      return { type: 'cancelOrder', account: who, market: s.market, orderId: s.orderId, cloid: cloidOf(s.cloid), auth: authOf(s) };
+    }
+    case 'Replace': {
+      const s = p.struct;
       return {
         type: 'replaceOrder',
         account: who,
-        market: smallOf(v.market),
-        orderId: v.orderId as bigint,
-        origCloid: cloidOf(v.origCloid),
-        price: v.price as bigint,
-        triggerPrice: v.triggerPrice as bigint,
-        quantity: v.quantity as bigint,
-        cloid: cloidOf(v.cloid),
-        auth,
+        market: s.market,
+        orderId: s.orderId,
+        origCloid: cloidOf(s.origCloid),
+        price: s.price,
+        triggerPrice: s.triggerPrice,
+        quantity: s.quantity,
+        cloid: cloidOf(s.cloid),
+        auth: authOf(s),
       };
-    case Discriminator.CancelAll:
-      return { type: 'cancelAll', account: who, market: smallOf(v.market), auth };
-    case Discriminator.Withdrawal: {
-      const isolated = (v.flags as bigint) === 1n;
+    }
+    case 'CancelAll':
+      return { type: 'cancelAll', account: who, market: p.struct.market, auth: authOf(p.struct) };
+    case 'Withdrawal': {
+      const s = p.struct;
       return {
         type: 'withdraw',
         account: who,
-        amount: v.amount as bigint,
-        target: isolated ? { mode: 'Isolated', market: smallOf(v.market) } : { mode: 'Cross', market: smallOf(v.market) },
-        auth,
+        amount: s.amount,
+        target: isIsolated(s.flags) ? { mode: 'Isolated', market: s.market } : { mode: 'Cross', market: s.market },
+        auth: authOf(s),
       };
     }
-    case Discriminator.MarginTransfer:
+    case 'MarginTransfer': {
+      const s = p.struct;
       return {
         type: 'transferMargin',
         account: who,
-        amount: v.amount as bigint,
-        market: smallOf(v.market),
-        direction: (v.flags as bigint) === 1n ? 'isolatedToCross' : 'crossToIsolated',
-        auth,
+        amount: s.amount,
+        market: s.market,
+        direction: isIsolated(s.flags) ? 'isolatedToCross' : 'crossToIsolated',
+        auth: authOf(s),
       };
-    case Discriminator.UpdateLeverage:
+    }
+    case 'UpdateLeverage': {
+      const s = p.struct;
       return {
         type: 'updateLeverage',
         account: who,
-        market: smallOf(v.market),
-        mode: (v.flags as bigint) === 1n ? 'Isolated' : 'Cross',
-        leverage: smallOf(v.leverage),
-        auth,
+        market: s.market,
+        mode: isIsolated(s.flags) ? 'Isolated' : 'Cross',
+        leverage: s.leverage,
+        auth: authOf(s),
       };
+    }
     default:
       return undefined;
   }
 }
 
-/** Options of one signed request. */
-export interface SignedRequestOptions {
-  /** Discriminators this endpoint or message accepts. */
-  readonly allowed: readonly number[];
+/** Options of one signed request accepting the struct kinds `K`. */
+export interface SignedRequestOptions<K extends StructKind> {
+  /** Struct kinds this endpoint or message accepts. */
+  readonly allowed: readonly K[];
   /** The connection's authenticated wallet (WebSocket), if any: the signer must equal it. */
   readonly authenticated?: string | undefined;
   /** Whether this request was already counted against the wallet's rate (authenticated WS). */
   readonly counted?: boolean;
   /** Body agreement and other checks that need no signature; a rejection is a 4000/400. */
-  readonly precheck?: ((struct: DecodedStruct) => Rejection | undefined) | undefined;
+  readonly precheck?: ((payload: PayloadOf<K>) => Rejection | undefined) | undefined;
   /** Builds the command; defaults to {@link commandOf}. */
-  readonly build?: ((verified: VerifiedRequest) => CommandInput | Promise<CommandInput | Refusal> | Refusal) | undefined;
+  readonly build?: ((verified: VerifiedRequest<PayloadOf<K>>) => CommandInput | Promise<CommandInput | Refusal> | Refusal) | undefined;
 }
 
 /** Runs signed requests for both transports. */
 export class SignedRequests {
   readonly ctx: VenueContext;
-  readonly domains: SigningDomains;
+  readonly signing: SigningContext;
 
-  constructor(ctx: VenueContext, domains: SigningDomains) {
+  constructor(ctx: VenueContext, signing: SigningContext) {
     this.ctx = ctx;
-    this.domains = domains;
+    this.signing = signing;
   }
 
   /** Processes one signed request end to end; see the module comment for the order. */
-  async handle(signature: unknown, options: SignedRequestOptions): Promise<RequestResult> {
+  async handle<K extends StructKind>(signature: unknown, options: SignedRequestOptions<K>): Promise<RequestResult<PayloadOf<K>>> {
     if (signature === null || typeof signature !== 'object') {
       return refusal(reject('INVALID_REQUEST', 'signature must be an object { sig, payload }'));
     }
     const sigObj = signature as Record<string, unknown>;
-    const decoded = decodePayload(sigObj.payload, options.allowed);
-    if (!decoded.ok) return refusal(decoded.error);
-    const struct = decoded.struct;
-    const claimed = (struct.values.account ?? struct.values.owner) as string;
+    const received = receivePayload(sigObj.payload, { discriminator: options.allowed.map((k) => DISCRIMINATOR[k]) });
+    if (!received.ok) return refusal(received.error);
+    // The expected discriminators are exactly the kinds K.
+    const payload = received.value.payload as PayloadOf<K>;
+    const claimed = claimedSigner(payload);
     if (options.authenticated !== undefined && claimed !== options.authenticated) {
       return refusal(reject('WALLET_MISMATCH', `the request is signed for ${claimed}, this connection is authenticated as ${options.authenticated}`));
     }
     // Field checks that need no signature, before paying for a recovery.
-    if (struct.def.discriminator === Discriminator.Order) {
-      const v = validateOrderRequest(this.ctx.host.state, orderRequestOf(struct), this.ctx.host.now());
+    const decoded: DecodedPayload = payload;
+    if (decoded.kind === 'Order') {
+      const v = validateOrderRequest(this.ctx.host.state, orderRequestOf(decoded.struct), this.ctx.host.now());
       if (!v.ok) return refusal(v.error);
     }
-    const pre = options.precheck?.(struct);
+    const pre = options.precheck?.(payload);
     if (pre !== undefined) return refusal(pre);
-    return this.ctx.walletQueue.run(claimed, async () => {
-      const verified = verifyDecoded(this.domains, struct, sigObj.sig);
-      if (!verified.ok) return refusal(verified.error);
+    return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
+      const pending = prepareSignature(this.signing, received.value, sigObj.sig);
+      if (!pending.ok) return refusal(pending.error);
+      const { digest, signature: sig } = pending.value;
+      const settled = settleSignature(pending.value, recoverSigner(this.signing.verifier, digest, sig));
+      if (!settled.ok) return refusal(settled.error);
+      const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer: settled.value.signer, signature: sig, digest };
       // Counted only once attributed: here, after the signature verified. An authenticated
       // connection already counted the message's per-second share on arrival.
-      const kind = rateClass(struct.def.discriminator);
+      const kind = rateClass(payload.kind);
       const now = this.ctx.host.now();
       const d = options.counted
-        ? this.ctx.walletLimiter.admitSustained(verified.value.signer, now, kind)
-        : this.ctx.walletLimiter.admit(verified.value.signer, now, kind);
+        ? this.ctx.walletLimiter.admitSustained(verified.signer, now, kind)
+        : this.ctx.walletLimiter.admit(verified.signer, now, kind);
       if (!d.ok) return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
-      const built = options.build === undefined ? commandOf(verified.value) : await options.build(verified.value);
-      if (built === undefined) return refusal(reject('INVALID_REQUEST', `${struct.def.name} is not accepted here`));
+      const built = options.build === undefined ? commandOf(verified) : await options.build(verified);
+      if (built === undefined) return refusal(reject('INVALID_REQUEST', `${payload.kind} is not accepted here`));
       if ('ok' in built) return built;
       const result = await this.ctx.host.submit(built);
-      return { ok: true, result, verified: verified.value };
+      return { ok: true, result, verified };
     });
   }
 

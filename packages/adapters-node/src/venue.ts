@@ -17,14 +17,13 @@ import {
   type ChainDeposit,
   type Command,
   createEngineState,
-  Discriminator,
-  decodePayload,
-  encodePayload,
+  createSigningContext,
+  DISCRIMINATOR,
+  encodePayloadHex,
   type JournalStore,
   nextWakeTime,
   RateLimiter,
-  signingDomains,
-  verifyDecoded,
+  verifySignedPayload,
   WALLET_LIMITS,
 } from '@perp/core';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -168,7 +167,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
 
   // ---- chain ---------------------------------------------------------------------------
-  const domains = signingDomains({
+  const signing = createSigningContext({
     network: config.network,
     vaultName: config.vault.name,
     vaultAddress: config.vault.address.toLowerCase(),
@@ -177,15 +176,14 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   });
   // The simulated token verifies permits with the same code the venue uses.
   const verifyPermit = (r: ChainDeposit): boolean => {
-    const payload = encodePayload(Discriminator.Permit, {
+    const payload = encodePayloadHex('Permit', {
       owner: r.owner,
       spender: r.permit.spender,
       value: r.permit.value,
       nonce: r.permit.nonce,
       deadline: r.permit.deadline,
     });
-    const decoded = decodePayload(`0x${Buffer.from(payload).toString('hex')}`, [Discriminator.Permit]);
-    return decoded.ok && verifyDecoded(domains, decoded.struct, r.permit.signature).ok;
+    return verifySignedPayload(signing, r.permit.signature, payload, { discriminator: DISCRIMINATOR.Permit }).ok;
   };
   const chainOptions = {
     tokenName: config.token.name,
@@ -214,7 +212,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     adminToken: venueFile.adminToken,
     desk,
   };
-  const requests = new SignedRequests(ctx, domains);
+  const requests = new SignedRequests(ctx, signing);
 
   // ---- bootstrap -------------------------------------------------------------------------
   for (const settings of config.instruments) {

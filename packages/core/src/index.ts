@@ -26,7 +26,7 @@ export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
 export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
 export { type BatchResult, type ReduceResult, reduce, reduceAll } from './engine/reduce.js';
-export { canonicalText, stateHash } from './engine/state-hash.js';
+export { nextWakeTime } from './engine/schedule.js';
 export {
   decodeSnapshot,
   encodeSnapshot,
@@ -36,6 +36,7 @@ export {
   StateHasher,
   snapshotHash,
 } from './engine/snapshot.js';
+export { canonicalText, stateHash } from './engine/state-hash.js';
 export * from './engine/types.js';
 export * from './errors.js';
 export * from './instruments/instrument.js';
@@ -66,8 +67,26 @@ export { type ValidOrder, validateOrderRequest } from './orders/validate.js';
 export type { Edit } from './persistent/edit.js';
 export { PMap } from './persistent/hamt.js';
 export * from './ports.js';
+export { nextPosition } from './risk/bust.js';
+export {
+  averagePremium,
+  fundingInfo,
+  fundingRateFor,
+  impactPrice,
+  nextFundingTime,
+  predictedRate,
+  premiumSample,
+} from './risk/funding.js';
+export { isLiquidatable, type ScopeRisk, scopeInAuction, scopeRisk } from './risk/health.js';
+export {
+  adlQueue,
+  auctionEvents,
+  auctionPrice,
+  auctionView,
+  bankruptcyRaw,
+  liveAuctions,
+} from './risk/liquidation.js';
 export * from './signing/index.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
-export { nextWakeTime } from './engine/schedule.js';

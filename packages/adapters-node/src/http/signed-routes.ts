@@ -11,9 +11,8 @@
  */
 import {
   type ChainDeposit,
-  type DecodedStruct,
-  Discriminator,
-  decodePayload,
+  checkPermit,
+  DISCRIMINATOR,
   formatCollateral,
   NONCE_WINDOW_MS,
   parseDecimal,
@@ -21,12 +20,13 @@ import {
   parseSignature,
   REFERRAL_CODE_RE,
   REFERRAL_NONCE_RE,
+  receivePayload,
   reject,
   type Rejection,
   referralSignedMessage,
-  smallOf,
-  verifyDecoded,
-  verifyPersonalSignature,
+  signatureToHex,
+  verifyReferralSignature,
+  verifySignedPayload,
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommandResult } from '../engine/host.js';
@@ -57,23 +57,30 @@ function bodyOf(req: FastifyRequest): Record<string, unknown> {
 
 const MODES = new Set(['Cross', 'Isolated']);
 
+/** The fields the margin structs (Withdrawal, Deposit, MarginTransfer) share. */
+interface MarginFields {
+  readonly amount: bigint;
+  readonly market: number;
+  readonly flags: number;
+}
+
 /** Checks `amount`, `instrument` and `marginMode` of a body against a margin struct. */
-function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: DecodedStruct, modeField: 'marginMode' | 'direction'): Rejection | undefined {
+function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: MarginFields, modeField: 'marginMode' | 'direction'): Rejection | undefined {
   const bad = (detail: string) => reject('INVALID_REQUEST', detail);
   if (typeof body.amount !== 'string') return bad('amount must be a decimal string');
   const amount = parseDecimal(body.amount, 6);
   if (!amount.ok) return bad(`amount "${body.amount}" is not a decimal with at most 6 decimals`);
   if (amount.value <= 0n) return bad('amount must be positive');
-  if (amount.value !== struct.values.amount) {
-    return bad(`amount ${body.amount} does not match the signed amount ${formatCollateral(struct.values.amount as bigint)}`);
+  if (amount.value !== struct.amount) {
+    return bad(`amount ${body.amount} does not match the signed amount ${formatCollateral(struct.amount)}`);
   }
-  const flag = struct.values.flags as bigint;
-  const market = smallOf(struct.values.market);
+  const isolated = struct.flags === 1;
+  const market = struct.market;
   if (modeField === 'direction') {
     if (body.direction !== 'crossToIsolated' && body.direction !== 'isolatedToCross') {
       return bad('direction must be crossToIsolated or isolatedToCross');
     }
-    if ((body.direction === 'isolatedToCross') !== (flag === 1n)) return bad('direction does not match flags bit 0 of the signed payload');
+    if ((body.direction === 'isolatedToCross') !== isolated) return bad('direction does not match flags bit 0 of the signed payload');
     if (typeof body.instrument !== 'string') return bad('instrument must be the symbol of the isolated market');
     const id = ctx.host.state.symbols.get(body.instrument);
     if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
@@ -82,7 +89,7 @@ function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: De
   }
   const mode = body.marginMode;
   if (typeof mode !== 'string' || !MODES.has(mode)) return bad('marginMode must be Cross or Isolated');
-  if ((mode === 'Isolated') !== (flag === 1n)) return bad('marginMode does not match flags bit 0 of the signed payload');
+  if ((mode === 'Isolated') !== isolated) return bad('marginMode does not match flags bit 0 of the signed payload');
   if (mode === 'Cross') {
     if (body.instrument !== null) return bad('instrument must be null for Cross');
     if (market !== 0) return bad('a Cross payload signs market 0');
@@ -100,13 +107,13 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
   app.post('/api/margin/withdrawal', async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
-      allowed: [Discriminator.Withdrawal],
-      precheck: (s) => marginBody(ctx, body, s, 'marginMode'),
+      allowed: ['Withdrawal'],
+      precheck: (p) => marginBody(ctx, body, p.struct, 'marginMode'),
     });
     const answer = commandAnswer(reply, r);
     if (r.ok && answer.status === 'Submitted') {
       // The amount left the account at acceptance; the chain pays it out (WithdrawMargin report).
-      void ctx.desk.withdrawal(answer.command_id as number, r.verified.signer, r.verified.struct.values.amount as bigint);
+      void ctx.desk.withdrawal(answer.command_id as number, r.verified.signer, r.verified.payload.struct.amount);
     }
     return answer;
   });
@@ -114,8 +121,8 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
   app.post('/api/margin/transfer', async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
-      allowed: [Discriminator.MarginTransfer],
-      precheck: (s) => marginBody(ctx, body, s, 'direction'),
+      allowed: ['MarginTransfer'],
+      precheck: (p) => marginBody(ctx, body, p.struct, 'direction'),
     });
     return commandAnswer(reply, r);
   });
@@ -123,19 +130,19 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
   app.post('/api/update_leverage', async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
-      allowed: [Discriminator.UpdateLeverage],
-      precheck: (s) => {
+      allowed: ['UpdateLeverage'],
+      precheck: ({ struct: s }) => {
         const bad = (d: string) => reject('INVALID_REQUEST', d);
         if (typeof body.leverage !== 'number' || !Number.isInteger(body.leverage) || body.leverage < 0) {
           return bad('leverage must be a u32 (x100)');
         }
-        if (BigInt(body.leverage) !== s.values.leverage) return bad('leverage does not match the signed leverage');
+        if (body.leverage !== s.leverage) return bad('leverage does not match the signed leverage');
         if (typeof body.instrument !== 'string') return bad('instrument must be a symbol');
         const id = ctx.host.state.symbols.get(body.instrument);
         if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
-        if (id !== smallOf(s.values.market)) return bad('instrument does not match the signed market');
+        if (id !== s.market) return bad('instrument does not match the signed market');
         if (body.marginMode !== 'Cross' && body.marginMode !== 'Isolated') return bad('marginMode must be Cross or Isolated');
-        if ((body.marginMode === 'Isolated') !== (s.values.flags === 1n)) return bad('marginMode does not match flags bit 0');
+        if ((body.marginMode === 'Isolated') !== (s.flags === 1)) return bad('marginMode does not match flags bit 0');
         return undefined;
       },
     });
@@ -145,53 +152,57 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
   app.post('/api/margin/deposit', async (req, reply) => {
     const body = bodyOf(req);
     const permitObj = body.permitSignature;
-    const permitDecoded = isRecord(permitObj) ? decodePayload(permitObj.payload, [Discriminator.Permit]) : undefined;
-    if (permitDecoded === undefined) throw new HttpError(400, 'INVALID_REQUEST: permitSignature must be an object { sig, payload }');
-    if (!permitDecoded.ok) throw new HttpError(400, permitDecoded.error.message);
-    const permit = permitDecoded.struct;
+    const permitReceived = isRecord(permitObj) ? receivePayload(permitObj.payload, { discriminator: DISCRIMINATOR.Permit }) : undefined;
+    if (permitReceived === undefined) throw new HttpError(400, 'INVALID_REQUEST: permitSignature must be an object { sig, payload }');
+    if (!permitReceived.ok) throw new HttpError(400, permitReceived.error.message);
+    if (permitReceived.value.payload.kind !== 'Permit') throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
+    const permit = permitReceived.value.payload.struct;
+    const permitPayloadHex = (permitObj as Record<string, unknown>).payload;
+    const permitSigHex = (permitObj as Record<string, unknown>).sig;
+    const vault = ctx.config.vault.address.toLowerCase();
     const r = await requests.handle(body.depositSignature, {
-      allowed: [Discriminator.Deposit],
-      precheck: (s) => {
+      allowed: ['Deposit'],
+      precheck: ({ struct: s }) => {
         const mismatch = marginBody(ctx, body, s, 'marginMode');
         if (mismatch !== undefined) return mismatch;
+        // The permit's fields before any recovery; its token nonce needs the chain (in build).
         const bad = (d: string) => reject('INVALID_REQUEST', d);
-        if (permit.values.owner !== s.values.owner) return bad('the permit owner must be the deposit owner');
-        if (permit.values.spender !== ctx.config.vault.address.toLowerCase()) return bad(`the permit spender must be the vault ${ctx.config.vault.address.toLowerCase()}`);
-        if ((permit.values.value as bigint) < (s.values.amount as bigint)) return bad('the permit value is below the deposit amount');
-        if ((permit.values.deadline as bigint) * 1000n <= BigInt(ctx.host.now())) return bad('the permit deadline has passed');
+        if (permit.owner !== s.owner) return bad('the permit owner must be the deposit owner');
+        if (permit.spender !== vault) return bad(`the permit spender must be the vault ${vault}`);
+        if (permit.value < s.amount) return bad('the permit value is below the deposit amount');
+        if (permit.deadline * 1000n <= BigInt(ctx.host.now())) return bad('the permit deadline has passed');
         return undefined;
       },
       build: async (verified) => {
-        const permitSig = verifyDecoded(requests.domains, permit, (permitObj as Record<string, unknown>).sig);
+        const permitSig = verifySignedPayload(requests.signing, permitSigHex, permitPayloadHex, { discriminator: DISCRIMINATOR.Permit });
         if (!permitSig.ok) return { ok: false, code: permitSig.error.code, message: `permit: ${permitSig.error.message}` };
+        const s = verified.payload.struct;
         const tokenNonce = await ctx.chain.permitNonce(verified.signer);
-        if (permit.values.nonce !== tokenNonce) {
-          return { ok: false, code: 4000, message: `INVALID_REQUEST: permit nonce ${permit.values.nonce} is not the token's current nonce ${tokenNonce} for ${verified.signer}` };
-        }
-        const s = verified.struct;
-        const isolated = s.values.flags === 1n;
+        const problem = checkPermit(permit, { vault, amount: s.amount, tokenNonce, nowMs: ctx.host.now(), owner: verified.signer });
+        if (problem !== undefined) return { ok: false, code: problem.code, message: problem.message };
         return {
           type: 'deposit',
           account: verified.signer,
-          amount: s.values.amount as bigint,
-          target: isolated ? { mode: 'Isolated', market: smallOf(s.values.market) } : { mode: 'Cross', market: 0 },
-          auth: { nonce: s.values.nonce as bigint, deadline: s.values.deadline as bigint },
+          amount: s.amount,
+          target: s.flags === 1 ? { mode: 'Isolated', market: s.market } : { mode: 'Cross', market: 0 },
+          auth: { nonce: s.nonce, deadline: s.deadline },
         };
       },
     });
     const answer = commandAnswer(reply, r);
     if (r.ok && answer.status === 'Submitted') {
-      const permitSig = parseSignature((permitObj as Record<string, unknown>).sig);
+      // Verified in build: a Submitted deposit has a well-formed permit signature.
+      const permitSig = parseSignature(permitSigHex);
       const request: ChainDeposit = {
         commandId: answer.command_id as number,
         owner: r.verified.signer,
-        amount: r.verified.struct.values.amount as bigint,
+        amount: r.verified.payload.struct.amount,
         permit: {
-          spender: permit.values.spender as string,
-          value: permit.values.value as bigint,
-          nonce: permit.values.nonce as bigint,
-          deadline: permit.values.deadline as bigint,
-          signature: permitSig.ok ? permitSig.signature.normalized : '',
+          spender: permit.spender,
+          value: permit.value,
+          nonce: permit.nonce,
+          deadline: permit.deadline,
+          signature: permitSig.ok ? signatureToHex(permitSig.value) : '',
         },
       };
       // Settlement is reported later (DepositMargin); the answer does not wait for the chain.
@@ -230,8 +241,8 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     if (!REFERRAL_NONCE_RE.test(nonce)) throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
     const wallet = body.walletAddress;
     const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
-    const problem = verifyPersonalSignature(message, sig, wallet);
-    if (problem !== undefined) throw unauthorized(`signer mismatch (${problem.message})`);
+    const signer = verifyReferralSignature(requests.signing.verifier, message, sig, wallet);
+    if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
     const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');
     if (!d.ok) {
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));

@@ -83,7 +83,9 @@ export function wireOrder(order: OrderView, spec: Instrument): WireOrder {
     triggerPrice: order.triggerPrice === 0n ? null : formatPrice(order.triggerPrice),
     quantity: formatDecimal(order.quantity, qd),
     cumQty: formatDecimal(order.cumQty, qd),
-    leavesQty: TERMINAL.has(order.ordStatus) ? '0' : formatDecimal(order.quantity - order.cumQty, qd),
+    leavesQty: TERMINAL.has(order.ordStatus)
+      ? '0'
+      : formatDecimal(order.quantity - order.cumQty, qd),
     avgPx: averagePrice(order),
     reduceOnly: order.reduceOnly,
     postOnly: order.postOnly,
@@ -133,7 +135,11 @@ export function wireTrade(fill: Fill, spec: Instrument): WireTrade {
 }
 
 /** An execution report on the wire (`type: executionReport`). */
-export function wireReport(report: ExecutionReport, specOf: SpecOf, replay = false): Record<string, unknown> {
+export function wireReport(
+  report: ExecutionReport,
+  specOf: SpecOf,
+  replay = false,
+): Record<string, unknown> {
   const base: Record<string, unknown> = {
     type: 'executionReport',
     seq: report.seq,
@@ -157,11 +163,69 @@ export function wireReport(report: ExecutionReport, specOf: SpecOf, replay = fal
       base.origCloid = report.origCloid;
       base.previous = {
         price: report.previous.price === 0n ? null : formatPrice(report.previous.price),
-        triggerPrice: report.previous.triggerPrice === 0n ? null : formatPrice(report.previous.triggerPrice),
+        triggerPrice:
+          report.previous.triggerPrice === 0n ? null : formatPrice(report.previous.triggerPrice),
         quantity: formatDecimal(report.previous.quantity, spec.quantityDecimals),
       };
     }
     return base;
+  }
+  // Risk-engine reports (research 6.4.4 kind-specific fields).
+  switch (report.kind) {
+    case 'Funding': {
+      const spec = specOf(report.market);
+      base.instrument = spec.symbol;
+      base.marginMode = report.marginMode;
+      base.fundingTime = report.fundingTime;
+      base.fundingRate = formatDecimal(report.fundingRate, 18);
+      base.positionSize = formatDecimal(report.positionSize, spec.quantityDecimals);
+      base.indexPrice = formatPrice(report.indexPrice);
+      base.markPrice = report.markPrice === null ? null : formatPrice(report.markPrice);
+      base.payment = formatCollateral(report.payment);
+      return base;
+    }
+    case 'Liquidation': {
+      const spec = specOf(report.market);
+      base.liquidationId = String(report.liquidationId);
+      base.instrument = spec.symbol;
+      base.marginMode = report.marginMode;
+      base.method = report.method;
+      base.markPrice = formatPrice(report.markPrice);
+      base.liquidationPrice =
+        report.liquidationPrice === null ? null : formatPrice(report.liquidationPrice);
+      base.penalty = formatCollateral(report.penalty);
+      base.trade = wireTrade(report.fill, spec);
+      return base;
+    }
+    case 'ADL': {
+      const spec = specOf(report.market);
+      base.adlId = String(report.adlId);
+      base.instrument = spec.symbol;
+      base.marginMode = report.marginMode;
+      base.rank = report.rank;
+      base.trade = wireTrade(report.fill, spec);
+      return base;
+    }
+    case 'LiquidationClaim': {
+      const spec = specOf(report.market);
+      base.auctionId = String(report.auctionId);
+      base.instrument = spec.symbol;
+      base.status = report.status;
+      base.quantity = formatDecimal(report.quantity, spec.quantityDecimals);
+      base.price = formatPrice(report.price);
+      if (report.fill !== undefined) base.trade = wireTrade(report.fill, spec);
+      return base;
+    }
+    case 'TradeBust': {
+      const spec = specOf(report.market);
+      if (report.workingOrder !== undefined) base.order = wireOrder(report.workingOrder, spec);
+      base.trade = wireTrade(report.fill, spec);
+      base.bustReason = report.bustReason;
+      base.positionAfter = formatDecimal(report.positionAfter, spec.quantityDecimals);
+      return base;
+    }
+    default:
+      break;
   }
   // Margin and leverage command reports: `command_id` keeps the spec's snake_case.
   const r = report;

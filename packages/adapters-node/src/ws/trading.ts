@@ -11,14 +11,14 @@ import type { Duplex } from 'node:stream';
 import {
   accountSummary,
   accountOrders,
-  Discriminator,
+  DISCRIMINATOR,
   type ExecutionReport,
+  isSignatureObject,
   formatCollateral,
   type Outcome,
   parseDecimal,
   reject,
   type Rejection,
-  smallOf,
   verifySignedPayload,
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
@@ -183,11 +183,11 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
   };
 
-  const instrumentCheck = (msg: Record<string, unknown>) => (struct: { values: Record<string, unknown> }): Rejection | undefined => {
+  const instrumentCheck = (msg: Record<string, unknown>) => ({ struct }: { readonly struct: { readonly market: number } }): Rejection | undefined => {
     if (msg.instrument === undefined) return undefined;
     const id = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
-    if (id === undefined || id !== smallOf(struct.values.market)) {
-      return reject('INVALID_REQUEST', `instrument ${String(msg.instrument)} does not name the signed market ${String(struct.values.market)}`);
+    if (id === undefined || id !== struct.market) {
+      return reject('INVALID_REQUEST', `instrument ${String(msg.instrument)} does not name the signed market ${struct.market}`);
     }
     return undefined;
   };
@@ -196,8 +196,12 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     ping: (s, id) => reply(s, id, { type: 'pong', serverTime: ctx.host.now() }),
 
     authenticate: async (s, id, msg) => {
-      const v = verifySignedPayload(requests.domains, msg.signature, [Discriminator.Authenticate]);
+      if (!isSignatureObject(msg.signature)) {
+        return error(s, id, 4000, 'INVALID_REQUEST: signature must be an object { sig, payload } of hex strings');
+      }
+      const v = verifySignedPayload(requests.signing, msg.signature.sig, msg.signature.payload, { discriminator: DISCRIMINATOR.Authenticate });
       if (!v.ok) return error(s, id, v.error.code, v.error.message);
+      if (v.value.payload.kind !== 'Authenticate') return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
       if (s.account !== account) {
         const open = byAccount.get(account)?.size ?? 0;
@@ -208,7 +212,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           return;
         }
       }
-      const r = await requests.submitFor(account, { type: 'authenticate', account, nonce: v.value.struct.values.nonce as bigint });
+      const r = await requests.submitFor(account, { type: 'authenticate', account, nonce: v.value.payload.struct.nonce });
       const o = r.outcome;
       if (!o.ok) return error(s, id, o.code, o.message);
       if (s.account !== account) {
@@ -296,41 +300,41 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
 
     placeOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Order], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, { allowed: ['Order'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
       orderAnswer(s, id, r, 'orderAck');
     },
     cancelOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Cancel], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, { allowed: ['Cancel'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
       orderAnswer(s, id, r, 'cancelAck');
     },
     replaceOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: [Discriminator.Replace], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, { allowed: ['Replace'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
       orderAnswer(s, id, r, 'replaceAck');
     },
     cancelAll: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: [Discriminator.CancelAll], authenticated: s.account, counted: true });
+      const r = await requests.handle(msg.signature, { allowed: ['CancelAll'], authenticated: s.account, counted: true });
       orderAnswer(s, id, r, 'cancelAllAck');
     },
 
     transferMargin: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
       const r = await requests.handle(msg.signature, {
-        allowed: [Discriminator.MarginTransfer],
+        allowed: ['MarginTransfer'],
         authenticated: s.account,
         counted: true,
-        precheck: (struct) => {
+        precheck: ({ struct }) => {
           const bad = (d: string) => reject('INVALID_REQUEST', d);
           if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
           const amount = parseDecimal(msg.amount, 6);
           if (!amount.ok || amount.value <= 0n) return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
-          if (amount.value !== struct.values.amount) return bad(`amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.values.amount as bigint)}`);
+          if (amount.value !== struct.amount) return bad(`amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`);
           if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross') return bad('direction must be crossToIsolated or isolatedToCross');
-          if ((msg.direction === 'isolatedToCross') !== (struct.values.flags === 1n)) return bad('direction does not match flags bit 0 of the signed payload');
+          if ((msg.direction === 'isolatedToCross') !== (struct.flags === 1)) return bad('direction does not match flags bit 0 of the signed payload');
           const marketId = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
-          if (marketId === undefined || marketId !== smallOf(struct.values.market)) return bad('instrument does not name the signed market');
+          if (marketId === undefined || marketId !== struct.market) return bad('instrument does not name the signed market');
           return undefined;
         },
       });

@@ -38,6 +38,66 @@ export interface VerifiedPayload {
   readonly signature: ParsedSignature;
 }
 
+/** The signature object of request bodies and WebSocket messages: `{ sig, payload }`. */
+export interface SignatureObject {
+  readonly sig: string;
+  readonly payload: string;
+}
+
+/** Whether a value is a `{ sig: string, payload: string }` object. */
+export function isSignatureObject(value: unknown): value is SignatureObject {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const v = value as { readonly sig?: unknown; readonly payload?: unknown };
+  return typeof v.sig === 'string' && typeof v.payload === 'string';
+}
+
+/**
+ * The signer of `digest`, or null when no public key recovers (a forged `r` need not be the
+ * x-coordinate of any point): the one expensive step, kept apart so it can run elsewhere.
+ */
+export function recoverSigner(
+  verifier: SignatureVerifier,
+  digest: Uint8Array,
+  sig: ParsedSignature,
+): string | null {
+  try {
+    return verifier.recoverAddress(digest, sig);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Compares a recovered signer (null: recovery failed) with `claimed` (lowercase): 4001 when
+ * recovery failed or the signer differs, naming the digest so a client can diff its own.
+ */
+export function matchSigner(
+  recovered: string | null,
+  digest: Uint8Array,
+  claimed: string,
+  claimedLabel: string,
+): AuthResult<string> {
+  if (recovered === null) {
+    return {
+      ok: false,
+      error: reject(
+        'INVALID_SIGNATURE',
+        `signature does not recover a public key (digest ${toHex(digest)})`,
+      ),
+    };
+  }
+  if (recovered !== claimed) {
+    return {
+      ok: false,
+      error: reject(
+        'INVALID_SIGNATURE',
+        `signer ${recovered} does not match ${claimedLabel} ${claimed} (server digest ${toHex(digest)}; check the domain, chain id, struct type and field values)`,
+      ),
+    };
+  }
+  return { ok: true, value: recovered };
+}
+
 /**
  * Recovers the signer of `digest` and compares it with `claimed` (lowercase): 4001 when recovery
  * fails or the signer differs, naming the digest so a client can diff its own.
@@ -49,29 +109,7 @@ export function recoverAndMatch(
   claimed: string,
   claimedLabel: string,
 ): AuthResult<string> {
-  let signer: string;
-  try {
-    signer = verifier.recoverAddress(digest, sig);
-  } catch {
-    // A forged r need not be the x-coordinate of any point.
-    return {
-      ok: false,
-      error: reject(
-        'INVALID_SIGNATURE',
-        `signature does not recover a public key (digest ${toHex(digest)})`,
-      ),
-    };
-  }
-  if (signer !== claimed) {
-    return {
-      ok: false,
-      error: reject(
-        'INVALID_SIGNATURE',
-        `signer ${signer} does not match ${claimedLabel} ${claimed} (server digest ${toHex(digest)}; check the domain, chain id, struct type and field values)`,
-      ),
-    };
-  }
-  return { ok: true, value: signer };
+  return matchSigner(recoverSigner(verifier, digest, sig), digest, claimed, claimedLabel);
 }
 
 /** The digest a struct's signature covers, and its hashStruct (null for personal_sign). */
@@ -90,6 +128,94 @@ function digestOf(
   return { digest: typedDataDigest(separator, hash), structHash: hash };
 }
 
+/** A payload that passed the cheap checks, with the bytes its struct hash is taken from. */
+export interface ReceivedPayload {
+  readonly payload: DecodedPayload;
+  readonly bytes: Uint8Array;
+}
+
+/** Strict hex, then the payload checks of {@link decodePayloadBytes}; every failure is 4000. */
+export function receivePayload(
+  payloadHex: unknown,
+  expected?: ExpectedPayload,
+): AuthResult<ReceivedPayload> {
+  const bytes = parseHex(payloadHex);
+  if (typeof bytes === 'string') {
+    return { ok: false, error: reject('INVALID_REQUEST', `payload ${bytes}`) };
+  }
+  const decoded = decodePayloadBytes(bytes, expected);
+  if (!decoded.ok) return decoded;
+  return { ok: true, value: { payload: decoded.value, bytes } };
+}
+
+/** The lowercase address a decoded payload names as its signer (its `account` or `owner`). */
+export function claimedSigner(payload: DecodedPayload): string {
+  const struct = payload.struct as unknown as {
+    readonly account?: string;
+    readonly owner?: string;
+  };
+  return (struct.account ?? struct.owner) as string;
+}
+
+/** A received payload with a well-formed signature: everything one recovery decides. */
+export interface PendingSignature {
+  readonly payload: DecodedPayload;
+  /** What was signed: the EIP-712 digest, or the EIP-191 hash for Authenticate. */
+  readonly digest: Uint8Array;
+  /** EIP-712 hashStruct; null for Authenticate. */
+  readonly structHash: Uint8Array | null;
+  readonly signature: ParsedSignature;
+  /** The struct's signer field (lowercase), which the recovered signer must equal. */
+  readonly claimed: string;
+  readonly claimedField: 'account' | 'owner';
+}
+
+/**
+ * Checks a signature's form (4001) and computes the digest of a received payload: everything
+ * before the one recovery. {@link settleSignature} finishes with the recovered signer.
+ */
+export function prepareSignature(
+  ctx: SigningContext,
+  received: ReceivedPayload,
+  sigHex: unknown,
+): AuthResult<PendingSignature> {
+  const sig = parseSignature(sigHex);
+  if (!sig.ok) return sig;
+  const { payload, bytes } = received;
+  const def = structDefOf(bytes[0] as number) as StructDef;
+  const { digest, structHash } = digestOf(ctx, def, payload, bytes);
+  return {
+    ok: true,
+    value: {
+      payload,
+      digest,
+      structHash,
+      signature: sig.value,
+      claimed: claimedSigner(payload),
+      claimedField: def.signerField,
+    },
+  };
+}
+
+/** Finishes a pending check with the recovered signer (null: no key recovers): 4001 or verified. */
+export function settleSignature(
+  pending: PendingSignature,
+  recovered: string | null,
+): AuthResult<VerifiedPayload> {
+  const match = matchSigner(recovered, pending.digest, pending.claimed, pending.claimedField);
+  if (!match.ok) return match;
+  return {
+    ok: true,
+    value: {
+      payload: pending.payload,
+      signer: match.value,
+      structHash: pending.structHash,
+      digest: pending.digest,
+      signature: pending.signature,
+    },
+  };
+}
+
 /**
  * Verifies a signature object `{sig, payload}` for one network: payload checks (4000, including a
  * discriminator this endpoint does not accept), then signature form, recovery and signer (4001).
@@ -100,26 +226,12 @@ export function verifySignedPayload(
   payloadHex: unknown,
   expected?: ExpectedPayload,
 ): AuthResult<VerifiedPayload> {
-  const bytes = parseHex(payloadHex);
-  if (typeof bytes === 'string') {
-    return { ok: false, error: reject('INVALID_REQUEST', `payload ${bytes}`) };
-  }
-  const decoded = decodePayloadBytes(bytes, expected);
-  if (!decoded.ok) return decoded;
-  const sig = parseSignature(sigHex);
-  if (!sig.ok) return sig;
-  const payload = decoded.value;
-  const def = structDefOf(bytes[0] as number) as StructDef;
-  const { digest, structHash } = digestOf(ctx, def, payload, bytes);
-  const claimed = (payload.struct as unknown as Readonly<Record<string, string>>)[
-    def.signerField
-  ] as string;
-  const match = recoverAndMatch(ctx.verifier, digest, sig.value, claimed, def.signerField);
-  if (!match.ok) return match;
-  return {
-    ok: true,
-    value: { payload, signer: match.value, structHash, digest, signature: sig.value },
-  };
+  const received = receivePayload(payloadHex, expected);
+  if (!received.ok) return received;
+  const pending = prepareSignature(ctx, received.value, sigHex);
+  if (!pending.ok) return pending;
+  const { digest, signature } = pending.value;
+  return settleSignature(pending.value, recoverSigner(ctx.verifier, digest, signature));
 }
 
 /** The furthest a signed deadline may be ahead of the command's time: 1 hour. */

@@ -233,6 +233,56 @@ export interface TickCommand {
   readonly time: number;
 }
 
+/**
+ * Operator: settles funding now (`POST /admin/funding/settle`) for one market or all (`market`
+ * 0 or absent): one full interval's rate from the samples so far; the hourly schedule is not
+ * moved (engine-rules section 6).
+ */
+export interface SettleFundingCommand {
+  readonly type: 'settleFunding';
+  readonly time: number;
+  readonly market?: number | undefined;
+}
+
+/**
+ * Operator: starts the liquidation of a scope (`POST /admin/liquidate`). Refused when the scope
+ * is not liquidatable, unless `force`.
+ */
+export interface LiquidateCommand {
+  readonly type: 'liquidate';
+  readonly time: number;
+  readonly account: string;
+  readonly mode: MarginMode;
+  /** Market id for `Isolated`; ignored (0) for `Cross`. */
+  readonly market: number;
+  readonly force?: boolean | undefined;
+}
+
+/**
+ * A signed ClaimLiquidation (0x0b): claim part of a live auction at its current price, never
+ * above `maxPrice` for a buy (below for a sell). The claim reserves initial margin on the
+ * claimant's cross pool and settles when the auction ends or is fully claimed.
+ */
+export interface ClaimLiquidationCommand {
+  readonly type: 'claimLiquidation';
+  readonly time: number;
+  readonly account: string;
+  readonly auctionId: number;
+  /** Raw quantity units. */
+  readonly quantity: bigint;
+  /** Raw price (1e18). */
+  readonly maxPrice: bigint;
+  readonly auth?: RequestAuth | undefined;
+}
+
+/** Operator: busts a trade by id (`POST /admin/trades/:tradeId/bust`), engine-rules section 8. */
+export interface BustTradeCommand {
+  readonly type: 'bustTrade';
+  readonly time: number;
+  readonly tradeId: number;
+  readonly reason: string;
+}
+
 /** Every command the engine accepts. */
 export type Command =
   | PlaceOrderCommand
@@ -252,4 +302,8 @@ export type Command =
   | RevokeReferralCodeCommand
   | ApplyReferralCommand
   | AuthenticateCommand
-  | TickCommand;
+  | TickCommand
+  | SettleFundingCommand
+  | LiquidateCommand
+  | ClaimLiquidationCommand
+  | BustTradeCommand;

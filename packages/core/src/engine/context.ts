@@ -50,6 +50,8 @@ export class Ctx {
   private books: Market[] = [];
   /** Scopes whose position changed and whose reduce-only and managed orders need a look. */
   private scopes: PendingScope[] = [];
+  /** Markets whose mark moved in the current command: their holders get liquidation checks. */
+  movedMarkets: number[] = [];
   /**
    * Current version of each account read in this session. Every change of `state.accounts`
    * goes through this class, so the cache never goes stale; it saves re-hashing addresses.
@@ -71,6 +73,12 @@ export class Ctx {
     if (this.changed.length !== 0) this.changed = [];
     if (this.books.length !== 0) this.books = [];
     if (this.scopes.length !== 0) this.scopes = [];
+    if (this.movedMarkets.length !== 0) this.movedMarkets = [];
+  }
+
+  /** Accounts marked for a push so far in the current command, first-touch order. */
+  changedAccounts(): readonly string[] {
+    return this.changed;
   }
 
   /**
@@ -126,6 +134,16 @@ export class Ctx {
   /** Allocates the next trade id. */
   nextTradeId(): number {
     return ++this.state.counters.trade;
+  }
+
+  /** Allocates the next liquidation id. */
+  nextLiquidationId(): number {
+    return ++this.state.counters.liquidation;
+  }
+
+  /** Allocates the next auction id. */
+  nextAuctionId(): number {
+    return ++this.state.counters.auction;
   }
 
   /** Allocates the next command id. */

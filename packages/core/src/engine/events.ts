@@ -147,12 +147,124 @@ export interface CommandReport extends ReportBase {
   readonly message?: string | undefined;
 }
 
+/** Funding settled for one position (research 6.4.4). */
+export interface FundingReport extends ReportBase {
+  readonly kind: 'Funding';
+  readonly market: number;
+  readonly marginMode: MarginMode;
+  /** The funding time settled, ms (the operator's settle-now uses the command time). */
+  readonly fundingTime: number;
+  /** Rate per interval, rate scale (1e18), signed: positive means longs pay. */
+  readonly fundingRate: bigint;
+  /** Signed position size, raw. */
+  readonly positionSize: bigint;
+  /** Index (oracle) price the payment used, raw. */
+  readonly indexPrice: bigint;
+  /** Mark at settlement, raw; `null` before the first oracle. */
+  readonly markPrice: bigint | null;
+  /** Micro-units, signed: + received, - paid. */
+  readonly payment: bigint;
+}
+
+/** How a liquidation fill happened. */
+export type LiquidationMethod = 'Market' | 'Auction' | 'ADL';
+
+/** The engine closed (part of) this account's position in a liquidated scope. */
+export interface LiquidationReport extends ReportBase {
+  readonly kind: 'Liquidation';
+  readonly liquidationId: number;
+  readonly market: number;
+  readonly marginMode: MarginMode;
+  readonly method: LiquidationMethod;
+  /** Mark when the liquidation was triggered, raw. */
+  readonly markPrice: bigint;
+  /** The position's liquidation price when triggered, raw (half-even), `null` if none. */
+  readonly liquidationPrice: bigint | null;
+  /** Liquidation fee of this fill paid to the insurance fund, micro-units. */
+  readonly penalty: bigint;
+  /** The system fill (`liquidity` Taker; `fee` 0, the fee is `penalty`). */
+  readonly fill: Fill;
+}
+
+/** Auto-deleveraging reduced this account's position (the counterparty side of an ADL fill). */
+export interface AdlReport extends ReportBase {
+  readonly kind: 'ADL';
+  /** The liquidation that needed the ADL. */
+  readonly adlId: number;
+  readonly market: number;
+  readonly marginMode: MarginMode;
+  /** 1-based place in the ADL queue. */
+  readonly rank: number;
+  /** Price is the bankruptcy price. */
+  readonly fill: Fill;
+}
+
+/** A liquidation-auction claim settled (with its fill) or released (no fill). */
+export interface LiquidationClaimReport extends ReportBase {
+  readonly kind: 'LiquidationClaim';
+  readonly auctionId: number;
+  readonly market: number;
+  readonly status: 'Settled' | 'Released';
+  /** Claimed quantity, raw, and the claim price, raw. */
+  readonly quantity: bigint;
+  readonly price: bigint;
+  /** The margin reservation released, micro-units. */
+  readonly reserve: bigint;
+  readonly fill?: Fill | undefined;
+}
+
+/** A reported fill was reversed (research 6.4.3 `TradeBust`). */
+export interface TradeBustReport extends ReportBase {
+  readonly kind: 'TradeBust';
+  readonly tradeId: number;
+  readonly market: number;
+  readonly marginMode: MarginMode;
+  /** The order that traded (0 for a system fill). */
+  readonly orderId: number;
+  /** The order after the bust, when it is still working. */
+  readonly workingOrder?: OrderView | undefined;
+  /** The busted fill as this account saw it. */
+  readonly fill: Fill;
+  readonly bustReason: string;
+  /** Signed position size after the bust, raw. */
+  readonly positionAfter: bigint;
+}
+
 /** Every execution report. */
 export type ExecutionReport =
   | OrderReport
   | OrderRejectedReport
   | OrderReplacedReport
-  | CommandReport;
+  | CommandReport
+  | FundingReport
+  | LiquidationReport
+  | AdlReport
+  | LiquidationClaimReport
+  | TradeBustReport;
+
+/** One position's funding payment, in a settlement outcome. */
+export interface FundingPayment {
+  readonly account: string;
+  readonly marginMode: MarginMode;
+  readonly positionSize: bigint;
+  readonly payment: bigint;
+}
+
+/** One market's funding settlement. */
+export interface FundingSettlement {
+  readonly market: number;
+  readonly fundingTime: number;
+  /** Rate per interval, rate scale. */
+  readonly rate: bigint;
+  /** Average premium of the samples used, rate scale; 0 without samples. */
+  readonly premium: bigint;
+  readonly sampleCount: number;
+  /** Index price used, raw; `null` (nothing paid) before the first oracle. */
+  readonly indexPrice: bigint | null;
+  readonly payments: readonly FundingPayment[];
+  /** Rounding residue sent to the insurance fund (payers round up, receivers down), micro. */
+  readonly residue: bigint;
+}
 
 /** The answer to the request that carried the command (exactly one per command). */
 export type Outcome =
@@ -214,7 +326,48 @@ export type Outcome =
       /** Whether this authentication created the account. */
       readonly created: boolean;
     }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'funding';
+      readonly settlements: readonly FundingSettlement[];
+    }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'liquidation';
+      readonly liquidationId: number;
+      readonly account: string;
+      readonly market: number;
+      readonly marginMode: MarginMode;
+      /** How far the process got within the command. */
+      readonly result: LiquidationResult;
+    }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'claim';
+      readonly auctionId: number;
+      readonly quantity: bigint;
+      readonly price: bigint;
+      /** Seq of the last report this command produced for the claimant (0 when none). */
+      readonly seq: number;
+    }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'bust';
+      readonly tradeId: number;
+      readonly market: number;
+      readonly accounts: readonly string[];
+    }
   | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'done' };
+
+/**
+ * Where a liquidation stopped: healthy again after the book, waiting in auctions, or closed by
+ * ADL (the scope is then flat).
+ */
+export type LiquidationResult = 'Healthy' | 'Auction' | 'Closed';
 
 /** An account's position, margin or balance changed: a spec push trigger. */
 export interface AccountChanged {
@@ -256,6 +409,71 @@ export interface MarketChanged {
   readonly market: number;
 }
 
+/**
+ * A liquidation auction as the market-data `liquidations` channel shows it (engine units):
+ * the same shape as the service's `LiveAuction`.
+ */
+export interface AuctionView {
+  readonly auctionId: number;
+  readonly market: number;
+  /** The side a claimant takes (`Buy` when a long is being liquidated). */
+  readonly side: Side;
+  /** Quantity still to claim, raw. */
+  readonly remaining: bigint;
+  /** Current auction price, raw. */
+  readonly price: bigint;
+  readonly startPrice: bigint;
+  readonly endPrice: bigint;
+  readonly endTime: number;
+  readonly status: 'Live' | 'Ended';
+}
+
+/** An auction started, was claimed or ended. */
+export interface AuctionChanged {
+  readonly type: 'auction';
+  readonly auction: AuctionView;
+}
+
+/** A liquidation started (automatically or by the operator). */
+export interface LiquidationStarted {
+  readonly type: 'liquidationStarted';
+  readonly liquidationId: number;
+  readonly account: string;
+  readonly market: number;
+  readonly marginMode: MarginMode;
+  readonly manual: boolean;
+  /** Scope equity and maintenance margin when triggered, micro-units. */
+  readonly equity: bigint;
+  readonly maintenanceMargin: bigint;
+  readonly time: number;
+}
+
+/** Funding settled in a market (market data, audit). */
+export interface FundingSettled {
+  readonly type: 'fundingSettled';
+  readonly settlement: FundingSettlement;
+}
+
+/** A trade was busted: the history store flags it (both accounts also get `TradeBust`). */
+export interface TradeBusted {
+  readonly type: 'tradeBusted';
+  readonly tradeId: number;
+  readonly market: number;
+  readonly accounts: readonly string[];
+  readonly reason: string;
+  readonly time: number;
+}
+
+/** The insurance fund paid a deficit of a liquidated scope. */
+export interface InsuranceChanged {
+  readonly type: 'insurance';
+  /** Signed change, micro-units, and the balance after. */
+  readonly delta: bigint;
+  readonly balance: bigint;
+  readonly reason: 'LiquidationFee' | 'Deficit' | 'FundingResidue';
+  readonly time: number;
+}
+
 /** Every event. */
 export type EngineEvent =
   | ExecutionReport
@@ -264,4 +482,9 @@ export type EngineEvent =
   | BookChanged
   | TradePrint
   | MarkChanged
-  | MarketChanged;
+  | MarketChanged
+  | AuctionChanged
+  | LiquidationStarted
+  | FundingSettled
+  | TradeBusted
+  | InsuranceChanged;

@@ -12,6 +12,8 @@ import type { EngineState, VenueSettings } from './types.js';
 export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
   marginChecks: true,
   cloidRetentionMs: 86_400_000,
+  tradeRetentionMs: 3_600_000,
+  maxRetainedTrades: 100_000,
 };
 
 /** A new, empty engine state at time `time` (ms). */
@@ -20,7 +22,7 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     edit: null,
     time,
     commandCount: 0,
-    counters: { order: 0, trade: 0, exec: 0, command: 0 },
+    counters: { order: 0, trade: 0, exec: 0, command: 0, liquidation: 0, auction: 0 },
     settings: { ...DEFAULT_VENUE_SETTINGS, ...settings },
     markets: PMap.empty(),
     symbols: PMap.empty(),
@@ -36,6 +38,10 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     nonces: PMap.empty(),
     nonceLog: { head: 0, tail: 0, entries: IntMap.empty() },
     pending: PMap.empty(),
+    fundingDue: null,
+    auctions: IntMap.empty(),
+    trades: IntMap.empty(),
+    tradeLogHead: 1,
     feePool: 0n,
     insuranceFund: 0n,
     totalDeposits: 0n,

@@ -6,6 +6,7 @@
  */
 import { reject } from '../errors.js';
 import { fireTriggers } from '../orders/trigger.js';
+import { firstFundingBase, refreshFundingDue, samplePremium } from '../risk/funding.js';
 import { updatePrices } from '../risk/mark.js';
 import type { OracleCommand, SetInstrumentCommand, SetMarketStatusCommand } from './commands.js';
 import type { Ctx } from './context.js';
@@ -25,6 +26,11 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   const existing = ctx.market(spec.id);
   if (existing === undefined) {
     const market = newMarket(ctx.edit, spec);
+    market.funding = {
+      lastFundingTime: firstFundingBase(ctx.time, spec.funding.intervalMs),
+      premiumSum: 0n,
+      sampleCount: 0,
+    };
     ctx.state.markets = ctx.state.markets.set(ctx.edit, spec.id, market);
     ctx.state.symbols = ctx.state.symbols.set(ctx.edit, spec.symbol, spec.id);
   } else {
@@ -49,8 +55,16 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
       );
       return ctx.fail(r.code, r.message);
     }
-    ctx.writableMarket(spec.id).spec = spec;
+    const w = ctx.writableMarket(spec.id);
+    w.spec = spec;
+    if (old.funding.intervalMs !== spec.funding.intervalMs) {
+      w.funding = {
+        ...w.funding,
+        lastFundingTime: firstFundingBase(w.funding.lastFundingTime, spec.funding.intervalMs),
+      };
+    }
   }
+  refreshFundingDue(ctx.state);
   ctx.emit({ type: 'marketChanged', market: spec.id });
   ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
 }
@@ -80,6 +94,8 @@ export function oracle(ctx: Ctx, cmd: OracleCommand): void {
   for (const { market, price } of cmd.prices) {
     const m = ctx.writableMarket(market);
     m.prices = updatePrices(m, price, ctx.time);
+    samplePremium(m);
+    ctx.movedMarkets.push(market);
     const mark = m.prices.mark as bigint;
     marks.push([market, mark]);
     ctx.emit({ type: 'markChanged', market, index: price, mark, time: ctx.time });

@@ -8,6 +8,7 @@
 
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit } from '../persistent/edit.js';
+import { PMap } from '../persistent/hamt.js';
 import type { Account, Level, Market, Order, OrderTotals, Position } from './types.js';
 
 /** A new, empty market. */
@@ -32,6 +33,8 @@ export function newMarket(edit: Edit, spec: Instrument): Market {
     openInterest: 0n,
     triggersAbove: [],
     triggersBelow: [],
+    funding: { lastFundingTime: 0, premiumSum: 0n, sampleCount: 0 },
+    holders: PMap.empty(),
   };
 }
 
@@ -49,6 +52,8 @@ export function copyMarket(m: Market, edit: Edit): Market {
     openInterest: m.openInterest,
     triggersAbove: m.triggersAbove.slice(),
     triggersBelow: m.triggersBelow.slice(),
+    funding: m.funding,
+    holders: m.holders,
   };
 }
 

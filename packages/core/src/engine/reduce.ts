@@ -8,7 +8,7 @@
 
 import { authenticate, pruneNonces } from '../access/admission.js';
 import { applyReferral, createReferralCode, revokeReferralCode } from '../access/referral.js';
-import { InvariantError } from '../errors.js';
+import { InvariantError, reject } from '../errors.js';
 import {
   deposit,
   openAccount,
@@ -22,6 +22,15 @@ import { pruneCloids } from '../orders/cloids.js';
 import { placeOrder } from '../orders/place.js';
 import { replaceOrderCommand } from '../orders/replace.js';
 import { expireDue } from '../orders/trigger.js';
+import { bustTrade } from '../risk/bust.js';
+import { settleFundingDue, settleFundingNow } from '../risk/funding.js';
+import {
+  claimLiquidation,
+  liquidateCommand,
+  riskSweep,
+  settleAuctionsDue,
+} from '../risk/liquidation.js';
+import { pruneTrades } from '../risk/trades.js';
 import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
@@ -86,11 +95,28 @@ function dispatch(ctx: Ctx, cmd: Command): void {
     case 'tick':
       ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
       return;
+    case 'settleFunding':
+      return settleFunding(ctx, cmd.market);
+    case 'liquidate':
+      return liquidateCommand(ctx, cmd);
+    case 'claimLiquidation':
+      return claimLiquidation(ctx, cmd);
+    case 'bustTrade':
+      return bustTrade(ctx, cmd);
     default: {
       const never: never = cmd;
       throw new InvariantError(`unknown command ${JSON.stringify(never)}`);
     }
   }
+}
+
+function settleFunding(ctx: Ctx, market: number | undefined): void {
+  if (market !== undefined && market !== 0 && ctx.market(market) === undefined) {
+    const r = reject('INVALID_REQUEST', `unknown market ${market}`);
+    return ctx.fail(r.code, r.message);
+  }
+  const settlements = settleFundingNow(ctx, market);
+  ctx.emit({ type: 'outcome', ok: true, kind: 'funding', settlements });
 }
 
 function outcomeOf(events: readonly EngineEvent[]): Outcome | undefined {
@@ -113,7 +139,12 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
   let housekeeping = expireDue(ctx);
   housekeeping = pruneNonces(ctx) || housekeeping;
   housekeeping = pruneCloids(ctx) || housekeeping;
+  housekeeping = pruneTrades(ctx) || housekeeping;
+  housekeeping = settleFundingDue(ctx) || housekeeping;
+  housekeeping = settleAuctionsDue(ctx) || housekeeping;
   dispatch(ctx, cmd);
+  // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
+  riskSweep(ctx);
   const events = ctx.end();
   const outcome = outcomeOf(events);
   if (outcome === undefined) throw new InvariantError(`command ${cmd.type} produced no outcome`);

@@ -108,6 +108,15 @@ export interface PriceState {
   readonly basisEmaTime: number;
 }
 
+/** Funding state of a market (engine-rules section 6). */
+export interface FundingState {
+  /** The last funding time settled, ms (a multiple of the interval); settled exactly once. */
+  readonly lastFundingTime: number;
+  /** Sum of the premium samples taken since the last settlement, rate scale (1e18). */
+  readonly premiumSum: bigint;
+  readonly sampleCount: number;
+}
+
 /** Market status: a paused market accepts cancels only. */
 export type MarketStatus = 'Active' | 'Paused';
 
@@ -130,6 +139,12 @@ export interface Market extends Owned {
   triggersAbove: TriggerEntry[];
   /** Orders that fire when mark <= trigger (sell stops, buy take-profits), descending trigger. */
   triggersBelow: TriggerEntry[];
+  funding: FundingState;
+  /**
+   * Accounts with a position in this market -> their number of positions here (cross and
+   * isolated): funding, liquidation checks on a mark move and ADL look only at these.
+   */
+  holders: PMap<string, number>;
 }
 
 /**
@@ -215,6 +230,10 @@ export interface CloidEntry {
 
 /** Venue-wide settings that are not per instrument. */
 export interface VenueSettings {
+  /** How long a trade stays bustable (its record is kept), ms. */
+  readonly tradeRetentionMs: number;
+  /** At most this many trade records are kept (oldest dropped first). */
+  readonly maxRetainedTrades: number;
   /** Pre-trade and match-time margin checks (off only for book-only simulations). */
   readonly marginChecks: boolean;
   /** How long a cloid stays reserved after its order was accepted, ms. */
@@ -227,6 +246,8 @@ export interface Counters {
   trade: number;
   exec: number;
   command: number;
+  liquidation: number;
+  auction: number;
 }
 
 /** The whole engine state. Treat as immutable: only `reduce` produces new versions. */
@@ -268,6 +289,14 @@ export interface EngineState {
   nonceLog: { readonly head: number; readonly tail: number; readonly entries: IntMap<string> };
   /** Deposits and withdrawals waiting for the chain adapter, by command id. */
   pending: PMap<number, PendingChainCommand>;
+  /** Earliest next funding time over all markets, ms; `null` with no market. */
+  fundingDue: number | null;
+  /** Live liquidation auctions by id. */
+  auctions: IntMap<Auction>;
+  /** Recent trades by id (bust window), for busts and entry-price rebuilding. */
+  trades: IntMap<TradeRecord>;
+  /** Lowest trade id that may still be in `trades` (pruning cursor). */
+  tradeLogHead: number;
   /** Fees collected, micro-units. */
   feePool: bigint;
   /** Insurance fund, micro-units. */
@@ -309,4 +338,89 @@ export interface Referral {
   readonly kind: 'system' | 'attributed';
   readonly referrer: string | null;
   readonly time: number;
+}
+
+/** A position's fields just before a fill: where a bust starts rebuilding it. */
+export interface PositionSnapshot {
+  readonly size: bigint;
+  readonly entryNotional: bigint;
+  readonly entryQty: bigint;
+  readonly openedTime: number;
+  readonly realizedPnl: bigint;
+  readonly fundingSinceOpen: bigint;
+}
+
+/** Where a fill came from. */
+export type TradeSource = 'Order' | 'Liquidation' | 'Auction' | 'ADL';
+
+/** One account's side of a recorded trade. */
+export interface TradeLeg {
+  readonly account: string;
+  readonly mode: MarginMode;
+  /** The order that traded, 0 for a system fill (liquidation, auction, ADL). */
+  readonly orderId: number;
+  readonly liquidity: 'Maker' | 'Taker';
+  /** Signed size change of the position. */
+  readonly signedQty: bigint;
+  /** Fee paid to the fee pool (negative: rebate), micro-units. */
+  readonly fee: bigint;
+  /** Liquidation fee paid to the insurance fund, micro-units. */
+  readonly penalty: bigint;
+  readonly realizedPnl: bigint;
+  /** The position before this fill (kept up to date by busts of earlier trades). */
+  readonly before: PositionSnapshot;
+}
+
+/** A trade kept for the bust window. */
+export interface TradeRecord {
+  readonly tradeId: number;
+  readonly market: number;
+  readonly time: number;
+  readonly source: TradeSource;
+  /** Raw price and quantity. */
+  readonly price: bigint;
+  readonly quantity: bigint;
+  /** Cash leg, micro-units (the buyer pays it, the seller receives it). */
+  readonly quote: bigint;
+  /** Maker (or the system counterparty) first, then taker (or the liquidated account). */
+  readonly legs: readonly [TradeLeg, TradeLeg];
+  readonly busted: boolean;
+}
+
+/** A claim on a liquidation auction, settled when the auction ends or is fully claimed. */
+export interface AuctionClaim {
+  readonly claimant: string;
+  readonly quantity: bigint;
+  /** Auction price at claim time, raw. */
+  readonly price: bigint;
+  /** Initial margin reserved on the claimant's cross pool, micro-units. */
+  readonly reserve: bigint;
+  readonly time: number;
+}
+
+/** A live liquidation auction (engine-rules section 7 step 3). */
+export interface Auction {
+  readonly auctionId: number;
+  readonly liquidationId: number;
+  /** The liquidated scope. */
+  readonly account: string;
+  readonly market: number;
+  readonly mode: MarginMode;
+  /** The side a claimant takes (`Buy` when a long is being liquidated). */
+  readonly side: Side;
+  /** Quantity offered and quantity not yet claimed, raw. */
+  readonly quantity: bigint;
+  readonly remaining: bigint;
+  /** Mark at the start, raw. */
+  readonly startPrice: bigint;
+  /** Bankruptcy price at the start, raw. */
+  readonly endPrice: bigint;
+  readonly startTime: number;
+  readonly endTime: number;
+  readonly claims: readonly AuctionClaim[];
+  /** Mark and liquidation price when the liquidation was triggered (reports). */
+  readonly markPrice: bigint;
+  readonly liquidationPrice: bigint | null;
+  /** An operator's forced liquidation: the unclaimed rest is deleveraged even if healthy. */
+  readonly forced: boolean;
 }

@@ -68,6 +68,7 @@ export function applyFillLeg(
       realizedPnl: 0n,
       fundingSinceOpen: 0n,
     });
+    addHolder(market, account.address, 1);
   } else if (before > 0n === signedQty > 0n) {
     // Increasing (the account owns its position records: update in place).
     p.size = after;
@@ -84,6 +85,7 @@ export function applyFillLeg(
     );
     if (after === 0n) {
       account.positions.splice(idx, 1);
+      addHolder(market, account.address, -1);
     } else if (after > 0n === before > 0n) {
       p.size = after;
       p.realizedPnl += realized;
@@ -105,4 +107,16 @@ export function applyFillLeg(
   const longAfter = after > 0n ? after : 0n;
   market.openInterest += longAfter - longBefore;
   return { positionBefore: before, positionAfter: after, realizedPnl: realized };
+}
+
+/**
+ * Counts a position of `address` opening (+1) or closing (-1) in a writable market's holder
+ * index (funding, liquidation checks and ADL look only at holders).
+ */
+export function addHolder(market: Market, address: string, delta: 1 | -1): void {
+  const n = (market.holders.get(address) ?? 0) + delta;
+  market.holders =
+    n === 0
+      ? market.holders.delete(market.edit, address)
+      : market.holders.set(market.edit, address, n);
 }

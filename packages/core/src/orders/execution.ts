@@ -8,11 +8,11 @@
  *
  * @module
  */
-import { compact, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
+import { compact, findLevel, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewOf } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
-import type { Account, Level, Market, Order, OrderTotals } from '../engine/types.js';
+import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
 import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
@@ -23,6 +23,7 @@ import {
   sizeOf,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
+import { recordTrade, snapshotOf } from '../risk/trades.js';
 import { releaseCloidOnEnd } from './cloids.js';
 import { activateChildren } from './managed.js';
 import { removeTrigger } from './triggers-index.js';
@@ -87,7 +88,7 @@ function adjustGuarded(account: Account, order: Order, delta: number): void {
 }
 
 /** Whether a scope has working reduce-only or managed orders (they follow the position). */
-function hasGuarded(account: Account, market: number, mode: Order['marginMode']): boolean {
+export function hasGuarded(account: Account, market: number, mode: Order['marginMode']): boolean {
   const i = findScope(account.orderTotals, market, mode);
   return i >= 0 && (account.orderTotals[i] as OrderTotals).guardedCount > 0;
 }
@@ -149,7 +150,7 @@ function takeOffBook(ctx: Ctx, market: Market, order: Order): void {
  * from the working orders. Returns the record as it was, unchanged: it may be shared with an
  * older state, so the final report is built from it without writing to it.
  */
-function retire(ctx: Ctx, orderId: number): Order {
+export function retire(ctx: Ctx, orderId: number): Order {
   const order = ctx.order(orderId)!;
   const market = ctx.writableMarket(order.market);
   if (order.slot >= 0) takeOffBook(ctx, market, order);
@@ -192,7 +193,7 @@ export function cancelOrder(ctx: Ctx, orderId: number, reason: EndReason): numbe
  * Follow-ups of an order that ended: managed children of an entry order that never filled are
  * cancelled (ParentCancelled); a filled managed TP/SL cancels its sibling (SiblingFilled).
  */
-function afterOrderEnded(ctx: Ctx, order: OrderView): void {
+export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   const account = ctx.account(order.account);
   if (account === undefined) return;
   const t = account.orderTotals[findScope(account.orderTotals, order.market, order.marginMode)];
@@ -370,7 +371,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
   }
 }
 
-function makeFill(
+export function makeFill(
   tradeId: number,
   market: number,
   order: Order,
@@ -423,6 +424,7 @@ function settleFill(
 
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;
+  const makerBefore = snapshotOf(makerAccount, spec.id, maker.marginMode);
   const makerLeg = applyFillLeg(
     makerAccount,
     market,
@@ -434,6 +436,7 @@ function settleFill(
     ctx.time,
   );
   const takerAccount = ctx.writableAccount(taker.account);
+  const takerBefore = snapshotOf(takerAccount, spec.id, taker.marginMode);
   const takerLeg = applyFillLeg(
     takerAccount,
     market,
@@ -445,6 +448,40 @@ function settleFill(
     ctx.time,
   );
   market.lastTrade = price;
+  recordTrade(ctx, {
+    tradeId,
+    market: spec.id,
+    time: ctx.time,
+    source: 'Order',
+    price,
+    quantity: qty,
+    quote,
+    legs: [
+      {
+        account: maker.account,
+        mode: maker.marginMode,
+        orderId: makerId,
+        liquidity: 'Maker',
+        signedQty: makerSigned,
+        fee: makerFee,
+        penalty: 0n,
+        realizedPnl: makerLeg.realizedPnl,
+        before: makerBefore,
+      },
+      {
+        account: taker.account,
+        mode: taker.marginMode,
+        orderId: takerId,
+        liquidity: 'Taker',
+        signedQty: -makerSigned,
+        fee: takerFee,
+        penalty: 0n,
+        realizedPnl: takerLeg.realizedPnl,
+        before: takerBefore,
+      },
+    ],
+    busted: false,
+  });
 
   level.quantity -= qty;
   if (holdsMargin(maker)) adjustTotals(makerAccount, maker, -qty);
@@ -498,4 +535,95 @@ function settleFill(
   if (hasGuarded(ctx.account(taker.account)!, spec.id, taker.marginMode)) {
     ctx.positionChanged(taker.account, spec.id, taker.marginMode);
   }
+}
+
+/** The maker side of a fill against a system taker, as {@link fillRestingMaker} returns it. */
+export interface MakerFillResult {
+  readonly price: bigint;
+  readonly quote: bigint;
+  /** Signed size change of the maker's position. */
+  readonly makerSigned: bigint;
+  readonly leg: TradeLeg;
+}
+
+/**
+ * Fills `qty` of the resting order `makerId` against a system taker (a liquidation's market
+ * step) at the maker's price: the maker's ledger and fee, its level and hold totals, FIX
+ * quantities, report and follow-ups exactly as in a normal fill. The caller applies the system
+ * side, records the trade and prints it.
+ */
+export function fillRestingMaker(
+  ctx: Ctx,
+  market: Market,
+  makerId: number,
+  qty: bigint,
+  tradeId: number,
+): MakerFillResult {
+  const spec = market.spec;
+  const maker = ctx.writableOrder(makerId);
+  const price = maker.price;
+  const quote = quoteAmount(spec, qty, price);
+  const makerFee = feeAmount(spec, qty, price, spec.makerFeeRate);
+  ctx.state.feePool += makerFee;
+  const makerAccount = ctx.writableAccount(maker.account);
+  const makerSigned = maker.side === 'Buy' ? qty : -qty;
+  const before = snapshotOf(makerAccount, spec.id, maker.marginMode);
+  const leg = applyFillLeg(
+    makerAccount,
+    market,
+    maker.marginMode,
+    makerSigned,
+    price,
+    quote,
+    makerFee,
+    ctx.time,
+  );
+  market.lastTrade = price;
+  const bids = maker.side === 'Buy';
+  const levels = ownSide(market, bids);
+  const li = findLevel(levels, price, bids);
+  const level = ctx.writableLevel(market, levels, li);
+  level.quantity -= qty;
+  if (holdsMargin(maker)) adjustTotals(makerAccount, maker, -qty);
+  maker.cumQty += qty;
+  maker.filledNotional += qty * price;
+  maker.updatedTime = ctx.time;
+  const done = leavesOf(maker) === 0n;
+  if (done) {
+    level.ids[maker.slot - level.base] = 0;
+    level.count--;
+    maker.slot = -1;
+    if (level.count === 0) levels.splice(li, 1);
+    else compact(level);
+  }
+  maker.ordStatus = done ? 'Filled' : 'PartiallyFilled';
+  ctx.bookTouched(market);
+  ctx.orderReport(
+    maker.account,
+    done ? 'OrderFilled' : 'OrderPartiallyFilled',
+    maker,
+    makeFill(tradeId, spec.id, maker, qty, price, quote, leg, makerFee, 'Maker', ctx.time),
+  );
+  if (done) afterOrderEnded(ctx, retire(ctx, makerId));
+  activateChildren(ctx, maker);
+  ctx.accountChanged(maker.account);
+  if (hasGuarded(ctx.account(maker.account)!, spec.id, maker.marginMode)) {
+    ctx.positionChanged(maker.account, spec.id, maker.marginMode);
+  }
+  return {
+    price,
+    quote,
+    makerSigned,
+    leg: {
+      account: maker.account,
+      mode: maker.marginMode,
+      orderId: makerId,
+      liquidity: 'Maker',
+      signedQty: makerSigned,
+      fee: makerFee,
+      penalty: 0n,
+      realizedPnl: leg.realizedPnl,
+      before,
+    },
+  };
 }

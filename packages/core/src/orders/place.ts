@@ -14,6 +14,7 @@ import type { Order } from '../engine/types.js';
 import { reject } from '../errors.js';
 import { sizeOf } from '../margin/scope.js';
 import { addTimeId } from '../persistent/sorted-set.js';
+import { scopeInAuction } from '../risk/health.js';
 import { cloidHolder, registerCloid } from './cloids.js';
 import {
   cancelOrder,
@@ -79,6 +80,17 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
       ? {
           ...reject('INVALID_REQUEST', `market ${market.spec.symbol} is paused`),
           reason: 'MarketClosed',
+        }
+      : undefined) ??
+    (scopeInAuction(
+      ctx.state,
+      cmd.account,
+      order.marginMode,
+      order.marginMode === 'Cross' ? 0 : order.market,
+    )
+      ? {
+          ...reject('INVALID_REQUEST', 'the margin scope is being liquidated'),
+          reason: 'Liquidation',
         }
       : undefined) ??
     (order.cloid !== null && cloidHolder(ctx, cmd.account, order.cloid) !== undefined

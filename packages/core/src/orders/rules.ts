@@ -283,7 +283,9 @@ export function checkHold(
     undefined,
     true,
   );
-  const available = availableToOpen(before);
+  // Cross margin reserved by liquidation-auction claims is not available to new orders.
+  const available =
+    availableToOpen(before) - (order.marginMode === 'Cross' ? account.claimReserve : 0n);
   if (available - increase >= 0n) return undefined;
   const scope = order.marginMode === 'Cross' ? 'cross' : `${market.spec.symbol} isolated`;
   return problem(

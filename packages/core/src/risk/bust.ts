@@ -1,0 +1,225 @@
+/**
+ * Trade busts (engine-rules section 8, research 5 and 6.3 rule 13): both sides of an order fill
+ * are restored as if it never happened. Cash is exact: the fill's cash leg and fee are reversed
+ * on the pool it was booked to and the fee leaves the fee pool. The position is rebuilt from the
+ * trade log: the busted leg's recorded "before" position, then every later leg of the same
+ * scope replayed in order, which gives size, entry price (the remaining opening fills since the
+ * position was last flat), realized PnL and open time. A working order's cumQty drops with its
+ * total quantity, so its leaves (and the book) do not change: nothing is put back on the book.
+ * Funding already paid stays. Liquidation, auction and ADL fills are final and cannot be busted.
+ *
+ * @module
+ */
+import type { BustTradeCommand } from '../engine/commands.js';
+import type { Ctx } from '../engine/context.js';
+import { viewOf } from '../engine/events.js';
+import type { Account, Market, PositionSnapshot, TradeLeg, TradeRecord } from '../engine/types.js';
+import { InvariantError, reject } from '../errors.js';
+import { type Instrument, notionalScale } from '../instruments/instrument.js';
+import { addHolder } from '../margin/ledger.js';
+import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
+import { reconcileScopes } from '../orders/managed.js';
+import { divHalfEven } from '../units/rounding.js';
+import { FLAT } from './trades.js';
+
+/** The position after a fill of signed size `d` at `price`: the ledger's rules, as a value. */
+export function nextPosition(
+  spec: Instrument,
+  pos: PositionSnapshot,
+  d: bigint,
+  price: bigint,
+  time: number,
+): PositionSnapshot {
+  const before = pos.size;
+  const after = before + d;
+  const absQ = d < 0n ? -d : d;
+  if (before === 0n) {
+    return {
+      size: after,
+      entryNotional: absQ * price,
+      entryQty: absQ,
+      openedTime: time,
+      realizedPnl: 0n,
+      fundingSinceOpen: 0n,
+    };
+  }
+  if (before > 0n === d > 0n) {
+    return {
+      ...pos,
+      size: after,
+      entryNotional: pos.entryNotional + absQ * price,
+      entryQty: pos.entryQty + absQ,
+    };
+  }
+  const absBefore = before < 0n ? -before : before;
+  const closed = absQ < absBefore ? absQ : absBefore;
+  const side = before > 0n ? 1n : -1n;
+  const realized = divHalfEven(
+    side * (closed * price * pos.entryQty - closed * pos.entryNotional),
+    pos.entryQty * notionalScale(spec),
+  );
+  if (after === 0n) return FLAT;
+  if (after > 0n === before > 0n) {
+    return { ...pos, size: after, realizedPnl: pos.realizedPnl + realized };
+  }
+  const opened = absQ - absBefore;
+  return {
+    size: after,
+    entryNotional: opened * price,
+    entryQty: opened,
+    openedTime: time,
+    realizedPnl: 0n,
+    fundingSinceOpen: 0n,
+  };
+}
+
+/**
+ * Rebuilds the position of `leg`'s scope without the busted trade `bustedId`: replays the later
+ * legs of the scope from the busted leg's "before" snapshot, rewriting their snapshots.
+ */
+function rebuild(ctx: Ctx, market: Market, bustedId: number, leg: TradeLeg): PositionSnapshot {
+  let pos = leg.before;
+  const updates: TradeRecord[] = [];
+  ctx.state.trades.forEach((r, id) => {
+    if (id <= bustedId || r.busted || r.market !== market.spec.id) return;
+    let changed = false;
+    const legs = r.legs.map((l) => {
+      if (l.account !== leg.account || l.mode !== leg.mode) return l;
+      const updated = { ...l, before: pos };
+      pos = nextPosition(market.spec, pos, l.signedQty, r.price, r.time);
+      changed = true;
+      return updated;
+    }) as unknown as readonly [TradeLeg, TradeLeg];
+    if (changed) updates.push({ ...r, legs });
+  });
+  for (const r of updates) ctx.state.trades = ctx.state.trades.set(ctx.edit, r.tradeId, r);
+  return pos;
+}
+
+/** Writes a rebuilt position into a writable account and market. */
+function writePosition(
+  account: Account,
+  market: Market,
+  mode: TradeLeg['mode'],
+  pos: PositionSnapshot,
+): void {
+  const id = market.spec.id;
+  const i = findScope(account.positions, id, mode);
+  const old = i < 0 ? undefined : account.positions[i];
+  const oldSize = old?.size ?? 0n;
+  if (pos.size === 0n) {
+    if (old !== undefined) {
+      account.positions.splice(i, 1);
+      addHolder(market, account.address, -1);
+    }
+  } else if (old === undefined) {
+    account.positions.push({ market: id, mode, ...pos });
+    addHolder(market, account.address, 1);
+  } else {
+    old.size = pos.size;
+    old.entryNotional = pos.entryNotional;
+    old.entryQty = pos.entryQty;
+    old.openedTime = pos.openedTime;
+    old.realizedPnl = pos.realizedPnl;
+    // Funding is not replayed (it stays paid); the display total is kept.
+  }
+  const longBefore = oldSize > 0n ? oldSize : 0n;
+  const longAfter = pos.size > 0n ? pos.size : 0n;
+  market.openInterest += longAfter - longBefore;
+}
+
+/** Handles `bustTrade` (operator). */
+export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
+  const rec = ctx.state.trades.get(cmd.tradeId);
+  if (rec === undefined) {
+    const r = reject(
+      'INVALID_REQUEST',
+      `trade ${cmd.tradeId} is unknown or outside the bust window`,
+    );
+    return ctx.fail(r.code, r.message);
+  }
+  if (rec.busted) {
+    const r = reject('INVALID_REQUEST', `trade ${cmd.tradeId} is already busted`);
+    return ctx.fail(r.code, r.message);
+  }
+  if (rec.source !== 'Order') {
+    const r = reject('INVALID_REQUEST', `a ${rec.source} fill is final and cannot be busted`);
+    return ctx.fail(r.code, r.message);
+  }
+  const market = ctx.writableMarket(rec.market);
+  const spec = market.spec;
+  for (const leg of rec.legs) {
+    const account = ctx.writableAccount(leg.account);
+    const current = account.positions[findScope(account.positions, spec.id, leg.mode)]?.size ?? 0n;
+    // The fill booked `R += (buy ? -quote : quote) - fee`; reverse it on the same pool.
+    const delta = (leg.signedQty > 0n ? rec.quote : -rec.quote) + leg.fee;
+    if (leg.mode === 'Cross') account.crossCash += delta;
+    else setIsolatedCash(account, spec.id, isolatedCash(account, spec.id) + delta);
+    ctx.state.feePool -= leg.fee;
+    const pos = rebuild(ctx, market, rec.tradeId, leg);
+    if (pos.size !== current - leg.signedQty) {
+      throw new InvariantError(
+        `bust of trade ${rec.tradeId}: rebuilt size ${pos.size} != ${current - leg.signedQty}`,
+      );
+    }
+    writePosition(account, market, leg.mode, pos);
+    let working: ReturnType<typeof viewOf> | undefined;
+    if (leg.orderId !== 0 && ctx.order(leg.orderId) !== undefined) {
+      const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
+      const w = ctx.writableOrder(leg.orderId);
+      w.cumQty -= qty;
+      w.filledNotional -= qty * rec.price;
+      w.quantity -= qty;
+      if (w.ordStatus === 'PartiallyFilled' && w.cumQty === 0n) w.ordStatus = 'New';
+      w.updatedTime = ctx.time;
+      working = viewOf(w);
+    }
+    const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
+    ctx.report(leg.account, {
+      kind: 'TradeBust',
+      tradeId: rec.tradeId,
+      market: spec.id,
+      marginMode: leg.mode,
+      orderId: leg.orderId,
+      workingOrder: working,
+      fill: {
+        tradeId: rec.tradeId,
+        market: spec.id,
+        side: leg.signedQty > 0n ? 'Buy' : 'Sell',
+        marginMode: leg.mode,
+        quantity: qty,
+        price: rec.price,
+        quote: rec.quote,
+        liquidity: leg.liquidity,
+        fee: leg.fee,
+        realizedPnl: leg.realizedPnl,
+        positionBefore: leg.before.size,
+        positionAfter: leg.before.size + leg.signedQty,
+        time: rec.time,
+      },
+      bustReason: cmd.reason,
+      positionAfter: pos.size,
+    });
+    ctx.accountChanged(leg.account);
+    ctx.positionChanged(leg.account, spec.id, leg.mode);
+  }
+  ctx.state.trades = ctx.state.trades.set(ctx.edit, rec.tradeId, { ...rec, busted: true });
+  reconcileScopes(ctx);
+  const accounts = rec.legs.map((l) => l.account);
+  ctx.emit({
+    type: 'tradeBusted',
+    tradeId: rec.tradeId,
+    market: spec.id,
+    accounts,
+    reason: cmd.reason,
+    time: ctx.time,
+  });
+  ctx.emit({
+    type: 'outcome',
+    ok: true,
+    kind: 'bust',
+    tradeId: rec.tradeId,
+    market: spec.id,
+    accounts,
+  });
+}

@@ -1,0 +1,446 @@
+/**
+ * Golden cases B (the funding hour) and C (C1 book liquidation, C2 ADL, C3 margin add) of
+ * research/perp-mechanics.md section 6.4, driven through the engine exactly, plus the
+ * liquidation auction end to end.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  type AccountSummary,
+  type AdlReport,
+  accountSummary,
+  bankruptcyPrice,
+  type EngineEvent,
+  type ExecutionReport,
+  type FundingReport,
+  fundingInfo,
+  type LiquidationClaimReport,
+  type LiquidationReport,
+  liveAuctions,
+  nextWakeTime,
+  type Outcome,
+  ratio,
+  rcmp,
+} from '../src/index.js';
+import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
+
+const GOLD = wallet(0x60);
+const MAKER = wallet(0x61);
+const MM = wallet(0x62);
+const HOUR = 3_600_000;
+
+function summary(v: TestVenue, who = GOLD): AccountSummary {
+  return accountSummary(v.state, who, v.time)!;
+}
+
+/**
+ * Sets the mark of `symbol` to exactly `mark` whatever the basis EMA: the index is `mark` and a
+ * one-tick quote puts the book median (bid, ask, last trade) on `mark` too.
+ */
+function markTo(v: TestVenue, symbol: string, mark: string, tick: string): EngineEvent[] {
+  const id = v.spec(symbol).id;
+  const target = px(mark);
+  const t = px(tick);
+  const last = v.state.markets.get(id)!.lastTrade;
+  const qd = v.spec(symbol).quantityDecimals;
+  const m = Number(mark);
+  const qty = (Math.ceil((10 / m) * 10 ** qd) / 10 ** qd).toFixed(qd);
+  const fmt = (x: bigint) => (Number(x) / 1e18).toFixed((tick.split('.')[1] ?? '').length);
+  const [bid, ask] = last !== null && last > target ? [target - t, target] : [target, target + t];
+  v.run({ type: 'cancelAll', account: MM, market: 0 });
+  v.expectOk(v.place(MM, symbol, { side: 'Buy', qty, price: fmt(bid) }));
+  v.expectOk(v.place(MM, symbol, { side: 'Sell', qty, price: fmt(ask) }));
+  const events = v.oracle({ [symbol]: mark });
+  expect(v.state.markets.get(id)!.prices.mark).toBe(target);
+  return events;
+}
+
+function ok(events: readonly EngineEvent[]): Outcome {
+  const o = events.find((e): e is Outcome => e.type === 'outcome')!;
+  if (!o.ok) throw new Error(`refused: ${o.code} ${o.message}`);
+  return o;
+}
+
+function reportsOf<K extends ExecutionReport['kind']>(
+  events: readonly EngineEvent[],
+  kind: K,
+  account?: string,
+): Extract<ExecutionReport, { kind: K }>[] {
+  return events.filter(
+    (e): e is Extract<ExecutionReport, { kind: K }> =>
+      e.type === 'executionReport' &&
+      e.kind === kind &&
+      (account === undefined || e.account === account),
+  );
+}
+
+describe('golden case B: one funding hour on a cross account', () => {
+  function venueB(): TestVenue {
+    const v = new TestVenue();
+    const common = {
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      funding: { impactNotional: '1000' },
+    };
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '1000',
+      ...common,
+    });
+    v.list({
+      id: 2,
+      symbol: 'ETH-PERP',
+      tickSize: '0.01',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 25,
+      defaultLeverage: 5,
+      openInterestCap: '100000',
+      ...common,
+    });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '1000000');
+    v.fund(MM, '1000000');
+    v.fund(GOLD, '20000');
+    v.oracle({ 'BTC-PERP': '60000', 'ETH-PERP': '3000' });
+    v.place(MAKER, 'BTC-PERP', { side: 'Sell', qty: '1', price: '60000' });
+    v.expectOk(v.place(GOLD, 'BTC-PERP', { side: 'Buy', qty: '1', price: '60000' }));
+    v.place(MAKER, 'ETH-PERP', { side: 'Buy', qty: '10', price: '3000' });
+    v.expectOk(v.place(GOLD, 'ETH-PERP', { side: 'Sell', qty: '10', price: '3000' }));
+    markTo(v, 'BTC-PERP', '58000', '0.5');
+    markTo(v, 'ETH-PERP', '3100', '0.01');
+    return v;
+  }
+
+  it('pays -s x I x h to each position exactly on the hour, once', () => {
+    const v = venueB();
+    expect(summary(v).crossMarginSummary.accountValue).toBe('17000');
+    // Premium samples of exactly 0.001: the impact bid sits 0.1% above the index, the ask above.
+    v.run({ type: 'cancelAll', account: MM, market: 0 });
+    v.expectOk(v.place(MM, 'BTC-PERP', { side: 'Buy', qty: '0.02', price: '50050' }));
+    v.expectOk(v.place(MM, 'BTC-PERP', { side: 'Sell', qty: '0.02', price: '50100' }));
+    v.expectOk(v.place(MM, 'ETH-PERP', { side: 'Buy', qty: '0.334', price: '3003' }));
+    v.expectOk(v.place(MM, 'ETH-PERP', { side: 'Sell', qty: '0.334', price: '3004' }));
+    v.oracle({ 'BTC-PERP': '50000', 'ETH-PERP': '3000' });
+    const btc = v.state.markets.get(1)!;
+    expect(btc.funding.sampleCount).toBe(1);
+    expect(btc.funding.premiumSum).toBe(10n ** 15n); // 0.001
+    // P = 0.001: F8 = 0.001 + clamp(0.0001 - 0.001) = 0.0005, h = 0.0000625.
+    expect(fundingInfo(v.state, 1)).toEqual({ rate: '0.0000625', nextFundingTime: T0 + HOUR });
+    // The settlement oracles: an empty book takes no sample.
+    v.run({ type: 'cancelAll', account: MM, market: 0 });
+    v.oracle({ 'BTC-PERP': '58010', 'ETH-PERP': '3095' });
+    expect(btc.funding.sampleCount).toBe(1);
+    expect(nextWakeTime(v.state)).toBe(T0 + HOUR);
+
+    const before = v.state.insuranceFund;
+    const early = v.run({ type: 'tick', time: T0 + HOUR - 1 });
+    expect(reportsOf(early, 'Funding')).toEqual([]);
+    const events = v.run({ type: 'tick', time: T0 + HOUR });
+    const mine = reportsOf(events, 'Funding', GOLD);
+    const byMarket = (m: number) => mine.find((r: FundingReport) => r.market === m)!;
+    expect(byMarket(1).payment).toBe(usd('-3.625625'));
+    expect(byMarket(2).payment).toBe(usd('1.934375'));
+    expect(byMarket(1).fundingRate).toBe(62_500_000_000_000n); // 0.0000625
+    expect(byMarket(1).fundingTime).toBe(T0 + HOUR);
+    expect(byMarket(1).indexPrice).toBe(px('58010'));
+    expect(events.some((e) => e.type === 'accountChanged' && e.account === GOLD)).toBe(true);
+    expect(v.state.accounts.get(GOLD)!.crossCash).toBe(usd('-10001.69125'));
+    // Counterparties receive/pay the opposite; these amounts are exact, so no residue.
+    expect(v.state.insuranceFund - before).toBe(0n);
+    // Exactly once: ticks at or after the hour do not pay again; the next is at T0 + 2h.
+    expect(reportsOf(v.run({ type: 'tick', time: T0 + HOUR }), 'Funding')).toEqual([]);
+    expect(nextWakeTime(v.state)).toBe(T0 + 2 * HOUR);
+    markTo(v, 'BTC-PERP', '58000', '0.5');
+    markTo(v, 'ETH-PERP', '3100', '0.01');
+    expect(summary(v).crossMarginSummary.accountValue).toBe('16998.30875');
+    expect(summary(v).crossMarginSummary.totalRawUsd).toBe('-10001.69125');
+  });
+
+  it('settles each missed hour once after a gap, the later ones at the interest rate alone', () => {
+    const v = venueB();
+    const events = v.run({ type: 'tick', time: T0 + 3 * HOUR + 5 });
+    const times = reportsOf(events, 'Funding', GOLD).map((r) => r.fundingTime);
+    expect(times).toEqual([
+      T0 + HOUR,
+      T0 + HOUR,
+      T0 + 2 * HOUR,
+      T0 + 2 * HOUR,
+      T0 + 3 * HOUR,
+      T0 + 3 * HOUR,
+    ]);
+    // No samples: the rate is the interest term alone, 0.01% / 8.
+    for (const r of reportsOf(events, 'Funding')) expect(r.fundingRate).toBe(12_500_000_000_000n);
+    expect(v.state.markets.get(1)!.funding.lastFundingTime).toBe(T0 + 3 * HOUR);
+  });
+
+  it("the operator's settle-now pays one interval and leaves the schedule alone", () => {
+    const v = venueB();
+    const events = v.run({ type: 'settleFunding' });
+    const o = ok(events);
+    expect(o.ok && o.kind === 'funding' && o.settlements.length).toBe(2);
+    expect(reportsOf(events, 'Funding', GOLD).length).toBe(2);
+    expect(nextWakeTime(v.state)).toBe(T0 + HOUR);
+  });
+});
+
+/** Case C's market and accounts: GOLD isolated long 100 @ 100, shorts S1, S2, S3, long L1. */
+const S1 = wallet(0x71);
+const S2 = wallet(0x72);
+const S3 = wallet(0x73);
+const L1 = wallet(0x74);
+
+function venueC(feeRate = '0'): TestVenue {
+  const v = new TestVenue();
+  v.list({
+    id: 3,
+    symbol: 'ISO-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+    liquidation: { feeRate },
+  });
+  for (const w of [GOLD, S1, S2, S3, L1, MM]) v.open(w);
+  v.fund(S1, '450');
+  v.fund(S2, '3080');
+  v.fund(S3, '10000');
+  v.fund(L1, '100000');
+  v.fund(MM, '1000000');
+  v.fund(GOLD, '1000', 'ISO-PERP');
+  v.run({ type: 'updateLeverage', account: S1, market: 3, mode: 'Cross', leverage: 2000 });
+  v.oracle({ 'ISO-PERP': '100' });
+  v.expectOk(v.place(GOLD, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true }));
+  v.expectOk(v.place(S1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+  v.expectOk(v.place(S2, 'ISO-PERP', { side: 'Sell', qty: '80', price: '95' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '80', price: '95' }));
+  v.expectOk(v.place(S3, 'ISO-PERP', { side: 'Sell', qty: '30', price: '85' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '30', price: '85' }));
+  const size = (w: string, mode: 'Cross' | 'Isolated' = 'Cross') =>
+    v.state.accounts.get(w)!.positions.find((p) => p.mode === mode)?.size;
+  expect(size(GOLD, 'Isolated')).toBe(100n);
+  expect([size(S1), size(S2), size(S3), size(L1)]).toEqual([-50n, -80n, -30n, 60n]);
+  expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('-9000'));
+  return v;
+}
+
+describe('golden case C: isolated liquidation', () => {
+  it('C1: at mark 92 the book takes 100 @ 91.5 and the scope keeps 150', () => {
+    const v = venueC();
+    const crossBefore = v.state.accounts.get(GOLD)!.crossCash;
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const events = v.oracle({ 'ISO-PERP': '92' });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+    const liq = reportsOf(events, 'Liquidation', GOLD);
+    expect(liq.length).toBe(1);
+    expect(liq[0]!.method).toBe('Market');
+    expect(liq[0]!.fill.price).toBe(px('91.5'));
+    expect(liq[0]!.fill.quantity).toBe(100n);
+    expect(liq[0]!.markPrice).toBe(px('92'));
+    // 1200/13 half-even at 18 decimals
+    expect(liq[0]!.liquidationPrice).toBe(92_307_692_307_692_307_692n);
+    const start = events.find((e) => e.type === 'liquidationStarted')!;
+    expect(start).toMatchObject({ equity: usd('200'), maintenanceMargin: usd('230') });
+    const gold = v.state.accounts.get(GOLD)!;
+    expect(gold.positions).toEqual([]);
+    // Engine-rules section 3: fills never move cash between pools; the 150 stays isolated
+    // (transferable in full) rather than being swept to cross as the research note says.
+    expect(gold.isolated[0]!.cash).toBe(usd('150'));
+    expect(gold.crossCash).toBe(crossBefore);
+    expect(summary(v).marginSummary.accountValue).toBe('150');
+    expect(v.state.insuranceFund).toBe(0n);
+  });
+
+  it('C1 with the default 0.5% fee: the fee goes to the insurance fund', () => {
+    const v = venueC('0.005');
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const events = v.oracle({ 'ISO-PERP': '92' });
+    const liq = reportsOf(events, 'Liquidation', GOLD)[0]!;
+    expect(liq.penalty).toBe(usd('45.75')); // 0.5% of 9150
+    expect(v.state.insuranceFund).toBe(usd('45.75'));
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('104.25'));
+  });
+
+  it('C2: a gap to 89 on an empty book deleverages S1 then S2 at the bankruptcy price 90', () => {
+    const v = venueC();
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '88.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '89.5' }));
+    const events = v.oracle({ 'ISO-PERP': '89' });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('89'));
+    const liq = reportsOf(events, 'Liquidation', GOLD);
+    expect(liq.map((r: LiquidationReport) => [r.method, r.fill.quantity, r.fill.price])).toEqual([
+      ['ADL', 50n, px('90')],
+      ['ADL', 50n, px('90')],
+    ]);
+    const adl = reportsOf(events, 'ADL');
+    expect(
+      adl.map((r: AdlReport) => [r.account, r.rank, r.fill.quantity, r.fill.realizedPnl]),
+    ).toEqual([
+      [S1, 1, 50n, usd('500')],
+      [S2, 2, 50n, usd('250')],
+    ]);
+    const pos = (w: string) => v.state.accounts.get(w)!.positions;
+    expect(pos(S1)).toEqual([]);
+    expect(pos(S2)[0]!.size).toBe(-30n);
+    expect(pos(S2)[0]!.entryNotional / pos(S2)[0]!.entryQty).toBe(px('95'));
+    expect(pos(S3)[0]!.size).toBe(-30n);
+    expect(pos(GOLD)).toEqual([]);
+    // -9000 + 100 x 90 = 0: no bad debt, the insurance fund untouched.
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(0n);
+    expect(v.state.insuranceFund).toBe(0n);
+    // Case C's scores: S1 (100/89)(4450/1000) = 5, S2 (95/89)(7120/3560) = 2.134831...
+    expect(events.some((e) => e.type === 'executionReport' && e.account === S3)).toBe(false);
+  });
+
+  it('C3: adding 500 moves the liquidation price to 87.179487... and bankruptcy to 85', () => {
+    const v = venueC();
+    v.fund(GOLD, '500', 'ISO-PERP');
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('-8500'));
+    markTo(v, 'ISO-PERP', '105', '0.5');
+    const iso = summary(v).assetPositions.find((p) => p.marginMode === 'Isolated')!;
+    expect(iso.liquidationPx).toBe('87.179487179487179487');
+    expect(iso.marginUsed).toBe('2000');
+    expect(iso.transferable).toBe('950');
+    const gold = v.state.accounts.get(GOLD)!;
+    const b = bankruptcyPrice(v.state, gold, gold.positions[0]!)!;
+    expect(rcmp(b, ratio(85n))).toBe(0);
+  });
+});
+
+describe('liquidation auction', () => {
+  const CLAIMANT = wallet(0x80);
+
+  function auctionVenue(): { v: TestVenue; events: EngineEvent[] } {
+    const v = venueC();
+    v.open(CLAIMANT);
+    v.fund(CLAIMANT, '10000');
+    // Mark 92 with nothing bid at or above the bankruptcy price 90.
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '89.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '94.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '99' }));
+    const events = v.run({
+      type: 'oracle',
+      time: T0 + 10 * 60_000,
+      prices: [{ market: 3, price: px('92') }],
+    });
+    return { v, events };
+  }
+
+  it('offers the remainder from mark to bankruptcy, reserves claims without a push, settles at the end', () => {
+    const { v, events } = auctionVenue();
+    const start = v.time;
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+    const started = events.filter((e) => e.type === 'auction');
+    expect(started.length).toBe(1);
+    const live = liveAuctions(v.state);
+    expect(live).toEqual([
+      {
+        auctionId: 1,
+        market: 3,
+        side: 'Buy',
+        remaining: 100n,
+        price: px('92'),
+        startPrice: px('92'),
+        endPrice: px('90'),
+        endTime: start + 30_000,
+        status: 'Live',
+      },
+    ]);
+    expect(nextWakeTime(v.state)).toBe(start + 30_000);
+    // Half-way the price is 91.
+    const claim = v.run({
+      type: 'claimLiquidation',
+      time: start + 15_000,
+      account: CLAIMANT,
+      auctionId: 1,
+      quantity: 60n,
+      maxPrice: px('91'),
+    });
+    const o = ok(claim);
+    expect(o.ok && o.kind === 'claim' && o.price).toBe(px('91'));
+    expect(claim.some((e) => e.type === 'accountChanged')).toBe(false);
+    expect(v.state.accounts.get(CLAIMANT)!.claimReserve).toBe(usd('546')); // 60 x 91 / 10x
+    expect(liveAuctions(v.state)[0]!.remaining).toBe(40n);
+    // The liquidated scope cannot trade while its auction runs.
+    const refused = v.place(GOLD, 'ISO-PERP', {
+      side: 'Sell',
+      qty: '1',
+      price: '95',
+      isolated: true,
+    });
+    expect(v.outcome(refused).ok).toBe(false);
+    // A claim above the remaining quantity is refused.
+    const tooMuch = v.run({
+      type: 'claimLiquidation',
+      account: CLAIMANT,
+      auctionId: 1,
+      quantity: 41n,
+      maxPrice: px('92'),
+    });
+    expect(v.outcome(tooMuch).ok).toBe(false);
+
+    const end = v.run({ type: 'tick', time: start + 30_000 });
+    const settled = reportsOf(end, 'LiquidationClaim', CLAIMANT);
+    expect(settled.map((r: LiquidationClaimReport) => [r.status, r.quantity, r.price])).toEqual([
+      ['Settled', 60n, px('91')],
+    ]);
+    expect(v.state.accounts.get(CLAIMANT)!.claimReserve).toBe(0n);
+    expect(v.state.accounts.get(CLAIMANT)!.positions[0]!.size).toBe(60n);
+    const liq = reportsOf(end, 'Liquidation', GOLD);
+    expect(liq.map((r) => [r.method, r.fill.quantity])).toEqual([
+      ['Auction', 60n],
+      ['ADL', 40n],
+    ]);
+    expect(
+      end.filter((e) => e.type === 'auction').map((e) => e.type === 'auction' && e.auction.status),
+    ).toEqual(['Ended']);
+    expect(liveAuctions(v.state)).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    // Scope equity after the claim at 91 is 140 on 40 left: closing at bankruptcy leaves 0.
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(0n);
+  });
+
+  it('settles at once when fully claimed', () => {
+    const { v } = auctionVenue();
+    const events = v.run({
+      type: 'claimLiquidation',
+      account: CLAIMANT,
+      auctionId: 1,
+      quantity: 100n,
+      maxPrice: px('92'),
+    });
+    expect(reportsOf(events, 'LiquidationClaim', CLAIMANT)[0]!.status).toBe('Settled');
+    expect(liveAuctions(v.state)).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+  });
+
+  it('manual liquidation: refused for a healthy scope unless forced', () => {
+    const v = venueC();
+    const refused = v.run({ type: 'liquidate', account: GOLD, mode: 'Isolated', market: 3 });
+    expect(v.outcome(refused).ok).toBe(false);
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '99' }));
+    const forced = v.run({
+      type: 'liquidate',
+      account: GOLD,
+      mode: 'Isolated',
+      market: 3,
+      force: true,
+    });
+    const o = ok(forced);
+    expect(o.ok && o.kind === 'liquidation' && o.result).toBe('Closed');
+    expect(reportsOf(forced, 'Liquidation', GOLD)[0]!.fill.price).toBe(px('99'));
+    // 1000 margin - 100 x (100 - 99) = 900 stays in the isolated pool; cross untouched.
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('900'));
+  });
+});
