@@ -1,0 +1,605 @@
+/**
+ * Crash harness (reliability-anchors 5.4 F1, F8, F10; 5.6): runs the built CLI as a child
+ * process on a data directory, drives it with signed requests from several wallets (orders,
+ * GTD orders, cancels over the trading WebSocket; leverage over REST), SIGKILLs it at a random
+ * moment, restarts it and reconciles three views:
+ *
+ * - the client ledger: every request sent, and whether it was acknowledged, refused or left
+ *   without an answer by the kill;
+ * - the journal on disk, read independently (framing checked, payloads decoded here);
+ * - the restarted service's state hash (`GET /api/admin/state-hash`).
+ *
+ * After every restart: the service's hash equals a clean replay of the journal prefix it reports;
+ * every acknowledged request is in the journal exactly once; no request is in it twice (a request
+ * is one record, so it is applied whole or not at all); re-sending an acknowledged signed order
+ * and leverage change is refused as a replay. At the end: every acknowledged GTD order is no
+ * longer working once its expiry has passed, and none expired early. Snapshots are taken often
+ * (`--snapshot-records`), so kills also land during snapshot writes and restarts go through
+ * snapshot recovery.
+ *
+ * Needs the built CLI (`npx tsc -b`).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  type Command,
+  createEngineState,
+  type EngineEvent,
+  reduceAll,
+  stateHash,
+} from '@perp/core';
+import { decodeFrame, scanFrames } from '../../src/journal/file-journal.js';
+import {
+  freshNonce,
+  http,
+  KEYS,
+  type Msg,
+  type NetworkInfo,
+  Wallet,
+  WsClient,
+} from '../support/client.js';
+
+/** The built CLI the harness runs. */
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+const PRICE = 10n ** 18n;
+const ZERO16 = `0x${'0'.repeat(32)}`;
+
+/** Options of {@link runCrashHarness}. */
+export interface CrashOptions {
+  readonly cycles: number;
+  readonly seed: number;
+  /** Wallets driving load (at most 5). */
+  readonly wallets?: number;
+  /** Snapshot cadence passed to the service, records. */
+  readonly snapshotRecords?: number;
+  /** The kill lands this many ms after the load starts: [min, max]. */
+  readonly killAfterMs?: readonly [number, number];
+  readonly log?: (line: string) => void;
+  /** Keep the data directory (for inspection). */
+  readonly keep?: boolean;
+}
+
+/** What a run saw. */
+export interface CrashSummary {
+  readonly cycles: number;
+  readonly sent: number;
+  readonly acknowledged: number;
+  readonly refused: number;
+  /** Refusals by error code (cancels of orders that already ended, margin, ...). */
+  readonly refusedCodes: Readonly<Record<string, number>>;
+  readonly unanswered: number;
+  /** Unanswered requests that the journal shows were applied (acks lost to the kill). */
+  readonly appliedWithoutAck: number;
+  readonly journalRecords: number;
+  readonly snapshotRecoveries: number;
+  readonly tornTails: number;
+  readonly replaysRefused: number;
+  readonly gtdChecked: number;
+  readonly dataDir: string;
+}
+
+type Status = 'sent' | 'acked' | 'refused' | 'unanswered';
+
+interface LedgerEntry {
+  readonly wallet: string;
+  readonly nonce: bigint;
+  readonly kind: 'order' | 'gtd' | 'cancel' | 'leverage';
+  readonly message: Record<string, unknown>;
+  status: Status;
+  orderId?: string;
+  expiryMs?: number;
+  reply?: unknown;
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface Child {
+  readonly proc: ChildProcess;
+  readonly ready: {
+    rest: string;
+    ws: string;
+    adminToken: string | null;
+    inviteCode: string | null;
+  };
+  readonly stderr: string[];
+  readonly exited: Promise<number | null>;
+}
+
+function startChild(dir: string, args: readonly string[]): Promise<Child> {
+  const proc = spawn(
+    process.execPath,
+    [CLI, '--json', '--port', '0', '--data', dir, '--price-feed', 'none', ...args],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const stderr: string[] = [];
+  const exited = new Promise<number | null>((resolve) =>
+    proc.once('exit', (code) => resolve(code)),
+  );
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`service did not start in 20 s; stderr: ${stderr.join('\n')}`));
+    }, 20_000);
+    proc.stderr?.on('data', (d: Buffer) => {
+      err += d.toString();
+      const lines = err.split('\n');
+      err = lines.pop() ?? '';
+      stderr.push(...lines);
+    });
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const nl = out.indexOf('\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      try {
+        const ready = JSON.parse(out.slice(0, nl)) as Child['ready'] & { ready: boolean };
+        resolve({ proc, ready, stderr, exited });
+      } catch (e) {
+        reject(e as Error);
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(`service exited with ${code} before it was ready; stderr: ${stderr.join('\n')}`),
+      );
+    });
+  });
+}
+
+/** The journal as the disk holds it, read without touching the file. */
+function readJournal(dir: string): Command[] {
+  const path = join(dir, 'journal.log');
+  const data = readFileSync(path);
+  const scan = scanFrames(path, data);
+  return scan.offsets.map((at) => decodeFrame(path, data, at).command);
+}
+
+function authKey(wallet: string, nonce: bigint): string {
+  return `${wallet}|${nonce}`;
+}
+
+/** `${account}|${nonce}` -> occurrences, over every signed command of the journal. */
+function journalNonces(commands: readonly Command[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const c of commands) {
+    let key: string | undefined;
+    if ('auth' in c && c.auth !== undefined && 'account' in c)
+      key = authKey(c.account, c.auth.nonce);
+    else if (c.type === 'authenticate') key = authKey(c.account, c.nonce);
+    if (key !== undefined) counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+function fail(message: string, seed: number, cycle: number): never {
+  throw new Error(`crash harness (seed ${seed}, cycle ${cycle}): ${message}`);
+}
+
+/** Runs the harness; throws on the first broken rule, naming the seed and the cycle. */
+export async function runCrashHarness(options: CrashOptions): Promise<CrashSummary> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -b)`);
+  const log = options.log ?? (() => {});
+  const rnd = mulberry32(options.seed);
+  const dir = mkdtempSync(join(tmpdir(), 'perp-crash-'));
+  const configPath = join(dir, '..', `${dir.split('/').pop()}-config.json`);
+  // Limits high enough that the load is not throttled (this is not a rate-limit test).
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      limits: { walletRequestsPerSecond: 10_000, signedRequestsPer5Minutes: 10_000_000 },
+    }),
+  );
+  const args = [
+    '--config',
+    configPath,
+    '--snapshot-records',
+    String(options.snapshotRecords ?? 40),
+  ];
+  const [killMin, killMax] = options.killAfterMs ?? [200, 1200];
+  const ledger: LedgerEntry[] = [];
+  let adminToken = '';
+  let snapshotRecoveries = 0;
+  let tornTails = 0;
+  let replaysRefused = 0;
+  let child: Child | undefined;
+  let cycle = 0;
+
+  const admin = (rest: string, method: string, path: string, body?: unknown) =>
+    http(method, `${rest}${path}`, body, { authorization: `Bearer ${adminToken}` });
+
+  try {
+    // ---- a new venue: prices, wallets with access and collateral --------------------------------
+    child = await startChild(dir, args);
+    adminToken =
+      child.ready.adminToken ?? fail('no admin token on a new data directory', options.seed, 0);
+    const inviteCode =
+      child.ready.inviteCode ?? fail('no invite code on a new data directory', options.seed, 0);
+    let rest = child.ready.rest;
+    const net = (await http('GET', `${rest}/network`)).body as unknown as NetworkInfo;
+    const wallets = KEYS.slice(0, Math.min(5, options.wallets ?? 4)).map(
+      (k) => new Wallet(k as `0x${string}`, net),
+    );
+    const oracle = await admin(rest, 'POST', '/admin/oracle', { prices: { 'BTC-PERP': '65000' } });
+    if (oracle.status !== 200) fail(`oracle: ${JSON.stringify(oracle.body)}`, options.seed, 0);
+    for (const w of wallets) {
+      const r = await w.referral(inviteCode);
+      const res = await http('POST', `${rest}/referral/apply`, r.body, r.headers);
+      if (res.status !== 201)
+        fail(`invite: ${res.status} ${JSON.stringify(res.body)}`, options.seed, 0);
+      await fund(rest, adminToken, net, w, '1000000');
+    }
+
+    for (cycle = 1; cycle <= options.cycles; cycle++) {
+      // ---- load, then a kill at a random moment ---------------------------------------------
+      const sockets = await Promise.all(
+        wallets.map(async (w) => {
+          const ws = await WsClient.connect(child!.ready.ws);
+          const auth = await ws.request({
+            type: 'authenticate',
+            signature: await w.authenticate(),
+          });
+          if (auth.type !== 'authenticateSuccess')
+            fail(`authenticate: ${JSON.stringify(auth)}`, options.seed, cycle);
+          return ws;
+        }),
+      );
+      const killAt = killMin + Math.floor(rnd() * (killMax - killMin));
+      let killed = false;
+      const sends: Promise<void>[] = [];
+      const workers = wallets.map(async (w, wi) => {
+        const ws = sockets[wi] as WsClient;
+        // Up to three requests in flight per wallet, so acknowledgements overlap group commits;
+        // a wallet's requests are answered in order, so the oldest is the one to wait for.
+        const pending: Promise<void>[] = [];
+        while (!killed) {
+          const entry = await nextRequest(w, rnd, ledger);
+          if (killed) break;
+          ledger.push(entry);
+          const p = send(rest, ws, entry).catch(() => {});
+          sends.push(p);
+          pending.push(p);
+          if (pending.length >= 3) await pending.shift();
+        }
+      });
+      await new Promise((r) => setTimeout(r, killAt));
+      killed = true;
+      child.proc.kill('SIGKILL');
+      await child.exited;
+      await Promise.allSettled([...workers, ...sends]);
+      for (const ws of sockets) await ws.close().catch(() => {});
+      for (const e of ledger) if (e.status === 'sent') e.status = 'unanswered';
+
+      // ---- restart and reconcile -------------------------------------------------------------
+      child = await startChild(dir, args);
+      rest = child.ready.rest;
+      if (child.stderr.some((l) => l.startsWith('recovered from snapshot'))) snapshotRecoveries++;
+      if (child.stderr.some((l) => l.includes('cut a torn record'))) tornTails++;
+      const live = (await admin(rest, 'GET', '/admin/state-hash')).body as {
+        seq: number;
+        hash: string;
+      };
+      const commands = readJournal(dir);
+      if (commands.length < live.seq)
+        fail(
+          `journal has ${commands.length} records, service reports seq ${live.seq}`,
+          options.seed,
+          cycle,
+        );
+      const prefix = commands.slice(0, live.seq);
+      const replayed = reduceAll(createEngineState({}, prefix[0]?.time ?? 0), prefix);
+      if (stateHash(replayed.state) !== live.hash) {
+        fail(
+          `state hash after restart ${live.hash} differs from a clean replay of ${live.seq} records: ${stateHash(replayed.state)}\n${child.stderr.join('\n')}`,
+          options.seed,
+          cycle,
+        );
+      }
+      const counts = journalNonces(commands);
+      for (const e of ledger) {
+        const n = counts.get(authKey(e.wallet, e.nonce)) ?? 0;
+        if (e.status === 'acked' && n !== 1)
+          fail(
+            `acknowledged ${e.kind} ${e.wallet}/${e.nonce} is in the journal ${n} times`,
+            options.seed,
+            cycle,
+          );
+        if (n > 1)
+          fail(
+            `${e.kind} ${e.wallet}/${e.nonce} is in the journal ${n} times`,
+            options.seed,
+            cycle,
+          );
+      }
+      replaysRefused += await checkReplaysRefused(
+        rest,
+        child.ready.ws,
+        wallets,
+        ledger,
+        options.seed,
+        cycle,
+      );
+      log(`cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}`);
+    }
+
+    // ---- expiry: every acknowledged GTD order stops working at its expiry, never before ----------
+    const gtd = ledger.filter((e) => e.kind === 'gtd' && e.status === 'acked');
+    const lastExpiry = Math.max(0, ...gtd.map((e) => e.expiryMs ?? 0));
+    // The service's wake timer submits a tick within 250 ms of a due expiry.
+    while (Date.now() < lastExpiry + 1_500) await new Promise((r) => setTimeout(r, 200));
+    const live = (await admin(child.ready.rest, 'GET', '/admin/state-hash')).body as {
+      seq: number;
+      hash: string;
+    };
+    const commands = readJournal(dir).slice(0, live.seq);
+    const replayed = reduceAll(createEngineState({}, commands[0]?.time ?? 0), commands);
+    if (stateHash(replayed.state) !== live.hash)
+      fail('final state hash differs from a clean replay', options.seed, cycle);
+    const lastReport = new Map<string, { status: string; time: number }>();
+    for (const events of replayed.events) for (const e of events) noteReport(lastReport, e);
+    for (const e of gtd) {
+      const id = Number(e.orderId);
+      if (replayed.state.orders.has(id))
+        fail(`GTD order ${id} still works after its expiry ${e.expiryMs}`, options.seed, cycle);
+      const r = lastReport.get(String(id));
+      if (r?.status === 'Expired' && r.time < (e.expiryMs ?? 0))
+        fail(`GTD order ${id} expired at ${r.time}, before ${e.expiryMs}`, options.seed, cycle);
+    }
+
+    const count = (s: Status) => ledger.filter((e) => e.status === s).length;
+    const finalCounts = journalNonces(readJournal(dir));
+    return {
+      cycles: options.cycles,
+      sent: ledger.length,
+      acknowledged: count('acked'),
+      refused: count('refused'),
+      refusedCodes: ledger
+        .filter((e) => e.status === 'refused')
+        .reduce<Record<string, number>>((acc, e) => {
+          const r = e.reply as { code?: unknown; error?: unknown } | undefined;
+          const code = String(r?.code ?? r?.error ?? 'unknown').slice(0, 40);
+          acc[code] = (acc[code] ?? 0) + 1;
+          return acc;
+        }, {}),
+      unanswered: count('unanswered'),
+      appliedWithoutAck: ledger.filter(
+        (e) => e.status === 'unanswered' && finalCounts.has(authKey(e.wallet, e.nonce)),
+      ).length,
+      journalRecords: live.seq,
+      snapshotRecoveries,
+      tornTails,
+      replaysRefused,
+      gtdChecked: gtd.length,
+      dataDir: dir,
+    };
+  } finally {
+    if (child !== undefined && child.proc.exitCode === null) {
+      child.proc.kill('SIGTERM');
+      await child.exited;
+    }
+    rmSync(configPath, { force: true });
+    if (!options.keep) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function noteReport(out: Map<string, { status: string; time: number }>, e: EngineEvent): void {
+  if (e.type !== 'executionReport' || !('order' in e)) return;
+  const o = (
+    e as unknown as { order: { orderId: number | string; ordStatus: string }; time: number }
+  ).order;
+  out.set(String(o.orderId), {
+    status: o.ordStatus,
+    time: (e as unknown as { time: number }).time,
+  });
+}
+
+/** Picks and signs the next request of a wallet. */
+async function nextRequest(
+  w: Wallet,
+  rnd: () => number,
+  ledger: readonly LedgerEntry[],
+): Promise<LedgerEntry> {
+  const nonce = freshNonce();
+  const deadline = Wallet.deadline();
+  const r = rnd();
+  if (r < 0.25) {
+    const mine = ledger.filter((e) => e.wallet === w.address && e.orderId !== undefined);
+    const target = mine[Math.floor(rnd() * mine.length)];
+    if (target !== undefined) {
+      const signature = await w.sign('Cancel', {
+        market: 1,
+        orderId: BigInt(target.orderId as string),
+        cloid: ZERO16,
+        nonce,
+        deadline,
+      });
+      return {
+        wallet: w.address,
+        nonce,
+        kind: 'cancel',
+        message: { type: 'cancelOrder', signature },
+        status: 'sent',
+      };
+    }
+  }
+  if (r > 0.92) {
+    const leverage = (2 + Math.floor(rnd() * 20)) * 100;
+    const signature = await w.sign('UpdateLeverage', {
+      market: 1,
+      leverage,
+      flags: 0,
+      nonce,
+      deadline,
+    });
+    return {
+      wallet: w.address,
+      nonce,
+      kind: 'leverage',
+      message: { leverage, instrument: 'BTC-PERP', marginMode: 'Cross', signature },
+      status: 'sent',
+    };
+  }
+  const isBuy = rnd() < 0.5;
+  // Buyers lean up and sellers down so a share of the orders cross and trade.
+  const ticks = Math.floor(rnd() * 40) - (isBuy ? 10 : 30);
+  const price = 65_000n * PRICE + BigInt(ticks) * (PRICE / 2n);
+  const quantity = BigInt(1 + Math.floor(rnd() * 20)) * 10n;
+  const gtd = r > 0.8;
+  const expiryMs = gtd
+    ? (Math.floor(Date.now() / 1000) + 2 + Math.floor(rnd() * 3)) * 1000
+    : undefined;
+  const signature = await w.sign('Order', {
+    market: 1,
+    isBuy,
+    orderType: 0,
+    timeInForce: gtd ? 1 : 0,
+    price,
+    triggerPrice: 0n,
+    quantity,
+    flags: 0,
+    expiry: BigInt((expiryMs ?? 0) / 1000),
+    cloid: ZERO16,
+    parentCloid: ZERO16,
+    nonce,
+    deadline,
+  });
+  return {
+    wallet: w.address,
+    nonce,
+    kind: gtd ? 'gtd' : 'order',
+    message: { type: 'placeOrder', signature },
+    status: 'sent',
+    ...(expiryMs === undefined ? {} : { expiryMs }),
+  };
+}
+
+/** Sends a request and records its answer in the ledger entry. */
+async function send(rest: string, ws: WsClient, e: LedgerEntry): Promise<void> {
+  if (e.kind === 'leverage') {
+    const res = await http('POST', `${rest}/update_leverage`, e.message);
+    e.reply = res.body;
+    e.status = res.status === 200 && res.body.status === 'Submitted' ? 'acked' : 'refused';
+    return;
+  }
+  const reply: Msg = await ws.request(e.message, 10_000);
+  e.reply = reply;
+  if (reply.type === 'orderAck' || reply.type === 'cancelAck') {
+    e.status = 'acked';
+    const order = reply.order as { orderId?: string } | undefined;
+    if (e.kind !== 'cancel' && order?.orderId !== undefined) e.orderId = order.orderId;
+  } else {
+    e.status = 'refused';
+  }
+}
+
+/** Re-sends acknowledged signed requests after a restart: each must be refused as a replay. */
+async function checkReplaysRefused(
+  rest: string,
+  wsUrl: string,
+  wallets: readonly Wallet[],
+  ledger: readonly LedgerEntry[],
+  seed: number,
+  cycle: number,
+): Promise<number> {
+  // Signed a moment ago: inside the nonce window and before the 60 s deadline, so the only
+  // reason left to refuse it is the replay.
+  const recent = Date.now() - 30_000;
+  const acked = ledger.filter((e) => e.status === 'acked' && Number(e.nonce) > recent);
+  const order = [...acked].reverse().find((e) => e.kind === 'order' || e.kind === 'gtd');
+  const leverage = [...acked].reverse().find((e) => e.kind === 'leverage');
+  let refused = 0;
+  if (order !== undefined) {
+    const w = wallets.find((x) => x.address === order.wallet) as Wallet;
+    const ws = await WsClient.connect(wsUrl);
+    try {
+      await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+      const reply = await ws.request(order.message);
+      if (reply.type !== 'error' || !/replay/i.test(JSON.stringify(reply))) {
+        fail(
+          `a replayed order ${order.wallet}/${order.nonce} was not refused as a replay: ${JSON.stringify(reply)}`,
+          seed,
+          cycle,
+        );
+      }
+      refused++;
+    } finally {
+      await ws.close();
+    }
+  }
+  if (leverage !== undefined) {
+    const res = await http('POST', `${rest}/update_leverage`, leverage.message);
+    if (res.status !== 400 || !/replay/i.test(JSON.stringify(res.body))) {
+      fail(
+        `a replayed leverage change was not refused as a replay: ${res.status} ${JSON.stringify(res.body)}`,
+        seed,
+        cycle,
+      );
+    }
+    refused++;
+  }
+  return refused;
+}
+
+/** Faucet + permit deposit, as an integrator funds a wallet; waits until it is credited. */
+async function fund(
+  rest: string,
+  adminToken: string,
+  net: NetworkInfo,
+  w: Wallet,
+  amount: string,
+): Promise<void> {
+  const auth = { authorization: `Bearer ${adminToken}` };
+  const f = await http('POST', `${rest}/admin/faucet`, { wallet: w.address, amount }, auth);
+  if (f.status !== 200) throw new Error(`faucet failed: ${JSON.stringify(f.body)}`);
+  const token = await http('GET', `${rest}/chain/token/${w.address}`);
+  const micro = BigInt(amount) * 1_000_000n;
+  const permit = await w.sign('Permit', {
+    spender: net.vault.address,
+    value: micro,
+    nonce: BigInt(token.body.nonce as string),
+    deadline: Wallet.deadline(),
+  });
+  const deposit = await w.sign('Deposit', {
+    amount: micro,
+    market: 0,
+    flags: 0,
+    nonce: freshNonce(),
+    deadline: Wallet.deadline(),
+  });
+  const res = await http('POST', `${rest}/margin/deposit`, {
+    amount,
+    instrument: null,
+    marginMode: 'Cross',
+    permitSignature: permit,
+    depositSignature: deposit,
+  });
+  if (res.status !== 200 || res.body.status !== 'Submitted')
+    throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.body)}`);
+  for (let i = 0; i < 500; i++) {
+    const s = await http('GET', `${rest}/account_summary?wallet=${w.address}`);
+    if (
+      s.status === 200 &&
+      Number((s.body as { withdrawable: string }).withdrawable) >= Number(amount)
+    )
+      return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('deposit did not settle');
+}
