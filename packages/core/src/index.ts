@@ -19,6 +19,7 @@ export {
   REFERRAL_NONCE_RE,
   type ReferralError,
 } from './access/referral.js';
+export * from './auth/index.js';
 export { depthOf, levelOrderIds } from './book/levels.js';
 export { decodeJson, encodeJson } from './codec/json.js';
 export * from './engine/commands.js';
@@ -86,7 +87,6 @@ export {
   bankruptcyRaw,
   liveAuctions,
 } from './risk/liquidation.js';
-export * from './signing/index.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
