@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
 import {
+  auctionEvents,
   buildInstrument,
   type ChainDeposit,
   type Command,
@@ -20,7 +21,9 @@ import {
   createSigningContext,
   DISCRIMINATOR,
   encodePayloadHex,
+  fundingInfo,
   type JournalStore,
+  liveAuctions,
   nextWakeTime,
   RateLimiter,
   verifySignedPayload,
@@ -37,8 +40,8 @@ import { HttpError } from './http/errors.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
-import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
 import { FileJournal } from './journal/file-journal.js';
+import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
@@ -60,6 +63,7 @@ export interface StartVenueOptions {
   readonly clock?: Clock;
   readonly log?: (line: string) => void;
   /** Journal to use instead of the data directory's (tests). */
+  readonly journal?: JournalStore;
   /**
    * Snapshot cadence for a data directory (docs/durability.md); `false`: none, every restart
    * replays the whole journal.
@@ -67,7 +71,6 @@ export interface StartVenueOptions {
   readonly snapshots?: Partial<SnapshotPolicy> | false;
   /** Called after the venue closed itself on a fatal error (the CLI exits non-zero). */
   readonly onFatal?: (error: unknown) => void;
-  readonly journal?: JournalStore;
 }
 
 /** A running venue. */
@@ -134,12 +137,12 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
 
   // ---- engine host and read models -------------------------------------------------------
   const history = new HistoryStore();
+  const streams = new ReportStreams();
   // Recovery: the newest valid snapshot of the data directory, then the journal records after it
   // (without one, the whole journal). Read models only see what is replayed: see durability.md.
   const snapshotDir = dataDir !== null && options.journal === undefined && options.snapshots !== false ? dataDir : null;
   const snapshot = snapshotDir === null ? null : loadNewestSnapshot(snapshotDir, { maxSeq: journal.lastSeq, log });
   const startSeq = journal.lastSeq;
-  const streams = new ReportStreams();
   const records: Command[] = [];
   for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
   const firstTime = records[0]?.time ?? 0;
@@ -155,16 +158,29 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   host.subscribe((b) => streams.apply(b));
   const ipLimiter = new RateLimiter({ ...WALLET_LIMITS, perWindow: config.limits.publicReadsPerSecond });
   // Created before the replay so tickers and candles rebuild from the journal.
-  const marketData = createMarketDataService({ host, now: () => host.now(), readLimiter: ipLimiter });
+  const marketData = createMarketDataService({
+    host,
+    now: () => host.now(),
+    readLimiter: ipLimiter,
+    funding: fundingInfo,
+    auctions: liveAuctions,
+    auctionEvents,
+    limits: {
+      maxConnectionsPerIp: config.limits.connectionsPerIp,
+      messagesPerSecondPerIp: config.limits.publicReadsPerSecond,
+      pingIntervalMs: config.limits.pingIntervalMs,
+      idleTimeoutMs: config.limits.idleTimeoutMs,
+    },
+  });
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
   if (snapshot !== null) log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
   if (records.length > 0) log(`replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`);
+  if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
   const snapshotter =
     snapshotDir === null
       ? null
       : new Snapshotter({ dir: snapshotDir, lastSeq: snapshot?.seq ?? 0, log, ...(options.snapshots ? { policy: options.snapshots } : {}) });
   snapshotter?.attach(host);
-  if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
 
   // ---- chain ---------------------------------------------------------------------------
   const signing = createSigningContext({
@@ -324,9 +340,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       await trading.close();
       await marketData.close();
       for (const c of extraClosers) await c();
-      await snapshotter?.close();
       await app.close();
       await host.idle();
+      await snapshotter?.close();
       await journal.close();
     })();
     return closing;
