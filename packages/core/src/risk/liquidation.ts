@@ -1079,9 +1079,11 @@ export function riskSweep(ctx: Ctx): void {
     pending.delete(address);
     const start = ctx.events.length;
     checkAccount(ctx, address);
+    // Everyone a liquidation touched is checked again, the liquidated account too (ADL can hit
+    // its other scopes after they were checked).
     for (let k = start; k < ctx.events.length; k++) {
       const e = ctx.events[k]!;
-      if (e.type !== 'executionReport' || e.account === address || pending.has(e.account)) continue;
+      if (e.type !== 'executionReport' || pending.has(e.account)) continue;
       pending.add(e.account);
       queue.push(e.account);
     }

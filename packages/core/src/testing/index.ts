@@ -7,4 +7,5 @@
 export * from './builders.js';
 export * from './invariants.js';
 export * from './reference-book.js';
+export * from './simulation.js';
 export * from './venue.js';

@@ -1,0 +1,539 @@
+/**
+ * Risk-engine properties over random markets, price shocks and many accounts: conservation
+ * (pools, fee pool and insurance fund; TestVenue checks it after every command), no scope left
+ * liquidatable outside a live auction, no liquidated scope left with negative equity, funding
+ * summing to zero up to its documented residue, claim reservations matching live claims,
+ * isolated liquidation leaving every other pool alone, and a bust equal to the history without
+ * that trade. Runs are moderate by default; FC_NUM_RUNS raises them.
+ */
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type EngineEvent,
+  type EngineState,
+  type Instrument,
+  isLiquidatable,
+  liveAuctions,
+  nextPosition,
+  type Outcome,
+  type PositionSnapshot,
+  scopeInAuction,
+  scopeRisk,
+  type TradeRecord,
+} from '../src/index.js';
+import { BTC_SETTINGS, ETH_SETTINGS, px, TestVenue, usd, wallet } from '../src/testing/index.js';
+
+const runs = Number(process.env.FC_NUM_RUNS ?? 40);
+const HOUR = 3_600_000;
+const N_TRADERS = 10;
+const TRADERS = Array.from({ length: N_TRADERS }, (_, i) => wallet(0x200 + i));
+const MAKERS = [wallet(0x300), wallet(0x301)];
+const SYMS = ['BTC-PERP', 'ETH-PERP'] as const;
+const BASE = [50000, 3000];
+const TICK = [0.5, 0.01];
+const DIGITS = [1, 2];
+
+interface MarketParams {
+  maxLev: number;
+  threshold: string;
+  auctionMs: number;
+  liqFee: string;
+  fees: readonly [string, string];
+}
+
+const marketArb: fc.Arbitrary<MarketParams> = fc.record({
+  maxLev: fc.constantFrom(10, 20, 50),
+  threshold: fc.constantFrom('100', '2000', '100000'),
+  auctionMs: fc.constantFrom(1000, 30000),
+  liqFee: fc.constantFrom('0', '0.005'),
+  // [taker, maker]: a maker rebate never exceeds the taker fee.
+  fees: fc.constantFrom(
+    ['0', '0'] as const,
+    ['0.00045', '0.00015'] as const,
+    ['0.00045', '-0.0001'] as const,
+  ),
+});
+
+type Step =
+  | {
+      k: 'order';
+      w: number;
+      m: number;
+      buy: boolean;
+      off: number;
+      lots: number;
+      iso: boolean;
+      ioc: boolean;
+    }
+  | { k: 'quote'; m: number; spread: number; lots: number }
+  | { k: 'shock'; m: number; pct: number }
+  | { k: 'tick'; ms: number }
+  | { k: 'claim'; w: number; frac: number }
+  | { k: 'liquidate'; w: number; iso: boolean; m: number }
+  | { k: 'bust'; pick: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      k: fc.constant('order' as const),
+      w: fc.nat(N_TRADERS - 1),
+      m: fc.nat(1),
+      buy: fc.boolean(),
+      off: fc.integer({ min: -5, max: 20 }),
+      lots: fc.integer({ min: 1, max: 2000 }),
+      iso: fc.boolean(),
+      ioc: fc.boolean(),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      k: fc.constant('quote' as const),
+      m: fc.nat(1),
+      spread: fc.integer({ min: 1, max: 20 }),
+      lots: fc.integer({ min: 1, max: 5000 }),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      k: fc.constant('shock' as const),
+      m: fc.nat(1),
+      pct: fc.integer({ min: -30, max: 30 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('tick' as const),
+      ms: fc.constantFrom(500, 15_000, 31_000, HOUR, 3 * HOUR),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      k: fc.constant('claim' as const),
+      w: fc.nat(N_TRADERS - 1),
+      frac: fc.integer({ min: 1, max: 100 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('liquidate' as const),
+      w: fc.nat(N_TRADERS - 1),
+      iso: fc.boolean(),
+      m: fc.nat(1),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ k: fc.constant('bust' as const), pick: fc.nat() }) },
+);
+
+const outcome = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome')!;
+
+function setup(params: readonly MarketParams[], funds: readonly number[]): TestVenue {
+  const v = new TestVenue({ settings: { tradeRetentionMs: 100 * HOUR } });
+  [BTC_SETTINGS, ETH_SETTINGS].forEach((base, i) => {
+    const p = params[i]!;
+    v.list({
+      ...base,
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: p.maxLev,
+      defaultLeverage: p.maxLev,
+      openInterestCap: '1000000',
+      makerFeeRate: p.fees[1],
+      takerFeeRate: p.fees[0],
+      funding: { impactNotional: '500' },
+      liquidation: {
+        partialThreshold: p.threshold,
+        auctionDurationMs: p.auctionMs,
+        feeRate: p.liqFee,
+      },
+    });
+  });
+  for (const [i, w] of TRADERS.entries()) {
+    v.open(w);
+    v.fund(w, String(funds[i]!));
+    v.fund(w, String(Math.floor(funds[i]! / 4)), SYMS[i % 2]!);
+  }
+  for (const w of MAKERS) {
+    v.open(w);
+    v.fund(w, '5000000');
+  }
+  v.oracle({ 'BTC-PERP': '50000', 'ETH-PERP': '3000' });
+  return v;
+}
+
+function priceText(m: number, value: number): string {
+  const ticks = Math.max(1, Math.round(value / TICK[m]!));
+  return (ticks * TICK[m]!).toFixed(DIGITS[m]!);
+}
+
+function indexOf(v: TestVenue, m: number): number {
+  return Number(v.state.markets.get(m + 1)!.prices.index!) / 1e18;
+}
+
+/** The checks that hold after every command, beyond TestVenue's invariants. */
+function checkRisk(state: EngineState, events: readonly EngineEvent[]): void {
+  // No scope below maintenance margin unless its auction is running.
+  const reserves = new Map<string, bigint>();
+  state.auctions.forEach((a) => {
+    for (const c of a.claims)
+      reserves.set(c.claimant, (reserves.get(c.claimant) ?? 0n) + c.reserve);
+  });
+  state.accounts.forEach((a) => {
+    expect(a.claimReserve).toBe(reserves.get(a.address) ?? 0n);
+    const scopes = new Set(a.positions.map((p) => (p.mode === 'Cross' ? 0 : p.market)));
+    for (const s of scopes) {
+      const mode = s === 0 ? 'Cross' : 'Isolated';
+      if (scopeInAuction(state, a.address, mode, s)) continue;
+      const r = scopeRisk(state, a, mode, s);
+      if (isLiquidatable(r)) {
+        throw new Error(
+          `${a.address} ${mode} ${s} left liquidatable: ${r.equity} < ${r.maintenance}`,
+        );
+      }
+    }
+  });
+  for (const e of events) {
+    if (e.type === 'liquidationStarted') {
+      const a = state.accounts.get(e.account)!;
+      if (scopeInAuction(state, e.account, e.marginMode, e.market)) continue;
+      // A completed liquidation never leaves negative equity behind.
+      expect(scopeRisk(state, a, e.marginMode, e.market).equity).toBeGreaterThanOrEqual(0n);
+    }
+    if (e.type === 'fundingSettled') {
+      const s = e.settlement;
+      const paid = s.payments.reduce((t, p) => t + p.payment, 0n);
+      // Payments sum to zero up to the residue: payers round up, receivers down.
+      expect(paid + s.residue).toBe(0n);
+      expect(s.residue).toBeGreaterThanOrEqual(0n);
+      expect(s.residue).toBeLessThanOrEqual(BigInt(s.payments.length));
+    }
+  }
+}
+
+function runStep(v: TestVenue, s: Step): EngineEvent[] {
+  switch (s.k) {
+    case 'order': {
+      const idx = indexOf(v, s.m);
+      return v.place(TRADERS[s.w]!, SYMS[s.m]!, {
+        side: s.buy ? 'Buy' : 'Sell',
+        qty: (s.lots / 1000).toFixed(3),
+        // Mostly aggressive: a buy above the index, a sell below it.
+        price: priceText(s.m, idx * (1 + ((s.buy ? 1 : -1) * s.off) / 1000)),
+        isolated: s.iso,
+        tif: s.ioc ? 'IOC' : 'GTC',
+      });
+    }
+    case 'quote': {
+      const idx = indexOf(v, s.m);
+      const maker = MAKERS[s.m]!;
+      v.run({ type: 'cancelAll', account: maker, market: s.m + 1 });
+      v.place(maker, SYMS[s.m]!, {
+        side: 'Buy',
+        qty: (s.lots / 1000).toFixed(3),
+        price: priceText(s.m, idx * (1 - s.spread / 2000)),
+      });
+      return v.place(maker, SYMS[s.m]!, {
+        side: 'Sell',
+        qty: (s.lots / 1000).toFixed(3),
+        price: priceText(s.m, idx * (1 + s.spread / 2000)),
+      });
+    }
+    case 'shock': {
+      const idx = indexOf(v, s.m);
+      return v.oracle({ [SYMS[s.m]!]: priceText(s.m, idx * (1 + s.pct / 100)) });
+    }
+    case 'tick':
+      return v.advance(s.ms);
+    case 'claim': {
+      const live = liveAuctions(v.state);
+      const a = live[s.frac % Math.max(live.length, 1)];
+      if (a === undefined) return v.advance(1);
+      const qty = (a.remaining * BigInt(s.frac)) / 100n;
+      const lot = 1n;
+      return v.run({
+        type: 'claimLiquidation',
+        account: TRADERS[s.w]!,
+        auctionId: a.auctionId,
+        quantity: qty - (qty % lot),
+        maxPrice: a.side === 'Buy' ? px('1000000') : 1n,
+      });
+    }
+    case 'liquidate':
+      return v.run({
+        type: 'liquidate',
+        account: TRADERS[s.w]!,
+        mode: s.iso ? 'Isolated' : 'Cross',
+        market: s.iso ? s.m + 1 : 0,
+        force: true,
+      });
+    case 'bust': {
+      const ids: number[] = [];
+      v.state.trades.forEach((t, id) => {
+        if (!t.busted && t.source === 'Order') ids.push(id);
+      });
+      if (ids.length === 0) return v.advance(1);
+      return v.run({ type: 'bustTrade', tradeId: ids[s.pick % ids.length]!, reason: 'test' });
+    }
+  }
+}
+
+/** What the random runs exercised (checked at the end so the properties are not vacuous). */
+const seen: Record<string, number> = {
+  trades: 0,
+  rejects: 0,
+  liquidations: 0,
+  market: 0,
+  auctions: 0,
+  claims: 0,
+  adl: 0,
+  funding: 0,
+  busts: 0,
+};
+
+function count(events: readonly EngineEvent[]): void {
+  for (const e of events) {
+    if (e.type === 'liquidationStarted') seen.liquidations!++;
+    if (e.type === 'trade') seen.trades!++;
+    if (e.type === 'outcome' && !e.ok) seen[`rej${e.code}`] = (seen[`rej${e.code}`] ?? 0) + 1;
+    if (e.type === 'auction' && e.auction.status === 'Live' && e.auction.remaining > 0n)
+      seen.auctions!++;
+    if (e.type === 'fundingSettled') seen.funding!++;
+    if (e.type === 'tradeBusted') seen.busts!++;
+    if (e.type === 'executionReport') {
+      if (e.kind === 'ADL') seen.adl!++;
+      if (e.kind === 'LiquidationClaim') seen.claims!++;
+      if (e.kind === 'Liquidation' && e.method === 'Market') seen.market!++;
+    }
+  }
+}
+
+describe('risk properties over random markets, price shocks and many accounts', () => {
+  afterAll(() => {
+    if (process.env.FC_STATS !== undefined) console.log(seen);
+    if (runs >= 20) {
+      expect(seen.liquidations).toBeGreaterThan(0);
+      expect(seen.adl).toBeGreaterThan(0);
+      expect(seen.funding).toBeGreaterThan(0);
+    }
+  });
+
+  it('conservation, no scope left liquidatable, no negative equity after liquidation, funding residue', () => {
+    fc.assert(
+      fc.property(
+        fc.array(marketArb, { minLength: 2, maxLength: 2 }),
+        fc.array(fc.integer({ min: 200, max: 20_000 }), {
+          minLength: N_TRADERS,
+          maxLength: N_TRADERS,
+        }),
+        fc.array(stepArb, { minLength: 30, maxLength: 120, size: 'max' }),
+        (params, funds, steps) => {
+          const v = setup(params, funds);
+          for (const s of steps) {
+            const events = runStep(v, s);
+            count(events);
+            checkRisk(v.state, events);
+          }
+          // Let every auction end and a funding hour pass; the checks still hold.
+          const last = v.advance(2 * HOUR);
+          count(last);
+          checkRisk(v.state, last);
+          // Auctions started by that tick (funding can trigger liquidations) end 30 s later.
+          for (let i = 0; i < 5 && liveAuctions(v.state).length > 0; i++) {
+            checkRisk(v.state, v.advance(31_000));
+          }
+          expect(liveAuctions(v.state)).toEqual([]);
+        },
+      ),
+      { numRuns: runs },
+    );
+  });
+
+  it('an isolated liquidation leaves the cross pool and every other isolated pool unchanged', () => {
+    fc.assert(
+      fc.property(
+        fc.array(marketArb, { minLength: 2, maxLength: 2 }),
+        fc.array(fc.integer({ min: 200, max: 50_000 }), {
+          minLength: N_TRADERS,
+          maxLength: N_TRADERS,
+        }),
+        fc.array(stepArb, { minLength: 10, maxLength: 60, size: 'max' }),
+        fc.nat(N_TRADERS - 1),
+        fc.nat(1),
+        fc.integer({ min: -40, max: 40 }),
+        (params, funds, steps, w, m, pct) => {
+          const v = setup(params, funds);
+          for (const s of steps) runStep(v, s);
+          v.advance(2 * HOUR); // no auction left running
+          const who = TRADERS[w]!;
+          const before = v.state.accounts.get(who)!;
+          const isoScope = before.positions.some(
+            (p) => p.mode === 'Isolated' && p.market === m + 1,
+          );
+          if (!isoScope) return;
+          const others = (s: EngineState) => {
+            const a = s.accounts.get(who)!;
+            return {
+              cross: a.crossCash,
+              crossPositions: a.positions.filter((p) => p.mode === 'Cross').map((p) => p.size),
+              pools: a.isolated.filter((p) => p.market !== m + 1),
+            };
+          };
+          const snapshot = others(v.state);
+          const crossHealthy = !isLiquidatable(scopeRisk(v.state, before, 'Cross', 0));
+          // Forced liquidation of the isolated scope; then possibly a shock that liquidates it.
+          const events = v.run({
+            type: 'liquidate',
+            account: who,
+            mode: 'Isolated',
+            market: m + 1,
+            force: true,
+          });
+          expect(outcome(events).ok).toBe(true);
+          if (crossHealthy) expect(others(v.state)).toEqual(snapshot);
+          for (const e of events) {
+            if (e.type === 'executionReport' && e.account === who && e.kind === 'Liquidation') {
+              expect(e.marginMode).toBe('Isolated');
+              expect(e.market).toBe(m + 1);
+            }
+          }
+          void pct;
+        },
+      ),
+      { numRuns: runs },
+    );
+  });
+});
+
+/** Replays the non-busted trades of the log from scratch: cash, fees and positions. */
+function ledgerFromTrades(
+  trades: readonly TradeRecord[],
+  deposits: Map<string, bigint>,
+  specOf: (m: number) => Instrument,
+): { cash: Map<string, bigint>; fees: bigint; positions: Map<string, PositionSnapshot> } {
+  const cash = new Map(deposits);
+  const positions = new Map<string, PositionSnapshot>();
+  let fees = 0n;
+  const flat: PositionSnapshot = {
+    size: 0n,
+    entryNotional: 0n,
+    entryQty: 0n,
+    openedTime: 0,
+    realizedPnl: 0n,
+    fundingSinceOpen: 0n,
+  };
+  for (const t of trades) {
+    if (t.busted) continue;
+    for (const l of t.legs) {
+      const pool = `${l.account}|${l.mode === 'Cross' ? 0 : t.market}`;
+      cash.set(pool, (cash.get(pool) ?? 0n) + (l.signedQty > 0n ? -t.quote : t.quote) - l.fee);
+      fees += l.fee;
+      const key = `${l.account}|${t.market}|${l.mode}`;
+      positions.set(
+        key,
+        nextPosition(specOf(t.market), positions.get(key) ?? flat, l.signedQty, t.price, t.time),
+      );
+    }
+  }
+  return { cash, fees, positions };
+}
+
+describe('trade busts', () => {
+  it('after busting trades the state equals the history without them (positions, cash, fees)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            w: fc.nat(N_TRADERS - 1),
+            m: fc.nat(1),
+            buy: fc.boolean(),
+            off: fc.integer({ min: -5, max: 5 }),
+            lots: fc.integer({ min: 1, max: 300 }),
+            iso: fc.boolean(),
+          }),
+          { minLength: 5, maxLength: 60 },
+        ),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 6 }),
+        (orders, picks) => {
+          const v = new TestVenue({ settings: { tradeRetentionMs: 100 * HOUR } });
+          v.list({
+            ...BTC_SETTINGS,
+            lotSize: '0.001',
+            quantityDecimals: 3,
+            openInterestCap: '100000',
+          });
+          v.list({ ...ETH_SETTINGS, openInterestCap: '1000000' });
+          const deposits = new Map<string, bigint>();
+          for (const w of TRADERS) {
+            v.open(w);
+            v.fund(w, '1000000');
+            v.fund(w, '100000', 'BTC-PERP');
+            v.fund(w, '100000', 'ETH-PERP');
+            deposits.set(`${w}|0`, usd('1000000'));
+            deposits.set(`${w}|1`, usd('100000'));
+            deposits.set(`${w}|2`, usd('100000'));
+          }
+          v.oracle({ 'BTC-PERP': '50000', 'ETH-PERP': '3000' });
+          for (const o of orders) {
+            v.place(TRADERS[o.w]!, SYMS[o.m]!, {
+              side: o.buy ? 'Buy' : 'Sell',
+              qty: (o.lots / 1000).toFixed(3),
+              price: priceText(o.m, BASE[o.m]! * (1 + o.off / 1000)),
+              isolated: o.iso,
+            });
+          }
+          const ids = v.state.trades.keys();
+          for (const p of picks) {
+            if (ids.length === 0) break;
+            const id = ids[p % ids.length]!;
+            const events = v.run({ type: 'bustTrade', tradeId: id, reason: 'test' });
+            const o = outcome(events);
+            if (v.state.trades.get(id)!.busted && o.ok) {
+              const busts = events.filter(
+                (e) => e.type === 'executionReport' && e.kind === 'TradeBust',
+              );
+              expect(busts.length).toBe(2);
+              expect(events.some((e) => e.type === 'tradeBusted' && e.tradeId === id)).toBe(true);
+            }
+          }
+          const trades = v.state.trades
+            .entries()
+            .map(([, t]) => t)
+            .sort((a, b) => a.tradeId - b.tradeId);
+          const want = ledgerFromTrades(trades, deposits, (m) => v.state.markets.get(m)!.spec);
+          expect(v.state.feePool).toBe(want.fees);
+          v.state.accounts.forEach((a) => {
+            expect(a.crossCash).toBe(want.cash.get(`${a.address}|0`) ?? 0n);
+            for (const pool of a.isolated) {
+              expect(pool.cash).toBe(want.cash.get(`${a.address}|${pool.market}`) ?? 0n);
+            }
+            for (const p of a.positions) {
+              const w = want.positions.get(`${a.address}|${p.market}|${p.mode}`)!;
+              expect([p.size, p.entryNotional, p.entryQty, p.realizedPnl, p.openedTime]).toEqual([
+                w.size,
+                w.entryNotional,
+                w.entryQty,
+                w.realizedPnl,
+                w.openedTime,
+              ]);
+            }
+          });
+          for (const [key, w] of want.positions) {
+            if (w.size === 0n) continue;
+            const [addr, m, mode] = key.split('|');
+            const p = v.state.accounts
+              .get(addr!)!
+              .positions.find((x) => x.market === Number(m) && x.mode === mode);
+            expect(p?.size).toBe(w.size);
+          }
+        },
+      ),
+      { numRuns: runs },
+    );
+  });
+});
