@@ -172,7 +172,7 @@ export class Ctx {
   writableLevel(market: Market, levels: Level[], index: number): Level {
     const l = levels[index] as Level;
     if (l.edit === this.edit) return l;
-    // Copying drops the spent prefix, so a level's array stays proportional to its live orders.
+    // The copy keeps the spent prefix: `compact` bounds it, at points batching cannot move.
     const w = copyLevel(l, this.edit);
     levels[index] = w;
     void market;

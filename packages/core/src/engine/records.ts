@@ -62,13 +62,17 @@ export function newLevel(edit: Edit, price: bigint): Level {
   return { edit, price, ids: [], base: 0, head: 0, count: 0, quantity: 0n };
 }
 
-/** A copy of a level owned by `edit`; the spent prefix of its queue is dropped. */
+/**
+ * A copy of a level owned by `edit`, exactly as it was: the spent prefix is dropped only by
+ * `compact`, at the same commands however they are batched, so the state (and its hash) after a
+ * command log does not depend on where batch boundaries fell.
+ */
 export function copyLevel(l: Level, edit: Edit): Level {
   return {
     edit,
     price: l.price,
-    ids: l.ids.slice(l.head - l.base),
-    base: l.head,
+    ids: l.ids.slice(),
+    base: l.base,
     head: l.head,
     count: l.count,
     quantity: l.quantity,
