@@ -522,7 +522,8 @@ async function checkReplaysRefused(
   // reason left to refuse it is the replay.
   const recent = Date.now() - 30_000;
   const acked = ledger.filter((e) => e.status === 'acked' && Number(e.nonce) > recent);
-  const order = [...acked].reverse().find((e) => e.kind === 'order' || e.kind === 'gtd');
+  // A GTC order: a GTD one may be refused for its passed expiry before its nonce is looked at.
+  const order = [...acked].reverse().find((e) => e.kind === 'order');
   const leverage = [...acked].reverse().find((e) => e.kind === 'leverage');
   let refused = 0;
   if (order !== undefined) {
