@@ -444,3 +444,51 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('900'));
   });
 });
+
+describe('trade bust', () => {
+  it('restores both sides, keeps the maker working with its leaves, and refuses a second bust', () => {
+    const v = venueC('0.005');
+    const BUYER = wallet(0x90);
+    const SELLER = wallet(0x91);
+    for (const w of [BUYER, SELLER]) {
+      v.open(w);
+      v.fund(w, '10000');
+    }
+    const fees0 = v.state.feePool;
+    v.expectOk(v.place(SELLER, 'ISO-PERP', { side: 'Sell', qty: '20', price: '101' }));
+    const fill = v.place(BUYER, 'ISO-PERP', { side: 'Buy', qty: '5', price: '101' });
+    const trade = fill.find((e) => e.type === 'trade')!;
+    const tradeId = trade.type === 'trade' ? trade.tradeId : 0;
+    const events = v.run({ type: 'bustTrade', tradeId, reason: 'price error' });
+    expect(ok(events).ok).toBe(true);
+    const busts = reportsOf(events, 'TradeBust');
+    expect(busts.map((r) => [r.account, r.positionAfter, r.fill.quantity])).toEqual([
+      [SELLER, 0n, 5n],
+      [BUYER, 0n, 5n],
+    ]);
+    const maker = busts[0]!.workingOrder!;
+    expect([maker.cumQty, maker.quantity, maker.ordStatus]).toEqual([0n, 15n, 'New']);
+    expect(events.find((e) => e.type === 'tradeBusted')).toMatchObject({
+      tradeId,
+      reason: 'price error',
+    });
+    expect(events.filter((e) => e.type === 'accountChanged').length).toBe(2);
+    for (const w of [BUYER, SELLER]) {
+      expect(v.state.accounts.get(w)!.positions).toEqual([]);
+      expect(v.state.accounts.get(w)!.crossCash).toBe(usd('10000'));
+    }
+    expect(v.state.feePool).toBe(fees0);
+    // The maker still rests 15 on the book: nothing was put back.
+    expect(v.state.markets.get(3)!.asks.at(-1)!.quantity).toBe(15n);
+    expect(v.outcome(v.run({ type: 'bustTrade', tradeId, reason: 'again' })).ok).toBe(false);
+  });
+
+  it('refuses to bust a liquidation fill', () => {
+    const v = venueC();
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const events = v.oracle({ 'ISO-PERP': '92' });
+    const id = reportsOf(events, 'Liquidation', GOLD)[0]!.fill.tradeId;
+    expect(v.outcome(v.run({ type: 'bustTrade', tradeId: id, reason: 'x' })).ok).toBe(false);
+  });
+});

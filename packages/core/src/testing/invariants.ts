@@ -42,6 +42,23 @@ export function checkInvariants(state: EngineState): void {
       if (p.size > 0n) longs.set(p.market, (longs.get(p.market) ?? 0n) + p.size);
     }
   });
+  // I3b the holder index: every account with a position in a market, with its position count.
+  const holders = new Map<string, number>();
+  state.accounts.forEach((a) => {
+    for (const p of a.positions) {
+      const key = `${p.market}|${a.address}`;
+      holders.set(key, (holders.get(key) ?? 0) + 1);
+    }
+  });
+  let indexed = 0;
+  state.markets.forEach((m, id) => {
+    m.holders.forEach((n, address) => {
+      indexed++;
+      if (holders.get(`${id}|${address}`) !== n)
+        fail(`market ${id}: holder index wrong for ${address}`);
+    });
+  });
+  if (indexed !== holders.size) fail(`holder index lists ${indexed} of ${holders.size} holders`);
   state.markets.forEach((m, id) => {
     if ((sums.get(id) ?? 0n) !== 0n) fail(`market ${id}: positions sum to ${sums.get(id)}`);
     if ((longs.get(id) ?? 0n) !== m.openInterest) {
