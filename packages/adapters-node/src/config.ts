@@ -56,6 +56,12 @@ export interface VenueConfig {
   readonly priceFeed: PriceFeedConfig;
   /** Uses of the bootstrap invite code printed on a new data directory. */
   readonly bootstrapInviteUses: number;
+  /**
+   * Worker threads that recover signatures off the event loop: `'auto'` is min(4, cores - 1),
+   * at least 1; 0 verifies inline. Native libsecp256k1 is used when the optional `secp256k1`
+   * package loads, @noble/curves otherwise.
+   */
+  readonly verifyWorkers: number | 'auto';
 }
 
 /** The embedded default: the research vectors' example domains, three demo markets. */
@@ -89,6 +95,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     volatility: 0.0005,
   },
   bootstrapInviteUses: 1_000,
+  verifyWorkers: 'auto',
 };
 
 /** Chain id of a network. */
@@ -138,4 +145,7 @@ export function validateConfig(c: VenueConfig): void {
   if (typeof c.vault.name !== 'string' || typeof c.token.name !== 'string') throw new Error('vault.name and token.name are strings');
   if (!Array.isArray(c.instruments) || c.instruments.length === 0) throw new Error('instruments must be a non-empty array');
   if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none') throw new Error('priceFeed.mode must be simulated or none');
+  if (c.verifyWorkers !== 'auto' && !(Number.isInteger(c.verifyWorkers) && c.verifyWorkers >= 0 && c.verifyWorkers <= 64)) {
+    throw new Error("verifyWorkers must be 'auto' or an integer 0..64");
+  }
 }

@@ -4,9 +4,15 @@
  * recovery (4001, 4004), per-wallet rate accounting (4029/4035), then the engine with the
  * wallet's requests strictly one at a time. Transports only map the result to wire form.
  *
+ * The recovery starts as soon as the cheap checks pass, on the {@link SignatureRecovery} (a
+ * worker pool): requests of different wallets, and the queued requests of one wallet, verify in
+ * parallel. Only the answer is awaited inside the wallet queue, so commands still reach the
+ * engine in each wallet's arrival order, however the recoveries finish.
+ *
  * @module
  */
 import {
+  type AuthResult,
   type Command,
   type DecodedPayload,
   DISCRIMINATOR,
@@ -16,20 +22,27 @@ import {
   type OrderStruct,
   type Outcome,
   type ParsedSignature,
+  parseSignature,
   prepareSignature,
+  type ReceivedPayload,
+  type ReferralResult,
   type RequestAuth,
   receivePayload,
-  recoverSigner,
   reject,
   type Rejection,
+  type SignatureVerifier,
   type SigningContext,
   type StructKind,
   settleSignature,
   claimedSigner,
+  personalMessageHash,
   validateOrderRequest,
+  type VerifiedPayload,
+  verifyReferralSignature,
 } from '@perp/core';
 import type { CommandInput, CommandResult } from './engine/host.js';
 import type { VenueContext } from './venue-context.js';
+import { InlineRecovery, type SignatureRecovery } from './verify/pool.js';
 
 /** A refusal before or by the engine, with what the wire answer needs. */
 export interface Refusal {
@@ -182,14 +195,55 @@ export interface SignedRequestOptions<K extends StructKind> {
   readonly build?: ((verified: VerifiedRequest<PayloadOf<K>>) => CommandInput | Promise<CommandInput | Refusal> | Refusal) | undefined;
 }
 
+/** The refusal of a request whose recovery could not run (a worker died): retryable 5000. */
+function unavailable(e: unknown): Rejection {
+  return reject('INTERNAL_ERROR', `signature verification failed (${e instanceof Error ? e.message : String(e)}); retry the request`);
+}
+
+/** A verifier that answers with a recovery already made elsewhere (null: no key recovered). */
+function recovered(signer: string | null): SignatureVerifier {
+  return {
+    recoverAddress(): string {
+      if (signer === null) throw new Error('no public key recovers');
+      return signer;
+    },
+  };
+}
+
 /** Runs signed requests for both transports. */
 export class SignedRequests {
   readonly ctx: VenueContext;
   readonly signing: SigningContext;
+  /** Where signers are recovered; inline with the signing context's verifier by default. */
+  readonly recovery: SignatureRecovery;
 
-  constructor(ctx: VenueContext, signing: SigningContext) {
+  constructor(ctx: VenueContext, signing: SigningContext, recovery?: SignatureRecovery) {
     this.ctx = ctx;
     this.signing = signing;
+    this.recovery = recovery ?? new InlineRecovery(signing.verifier, 'noble');
+  }
+
+  /**
+   * Starts verifying a received payload's signature: the form (4001) now, the recovery on
+   * {@link SignedRequests.recovery}. Never rejects: a recovery that could not run is a 5000.
+   */
+  verify(received: ReceivedPayload, sigHex: unknown): Promise<AuthResult<VerifiedPayload>> {
+    const pending = prepareSignature(this.signing, received, sigHex);
+    if (!pending.ok) return Promise.resolve(pending);
+    return this.recovery.recover(pending.value.digest, pending.value.signature).then(
+      (signer) => settleSignature(pending.value, signer),
+      (e: unknown) => ({ ok: false, error: unavailable(e) }),
+    );
+  }
+
+  /**
+   * The referral's personal_sign check (401 reasons as auth's {@link verifyReferralSignature}),
+   * with the recovery on {@link SignedRequests.recovery}; rejects only when it could not run.
+   */
+  async verifyReferral(message: string, sigHex: unknown, wallet: string): Promise<ReferralResult<string>> {
+    const sig = parseSignature(sigHex);
+    const signer = sig.ok ? await this.recovery.recover(personalMessageHash(message), sig.value) : null;
+    return verifyReferralSignature(recovered(signer), message, sigHex, wallet);
   }
 
   /** Processes one signed request end to end; see the module comment for the order. */
@@ -214,13 +268,13 @@ export class SignedRequests {
     }
     const pre = options.precheck?.(payload);
     if (pre !== undefined) return refusal(pre);
+    // Verification runs ahead, in parallel; the queue only orders what reaches the engine.
+    const verification = this.verify(received.value, sigObj.sig);
     return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
-      const pending = prepareSignature(this.signing, received.value, sigObj.sig);
-      if (!pending.ok) return refusal(pending.error);
-      const { digest, signature: sig } = pending.value;
-      const settled = settleSignature(pending.value, recoverSigner(this.signing.verifier, digest, sig));
+      const settled = await verification;
       if (!settled.ok) return refusal(settled.error);
-      const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer: settled.value.signer, signature: sig, digest };
+      const { signer, signature: sig, digest } = settled.value;
+      const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer, signature: sig, digest };
       // Counted only once attributed: here, after the signature verified. An authenticated
       // connection already counted the message's per-second share on arrival.
       const kind = rateClass(payload.kind);

@@ -46,6 +46,7 @@ import { RandomWalkFeed } from './price-feed.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
+import { createSignatureRecovery } from './verify/pool.js';
 import type { VenueContext } from './venue-context.js';
 import { createMarketDataService } from './marketdata/index.js';
 import { createTradingService } from './ws/trading.js';
@@ -228,7 +229,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     adminToken: venueFile.adminToken,
     desk,
   };
-  const requests = new SignedRequests(ctx, signing);
+  // Signature recovery runs on worker threads (native libsecp256k1 when it loads).
+  const recovery = createSignatureRecovery({ workers: config.verifyWorkers ?? 'auto', log });
+  const requests = new SignedRequests(ctx, signing, recovery);
 
   // ---- bootstrap -------------------------------------------------------------------------
   for (const settings of config.instruments) {
@@ -342,6 +345,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       for (const c of extraClosers) await c();
       await app.close();
       await host.idle();
+      await recovery.close();
       await snapshotter?.close();
       await journal.close();
     })();

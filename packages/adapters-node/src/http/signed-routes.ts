@@ -25,8 +25,6 @@ import {
   type Rejection,
   referralSignedMessage,
   signatureToHex,
-  verifyReferralSignature,
-  verifySignedPayload,
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommandResult } from '../engine/host.js';
@@ -157,9 +155,9 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     if (!permitReceived.ok) throw new HttpError(400, permitReceived.error.message);
     if (permitReceived.value.payload.kind !== 'Permit') throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
     const permit = permitReceived.value.payload.struct;
-    const permitPayloadHex = (permitObj as Record<string, unknown>).payload;
     const permitSigHex = (permitObj as Record<string, unknown>).sig;
     const vault = ctx.config.vault.address.toLowerCase();
+    let permitVerification: ReturnType<typeof requests.verify> | undefined;
     const r = await requests.handle(body.depositSignature, {
       allowed: ['Deposit'],
       precheck: ({ struct: s }) => {
@@ -171,10 +169,12 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
         if (permit.spender !== vault) return bad(`the permit spender must be the vault ${vault}`);
         if (permit.value < s.amount) return bad('the permit value is below the deposit amount');
         if (permit.deadline * 1000n <= BigInt(ctx.host.now())) return bad('the permit deadline has passed');
+        // Both recoveries run while the request waits for its turn.
+        permitVerification = requests.verify(permitReceived.value, permitSigHex);
         return undefined;
       },
       build: async (verified) => {
-        const permitSig = verifySignedPayload(requests.signing, permitSigHex, permitPayloadHex, { discriminator: DISCRIMINATOR.Permit });
+        const permitSig = await (permitVerification ?? requests.verify(permitReceived.value, permitSigHex));
         if (!permitSig.ok) return { ok: false, code: permitSig.error.code, message: `permit: ${permitSig.error.message}` };
         const s = verified.payload.struct;
         const tokenNonce = await ctx.chain.permitNonce(verified.signer);
@@ -241,7 +241,12 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     if (!REFERRAL_NONCE_RE.test(nonce)) throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
     const wallet = body.walletAddress;
     const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
-    const signer = verifyReferralSignature(requests.signing.verifier, message, sig, wallet);
+    let signer: Awaited<ReturnType<typeof requests.verifyReferral>>;
+    try {
+      signer = await requests.verifyReferral(message, sig, wallet);
+    } catch {
+      throw new HttpError(500, 'INTERNAL_ERROR: signature verification failed; retry the request');
+    }
     if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
     const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');
     if (!d.ok) {

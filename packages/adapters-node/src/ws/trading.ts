@@ -19,7 +19,7 @@ import {
   parseDecimal,
   reject,
   type Rejection,
-  verifySignedPayload,
+  receivePayload,
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
@@ -199,7 +199,9 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       if (!isSignatureObject(msg.signature)) {
         return error(s, id, 4000, 'INVALID_REQUEST: signature must be an object { sig, payload } of hex strings');
       }
-      const v = verifySignedPayload(requests.signing, msg.signature.sig, msg.signature.payload, { discriminator: DISCRIMINATOR.Authenticate });
+      const received = receivePayload(msg.signature.payload, { discriminator: DISCRIMINATOR.Authenticate });
+      if (!received.ok) return error(s, id, received.error.code, received.error.message);
+      const v = await requests.verify(received.value, msg.signature.sig);
       if (!v.ok) return error(s, id, v.error.code, v.error.message);
       if (v.value.payload.kind !== 'Authenticate') return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
