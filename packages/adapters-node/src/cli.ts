@@ -2,7 +2,8 @@
 /**
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
- * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`. Stops
+ * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
+ * `--verify-workers <n>`. Stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers).
  *
@@ -23,6 +24,8 @@ export interface CliOptions {
   priceFeed: 'simulated' | 'none' | undefined;
   /** Snapshot cadence overrides; `false`: no snapshots. */
   snapshots: { everyRecords?: number; everyMs?: number; minRecords?: number } | false;
+  /** Signature-verification worker threads (0: inline); undefined keeps the config's. */
+  verifyWorkers: number | undefined;
   help: boolean;
 }
 
@@ -40,6 +43,7 @@ data at /marketdata, all on one port.
   --snapshot-records <n>     snapshot the engine state every n journal records (default 1000000; 0 off)
   --snapshot-seconds <s>     also snapshot every s seconds when anything changed (default 3600; 0 off)
   --no-snapshots             never snapshot: every start replays the whole journal
+  --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
   --json                     print one JSON line when ready instead of text
   --help                     this text
 `;
@@ -55,6 +59,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     config: undefined,
     priceFeed: undefined,
     snapshots: {},
+    verifyWorkers: undefined,
     help: false,
   };
   const count = (flag: string, text: string): number => {
@@ -111,6 +116,12 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--no-snapshots':
         o.snapshots = false;
         break;
+      case '--verify-workers': {
+        const n = count(a, value());
+        if (n > 64) throw new Error('--verify-workers must be at most 64');
+        o.verifyWorkers = n;
+        break;
+      }
       case '--help':
       case '-h':
         o.help = true;
@@ -135,7 +146,10 @@ async function main(): Promise<void> {
     return;
   }
   const venue = await startVenue({
-    config: loadConfig(options.config),
+    config: {
+      ...loadConfig(options.config),
+      ...(options.verifyWorkers === undefined ? {} : { verifyWorkers: options.verifyWorkers }),
+    },
     dataDir: options.memory ? null : resolve(options.data),
     host: options.host,
     port: options.port,
