@@ -13,13 +13,16 @@
  */
 import {
   closeSync,
+  existsSync,
   fdatasyncSync,
   fstatSync,
+  fsyncSync,
   ftruncateSync,
   openSync,
   readSync,
   writeSync,
 } from 'node:fs';
+import { dirname } from 'node:path';
 import {
   type Command,
   decodeJson,
@@ -200,6 +203,16 @@ function hasValidRecordAfter(data: Buffer, from: number): boolean {
   return false;
 }
 
+/** fsync of a directory (its entries: a created or renamed file). */
+function syncDirectory(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** File system calls the journal makes, injectable so tests can fail them. */
 export interface JournalFs {
   write(fd: number, data: Buffer): void;
@@ -252,7 +265,10 @@ export class FileJournal implements JournalStore {
    * record's framing, checksum and seq are checked here; payloads are decoded when read.
    */
   static open(path: string, options: FileJournalOptions = {}): FileJournal {
+    const created = !existsSync(path);
     const fd = openSync(path, 'a+');
+    // A new file's directory entry must be durable before its first acknowledged record is.
+    if (created) syncDirectory(dirname(path));
     const size = fstatSync(fd).size;
     const data = Buffer.alloc(size);
     let read = 0;
