@@ -63,7 +63,7 @@ describe('README', () => {
   }, 180_000);
 
   afterAll(async () => {
-    if (child.exitCode === null && child.pid !== undefined) {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
       const exited = new Promise((r) => child.once('exit', r));
       process.kill(-child.pid, 'SIGTERM');
       await exited;
