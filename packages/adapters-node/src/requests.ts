@@ -14,6 +14,7 @@
 import {
   type AuthResult,
   type Command,
+  claimedSigner,
   type DecodedPayload,
   DISCRIMINATOR,
   type ErrorCodeValue,
@@ -23,21 +24,20 @@ import {
   type Outcome,
   type ParsedSignature,
   parseSignature,
+  personalMessageHash,
   prepareSignature,
   type ReceivedPayload,
   type ReferralResult,
+  type Rejection,
   type RequestAuth,
   receivePayload,
   reject,
-  type Rejection,
   type SignatureVerifier,
   type SigningContext,
   type StructKind,
   settleSignature,
-  claimedSigner,
-  personalMessageHash,
-  validateOrderRequest,
   type VerifiedPayload,
+  validateOrderRequest,
   verifyReferralSignature,
 } from '@perp/core';
 import type { CommandInput, CommandResult } from './engine/host.js';
@@ -122,10 +122,22 @@ export function commandOf(verified: VerifiedRequest): CommandInput | undefined {
   const who = verified.signer;
   switch (p.kind) {
     case 'Order':
-      return { type: 'placeOrder', account: who, order: orderRequestOf(p.struct), auth: authOf(p.struct) };
+      return {
+        type: 'placeOrder',
+        account: who,
+        order: orderRequestOf(p.struct),
+        auth: authOf(p.struct),
+      };
     case 'Cancel': {
       const s = p.struct;
-      return { type: 'cancelOrder', account: who, market: s.market, orderId: s.orderId, cloid: cloidOf(s.cloid), auth: authOf(s) };
+      return {
+        type: 'cancelOrder',
+        account: who,
+        market: s.market,
+        orderId: s.orderId,
+        cloid: cloidOf(s.cloid),
+        auth: authOf(s),
+      };
     }
     case 'Replace': {
       const s = p.struct;
@@ -150,7 +162,9 @@ export function commandOf(verified: VerifiedRequest): CommandInput | undefined {
         type: 'withdraw',
         account: who,
         amount: s.amount,
-        target: isIsolated(s.flags) ? { mode: 'Isolated', market: s.market } : { mode: 'Cross', market: s.market },
+        target: isIsolated(s.flags)
+          ? { mode: 'Isolated', market: s.market }
+          : { mode: 'Cross', market: s.market },
         auth: authOf(s),
       };
     }
@@ -176,6 +190,22 @@ export function commandOf(verified: VerifiedRequest): CommandInput | undefined {
         auth: authOf(s),
       };
     }
+    case 'ClaimLiquidation': {
+      const s = p.struct;
+      // Auction ids are engine counters; a u64 beyond 2^53 names no auction and is refused there.
+      const auctionId =
+        s.auctionId <= BigInt(Number.MAX_SAFE_INTEGER)
+          ? Number(s.auctionId)
+          : Number.MAX_SAFE_INTEGER;
+      return {
+        type: 'claimLiquidation',
+        account: who,
+        auctionId,
+        quantity: s.quantity,
+        maxPrice: s.maxPrice,
+        auth: authOf(s),
+      };
+    }
     default:
       return undefined;
   }
@@ -192,12 +222,19 @@ export interface SignedRequestOptions<K extends StructKind> {
   /** Body agreement and other checks that need no signature; a rejection is a 4000/400. */
   readonly precheck?: ((payload: PayloadOf<K>) => Rejection | undefined) | undefined;
   /** Builds the command; defaults to {@link commandOf}. */
-  readonly build?: ((verified: VerifiedRequest<PayloadOf<K>>) => CommandInput | Promise<CommandInput | Refusal> | Refusal) | undefined;
+  readonly build?:
+    | ((
+        verified: VerifiedRequest<PayloadOf<K>>,
+      ) => CommandInput | Promise<CommandInput | Refusal> | Refusal)
+    | undefined;
 }
 
 /** The refusal of a request whose recovery could not run (a worker died): retryable 5000. */
 function unavailable(e: unknown): Rejection {
-  return reject('INTERNAL_ERROR', `signature verification failed (${e instanceof Error ? e.message : String(e)}); retry the request`);
+  return reject(
+    'INTERNAL_ERROR',
+    `signature verification failed (${e instanceof Error ? e.message : String(e)}); retry the request`,
+  );
 }
 
 /** A verifier that answers with a recovery already made elsewhere (null: no key recovered). */
@@ -240,30 +277,50 @@ export class SignedRequests {
    * The referral's personal_sign check (401 reasons as auth's {@link verifyReferralSignature}),
    * with the recovery on {@link SignedRequests.recovery}; rejects only when it could not run.
    */
-  async verifyReferral(message: string, sigHex: unknown, wallet: string): Promise<ReferralResult<string>> {
+  async verifyReferral(
+    message: string,
+    sigHex: unknown,
+    wallet: string,
+  ): Promise<ReferralResult<string>> {
     const sig = parseSignature(sigHex);
-    const signer = sig.ok ? await this.recovery.recover(personalMessageHash(message), sig.value) : null;
+    const signer = sig.ok
+      ? await this.recovery.recover(personalMessageHash(message), sig.value)
+      : null;
     return verifyReferralSignature(recovered(signer), message, sigHex, wallet);
   }
 
   /** Processes one signed request end to end; see the module comment for the order. */
-  async handle<K extends StructKind>(signature: unknown, options: SignedRequestOptions<K>): Promise<RequestResult<PayloadOf<K>>> {
+  async handle<K extends StructKind>(
+    signature: unknown,
+    options: SignedRequestOptions<K>,
+  ): Promise<RequestResult<PayloadOf<K>>> {
     if (signature === null || typeof signature !== 'object') {
       return refusal(reject('INVALID_REQUEST', 'signature must be an object { sig, payload }'));
     }
     const sigObj = signature as Record<string, unknown>;
-    const received = receivePayload(sigObj.payload, { discriminator: options.allowed.map((k) => DISCRIMINATOR[k]) });
+    const received = receivePayload(sigObj.payload, {
+      discriminator: options.allowed.map((k) => DISCRIMINATOR[k]),
+    });
     if (!received.ok) return refusal(received.error);
     // The expected discriminators are exactly the kinds K.
     const payload = received.value.payload as PayloadOf<K>;
     const claimed = claimedSigner(payload);
     if (options.authenticated !== undefined && claimed !== options.authenticated) {
-      return refusal(reject('WALLET_MISMATCH', `the request is signed for ${claimed}, this connection is authenticated as ${options.authenticated}`));
+      return refusal(
+        reject(
+          'WALLET_MISMATCH',
+          `the request is signed for ${claimed}, this connection is authenticated as ${options.authenticated}`,
+        ),
+      );
     }
     // Field checks that need no signature, before paying for a recovery.
     const decoded: DecodedPayload = payload;
     if (decoded.kind === 'Order') {
-      const v = validateOrderRequest(this.ctx.host.state, orderRequestOf(decoded.struct), this.ctx.host.now());
+      const v = validateOrderRequest(
+        this.ctx.host.state,
+        orderRequestOf(decoded.struct),
+        this.ctx.host.now(),
+      );
       if (!v.ok) return refusal(v.error);
     }
     const pre = options.precheck?.(payload);
@@ -282,9 +339,12 @@ export class SignedRequests {
       const d = options.counted
         ? this.ctx.walletLimiter.admitSustained(verified.signer, now, kind)
         : this.ctx.walletLimiter.admit(verified.signer, now, kind);
-      if (!d.ok) return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
-      const built = options.build === undefined ? commandOf(verified) : await options.build(verified);
-      if (built === undefined) return refusal(reject('INVALID_REQUEST', `${payload.kind} is not accepted here`));
+      if (!d.ok)
+        return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
+      const built =
+        options.build === undefined ? commandOf(verified) : await options.build(verified);
+      if (built === undefined)
+        return refusal(reject('INVALID_REQUEST', `${payload.kind} is not accepted here`));
       if ('ok' in built) return built;
       const result = await this.ctx.host.submit(built);
       return { ok: true, result, verified };

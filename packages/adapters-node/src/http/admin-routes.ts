@@ -1,7 +1,7 @@
 /**
  * The operator surface (protocol.md section 8) behind `Authorization: Bearer <admin token>`:
- * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume and the
- * state hash. Everything that changes state goes through the engine host like any other command.
+ * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume, funding
+ * settlement, manual liquidation, trade busts and the state hash. Everything that changes state goes through the engine host like any other command.
  *
  * @module
  */
@@ -9,6 +9,7 @@ import { timingSafeEqual } from 'node:crypto';
 import {
   buildInstrument,
   formatCollateral,
+  formatDecimal,
   formatPrice,
   type InstrumentSettings,
   type Outcome,
@@ -32,7 +33,8 @@ function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
 
 function body(req: FastifyRequest): Record<string, unknown> {
   const b = req.body;
-  if (b === null || typeof b !== 'object' || Array.isArray(b)) throw new HttpError(400, 'body must be a JSON object');
+  if (b === null || typeof b !== 'object' || Array.isArray(b))
+    throw new HttpError(400, 'body must be a JSON object');
   return b as Record<string, unknown>;
 }
 
@@ -80,7 +82,8 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       }
       const entries = Object.entries(prices as Record<string, unknown>).map(([symbol, p]) => {
         const parsed = typeof p === 'string' ? parseDecimal(p, 18) : undefined;
-        if (parsed === undefined || !parsed.ok) throw new HttpError(400, `price of ${symbol} must be a decimal string`);
+        if (parsed === undefined || !parsed.ok)
+          throw new HttpError(400, `price of ${symbol} must be a decimal string`);
         return { market: marketId(ctx, symbol), price: parsed.value };
       });
       const r = await ctx.host.submit({ type: 'oracle', prices: entries });
@@ -90,7 +93,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
         marks: Object.fromEntries(
           entries.map(({ market }) => {
             const m = state.markets.get(market)!;
-            return [m.spec.symbol, { index: formatPrice(m.prices.index!), mark: formatPrice(m.prices.mark!) }];
+            return [
+              m.spec.symbol,
+              { index: formatPrice(m.prices.index!), mark: formatPrice(m.prices.mark!) },
+            ];
           }),
         ),
       };
@@ -99,9 +105,11 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.post('/api/admin/referral-codes', async (req) => {
       const b = body(req);
       const kind = b.kind;
-      if (kind !== 'system' && kind !== 'attributed') throw new HttpError(400, 'kind must be system or attributed');
+      if (kind !== 'system' && kind !== 'attributed')
+        throw new HttpError(400, 'kind must be system or attributed');
       if (typeof b.maxUses !== 'number') throw new HttpError(400, 'maxUses must be a number');
-      if (b.code !== undefined && typeof b.code !== 'string') throw new HttpError(400, 'code must be a string');
+      if (b.code !== undefined && typeof b.code !== 'string')
+        throw new HttpError(400, 'code must be a string');
       const owner = b.owner === undefined ? undefined : walletParam(b.owner, 'owner');
       const r = await ctx.host.submit({
         type: 'createReferralCode',
@@ -132,9 +140,13 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const wallet = walletParam(b.wallet);
       const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
       if (amount === undefined || !amount.ok || amount.value <= 0n) {
-        throw new HttpError(400, 'amount must be a positive decimal string with at most 6 decimals');
+        throw new HttpError(
+          400,
+          'amount must be a positive decimal string with at most 6 decimals',
+        );
       }
-      if (ctx.chain.faucet === undefined) throw new HttpError(400, 'this venue has no faucet (real chain)');
+      if (ctx.chain.faucet === undefined)
+        throw new HttpError(400, 'this venue has no faucet (real chain)');
       return { wallet, balance: formatCollateral(ctx.chain.faucet(wallet, amount.value)) };
     });
 
@@ -146,6 +158,89 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     };
     admin.post('/api/admin/markets/:instrument/pause', setStatus('Paused'));
     admin.post('/api/admin/markets/:instrument/resume', setStatus('Active'));
+
+    admin.post('/api/admin/funding/settle', async (req) => {
+      const b = req.body === undefined || req.body === null ? {} : body(req);
+      const market =
+        b.instrument === undefined || b.instrument === null
+          ? undefined
+          : marketId(ctx, b.instrument);
+      const r = await ctx.host.submit({
+        type: 'settleFunding',
+        ...(market === undefined ? {} : { market }),
+      });
+      const o = ok(r.outcome);
+      if (o.kind !== 'funding') throw new HttpError(500, 'unexpected outcome');
+      const state = ctx.host.state;
+      return {
+        settlements: o.settlements.map((st) => {
+          const spec = state.markets.get(st.market)!.spec;
+          return {
+            instrument: spec.symbol,
+            fundingTime: st.fundingTime,
+            fundingRate: formatDecimal(st.rate, 18),
+            premium: formatDecimal(st.premium, 18),
+            samples: st.sampleCount,
+            indexPrice: st.indexPrice === null ? null : formatPrice(st.indexPrice),
+            residue: formatCollateral(st.residue),
+            payments: st.payments.map((p) => ({
+              wallet: p.account,
+              marginMode: p.marginMode,
+              positionSize: formatDecimal(p.positionSize, spec.quantityDecimals),
+              payment: formatCollateral(p.payment),
+            })),
+          };
+        }),
+      };
+    });
+
+    admin.post('/api/admin/liquidate', async (req) => {
+      const b = body(req);
+      const wallet = walletParam(b.wallet);
+      const mode = b.marginMode ?? 'Cross';
+      if (mode !== 'Cross' && mode !== 'Isolated')
+        throw new HttpError(400, 'marginMode must be Cross or Isolated');
+      if (mode === 'Isolated' && typeof b.instrument !== 'string')
+        throw new HttpError(400, 'instrument is required for Isolated');
+      if (b.force !== undefined && typeof b.force !== 'boolean')
+        throw new HttpError(400, 'force must be a boolean');
+      const market = mode === 'Isolated' ? marketId(ctx, b.instrument) : 0;
+      const r = await ctx.host.submit({
+        type: 'liquidate',
+        account: wallet,
+        mode,
+        market,
+        force: b.force === true,
+      });
+      const o = ok(r.outcome);
+      if (o.kind !== 'liquidation') throw new HttpError(500, 'unexpected outcome');
+      return {
+        liquidationId: String(o.liquidationId),
+        wallet: o.account,
+        marginMode: o.marginMode,
+        instrument:
+          o.market === 0 ? null : (ctx.host.state.markets.get(o.market)?.spec.symbol ?? null),
+        result: o.result,
+      };
+    });
+
+    admin.post('/api/admin/trades/:tradeId/bust', async (req) => {
+      const raw = (req.params as Record<string, string>).tradeId ?? '';
+      if (!/^\d{1,15}$/.test(raw)) throw new HttpError(400, 'tradeId must be a decimal trade id');
+      const b = req.body === undefined || req.body === null ? {} : body(req);
+      const reason = b.reason === undefined ? 'operator' : b.reason;
+      if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200)
+        throw new HttpError(400, 'reason must be a string of 1-200 characters');
+      const r = await ctx.host.submit({ type: 'bustTrade', tradeId: Number(raw), reason });
+      const o = ok(r.outcome);
+      if (o.kind !== 'bust') throw new HttpError(500, 'unexpected outcome');
+      return {
+        tradeId: String(o.tradeId),
+        instrument: ctx.host.state.markets.get(o.market)?.spec.symbol ?? null,
+        wallets: o.accounts,
+        reason,
+      };
+    });
 
     admin.get('/api/admin/state-hash', async () => {
       await ctx.host.idle();

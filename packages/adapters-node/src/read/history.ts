@@ -5,9 +5,16 @@
  *
  * @module
  */
-import type { EngineEvent, ExecutionReport, OrderReport } from '@perp/core';
+import type { EngineEvent, ExecutionReport, OrderReport, OrderView } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
-import { type SpecOf, specsOf, type WireOrder, type WireTrade, wireOrder, wireTrade } from '../wire/format.js';
+import {
+  type SpecOf,
+  specsOf,
+  type WireOrder,
+  type WireTrade,
+  wireOrder,
+  wireTrade,
+} from '../wire/format.js';
 
 /** A row of `GET /historic/orders`: the order's last snapshot. */
 export interface OrderRecord extends WireOrder {
@@ -101,18 +108,44 @@ export class HistoryStore {
   }
 
   private applyEvent(e: EngineEvent, specOf: SpecOf): void {
-    if (e.type !== 'executionReport' || !('order' in e)) return;
+    if (e.type === 'tradeBusted') {
+      // Busted trades stay in the history, flagged (interface-spec: "including busted trades").
+      for (const account of e.accounts)
+        this.markBusted(account, String(e.tradeId), e.time, e.reason);
+      return;
+    }
+    if (e.type !== 'executionReport') return;
+    if (e.kind === 'TradeBust') {
+      if (e.workingOrder !== undefined) this.applyOrder(e.account, e.workingOrder, e.time, specOf);
+      return;
+    }
+    if (
+      e.kind === 'Liquidation' ||
+      e.kind === 'ADL' ||
+      (e.kind === 'LiquidationClaim' && e.fill !== undefined)
+    ) {
+      const fill = e.fill!;
+      const spec = specOf(e.market);
+      this.addSystemTrade(e.account, {
+        ...wireTrade(fill, spec),
+        execId: String(e.execId),
+        seq: e.seq,
+        orderId: null,
+        cloid: null,
+        market: e.market,
+        marginMode: e.kind === 'LiquidationClaim' ? 'Cross' : e.marginMode,
+        source: e.kind === 'ADL' ? 'ADL' : 'Liquidation',
+        busted: false,
+        bustTime: null,
+        bustReason: null,
+      });
+      return;
+    }
+    if (!('order' in e)) return;
     const report = e as OrderReport;
     const spec = specOf(report.order.market);
     const h = this.account(report.account);
-    const wire = wireOrder(report.order, spec);
-    const closed = TERMINAL.has(wire.ordStatus);
-    const existing = h.orders.get(wire.orderId);
-    h.orders.set(wire.orderId, { ...wire, closedTime: closed ? report.time : null });
-    if (closed && (existing === undefined || existing.closedTime === null)) {
-      h.closed.push(wire.orderId);
-      if (h.closed.length > this.maxClosed) h.orders.delete(h.closed.shift() as string);
-    }
+    const wire = this.applyOrder(report.account, report.order, report.time, specOf);
     if ('fill' in report && report.fill !== undefined) {
       const t = wireTrade(report.fill, spec);
       h.trades.push({
@@ -130,6 +163,20 @@ export class HistoryStore {
       });
       if (h.trades.length > this.maxTrades) h.trades.shift();
     }
+  }
+
+  /** Updates an order's row (and the closed list when it just ended); returns its wire form. */
+  private applyOrder(account: string, order: OrderView, time: number, specOf: SpecOf): WireOrder {
+    const h = this.account(account);
+    const wire = wireOrder(order, specOf(order.market));
+    const closed = TERMINAL.has(wire.ordStatus);
+    const existing = h.orders.get(wire.orderId);
+    h.orders.set(wire.orderId, { ...wire, closedTime: closed ? time : null });
+    if (closed && (existing === undefined || existing.closedTime === null)) {
+      h.closed.push(wire.orderId);
+      if (h.closed.length > this.maxClosed) h.orders.delete(h.closed.shift() as string);
+    }
+    return wire;
   }
 
   /** Marks a trade of an account busted (trade busts arrive as their own reports). */
@@ -183,7 +230,12 @@ export class HistoryStore {
   }
 }
 
-function page<T>(rows: T[], key: (row: T) => { t: number; id: string }, q: HistoryQuery, now: number): Page<T> {
+function page<T>(
+  rows: T[],
+  key: (row: T) => { t: number; id: string },
+  q: HistoryQuery,
+  now: number,
+): Page<T> {
   const end = q.endTime ?? now + 1;
   const start = q.startTime ?? end - WEEK_MS;
   const limit = q.limit ?? 100;
@@ -195,7 +247,8 @@ function page<T>(rows: T[], key: (row: T) => { t: number; id: string }, q: Histo
     .sort((a, b) => newerFirst(a.k, b.k));
   const out = selected.slice(0, limit);
   const last = out[out.length - 1];
-  const nextCursor = selected.length > limit && last !== undefined ? encodeCursor(last.k.t, last.k.id) : null;
+  const nextCursor =
+    selected.length > limit && last !== undefined ? encodeCursor(last.k.t, last.k.id) : null;
   return { rows: out.map((x) => x.r), nextCursor };
 }
 

@@ -9,17 +9,19 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
-  accountSummary,
   accountOrders,
+  accountSummary,
   DISCRIMINATOR,
   type ExecutionReport,
-  isSignatureObject,
   formatCollateral,
+  formatDecimal,
+  formatPrice,
+  isSignatureObject,
   type Outcome,
   parseDecimal,
-  reject,
   type Rejection,
   receivePayload,
+  reject,
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
@@ -30,7 +32,12 @@ import { specsOf, wireOrder, wireReport } from '../wire/format.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** Close codes (protocol.md section 5). */
-export const CloseCode = { IDLE: 4408, TOO_MANY_CONNECTIONS: 4429, SHUTDOWN: 1001, POLICY: 1008 } as const;
+export const CloseCode = {
+  IDLE: 4408,
+  TOO_MANY_CONNECTIONS: 4429,
+  SHUTDOWN: 1001,
+  POLICY: 1008,
+} as const;
 /** A connection whose unsent reports exceed this is closed; its client resyncs with fromSeq. */
 const HARD_BUFFER = 4 * 1024 * 1024;
 
@@ -81,8 +88,13 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   };
   const reply = (s: Session, id: string | undefined, message: Record<string, unknown>): void =>
     send(s, id === undefined ? message : { ...message, id });
-  const error = (s: Session, id: string | undefined, code: number, message: string, extra: Record<string, unknown> = {}): void =>
-    reply(s, id, { type: 'error', code, message, ...extra });
+  const error = (
+    s: Session,
+    id: string | undefined,
+    code: number,
+    message: string,
+    extra: Record<string, unknown> = {},
+  ): void => reply(s, id, { type: 'error', code, message, ...extra });
 
   const attach = (s: Session, account: string): void => {
     s.account = account;
@@ -168,53 +180,89 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   };
 
   /** Answers an order request from its engine outcome. */
-  const orderAnswer = (s: Session, id: string | undefined, r: Refusal | Processed, ack: string): void => {
+  const orderAnswer = (
+    s: Session,
+    id: string | undefined,
+    r: Refusal | Processed,
+    ack: string,
+  ): void => {
     if (!r.ok) return outcomeError(s, id, r);
     const refused = engineRefusal(r);
     if (refused !== undefined) return outcomeError(s, id, refused);
     const o = r.result.outcome as Outcome & { ok: true };
     const specOf = specsOf(ctx.host.state);
-    if (o.kind === 'cancelAll') return reply(s, id, { type: ack, cancelled: o.cancelled, seq: o.seq });
+    if (o.kind === 'cancelAll')
+      return reply(s, id, { type: ack, cancelled: o.cancelled, seq: o.seq });
     if (o.kind === 'order' || o.kind === 'cancel' || o.kind === 'replace') {
-      const message: Record<string, unknown> = { type: ack, order: wireOrder(o.order, specOf(o.order.market)), seq: o.seq };
+      const message: Record<string, unknown> = {
+        type: ack,
+        order: wireOrder(o.order, specOf(o.order.market)),
+        seq: o.seq,
+      };
       if (o.kind === 'replace') message.origCloid = o.origCloid ?? null;
       return reply(s, id, message);
     }
     error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
   };
 
-  const instrumentCheck = (msg: Record<string, unknown>) => ({ struct }: { readonly struct: { readonly market: number } }): Rejection | undefined => {
-    if (msg.instrument === undefined) return undefined;
-    const id = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
-    if (id === undefined || id !== struct.market) {
-      return reject('INVALID_REQUEST', `instrument ${String(msg.instrument)} does not name the signed market ${struct.market}`);
-    }
-    return undefined;
-  };
+  const instrumentCheck =
+    (msg: Record<string, unknown>) =>
+    ({ struct }: { readonly struct: { readonly market: number } }): Rejection | undefined => {
+      if (msg.instrument === undefined) return undefined;
+      const id =
+        typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
+      if (id === undefined || id !== struct.market) {
+        return reject(
+          'INVALID_REQUEST',
+          `instrument ${String(msg.instrument)} does not name the signed market ${struct.market}`,
+        );
+      }
+      return undefined;
+    };
 
-  const handlers: Record<string, (s: Session, id: string | undefined, msg: Record<string, unknown>) => Promise<void> | void> = {
+  const handlers: Record<
+    string,
+    (s: Session, id: string | undefined, msg: Record<string, unknown>) => Promise<void> | void
+  > = {
     ping: (s, id) => reply(s, id, { type: 'pong', serverTime: ctx.host.now() }),
 
     authenticate: async (s, id, msg) => {
       if (!isSignatureObject(msg.signature)) {
-        return error(s, id, 4000, 'INVALID_REQUEST: signature must be an object { sig, payload } of hex strings');
+        return error(
+          s,
+          id,
+          4000,
+          'INVALID_REQUEST: signature must be an object { sig, payload } of hex strings',
+        );
       }
-      const received = receivePayload(msg.signature.payload, { discriminator: DISCRIMINATOR.Authenticate });
+      const received = receivePayload(msg.signature.payload, {
+        discriminator: DISCRIMINATOR.Authenticate,
+      });
       if (!received.ok) return error(s, id, received.error.code, received.error.message);
       const v = await requests.verify(received.value, msg.signature.sig);
       if (!v.ok) return error(s, id, v.error.code, v.error.message);
-      if (v.value.payload.kind !== 'Authenticate') return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
+      if (v.value.payload.kind !== 'Authenticate')
+        return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
       if (s.account !== account) {
         const open = byAccount.get(account)?.size ?? 0;
         if (open >= limits.connectionsPerAccount) {
-          error(s, id, 5000, `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`);
+          error(
+            s,
+            id,
+            5000,
+            `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`,
+          );
           s.ws.close(CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
           detach(s);
           return;
         }
       }
-      const r = await requests.submitFor(account, { type: 'authenticate', account, nonce: v.value.payload.struct.nonce });
+      const r = await requests.submitFor(account, {
+        type: 'authenticate',
+        account,
+        nonce: v.value.payload.struct.nonce,
+      });
       const o = r.outcome;
       if (!o.ok) return error(s, id, o.code, o.message);
       if (s.account !== account) {
@@ -231,9 +279,18 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
 
     subscribeTrading: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      if (s.trading !== null) return error(s, id, 4033, 'ALREADY_SUBSCRIBED: this connection already receives execution reports');
+      if (s.trading !== null)
+        return error(
+          s,
+          id,
+          4033,
+          'ALREADY_SUBSCRIBED: this connection already receives execution reports',
+        );
       const fromSeq = msg.fromSeq;
-      if (fromSeq !== undefined && (typeof fromSeq !== 'number' || !Number.isSafeInteger(fromSeq) || fromSeq < 0)) {
+      if (
+        fromSeq !== undefined &&
+        (typeof fromSeq !== 'number' || !Number.isSafeInteger(fromSeq) || fromSeq < 0)
+      ) {
         return error(s, id, 4000, 'INVALID_REQUEST: fromSeq must be a non-negative integer');
       }
       const account = s.account;
@@ -255,7 +312,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       const state = ctx.host.state;
       const acct = state.accounts.get(account);
       const seq = acct?.reportSeq ?? 0;
-      const openOrders = acct === undefined ? [] : accountOrders(state, acct).map((o) => wireOrder(o, specOf(o.market)));
+      const openOrders =
+        acct === undefined
+          ? []
+          : accountOrders(state, acct).map((o) => wireOrder(o, specOf(o.market)));
       const replay = fromSeq === undefined ? undefined : ctx.streams.since(account, fromSeq, seq);
       const replaying = replay !== undefined && !replay.resyncRequired && replay.reports.length > 0;
       reply(s, id, {
@@ -302,23 +362,72 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
 
     placeOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: ['Order'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, {
+        allowed: ['Order'],
+        authenticated: s.account,
+        counted: true,
+        precheck: instrumentCheck(msg),
+      });
       orderAnswer(s, id, r, 'orderAck');
     },
     cancelOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: ['Cancel'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, {
+        allowed: ['Cancel'],
+        authenticated: s.account,
+        counted: true,
+        precheck: instrumentCheck(msg),
+      });
       orderAnswer(s, id, r, 'cancelAck');
     },
     replaceOrder: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: ['Replace'], authenticated: s.account, counted: true, precheck: instrumentCheck(msg) });
+      const r = await requests.handle(msg.signature, {
+        allowed: ['Replace'],
+        authenticated: s.account,
+        counted: true,
+        precheck: instrumentCheck(msg),
+      });
       orderAnswer(s, id, r, 'replaceAck');
     },
     cancelAll: async (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, { allowed: ['CancelAll'], authenticated: s.account, counted: true });
+      const r = await requests.handle(msg.signature, {
+        allowed: ['CancelAll'],
+        authenticated: s.account,
+        counted: true,
+      });
       orderAnswer(s, id, r, 'cancelAllAck');
+    },
+
+    claimLiquidation: async (s, id, msg) => {
+      if (!requireAuth(s, id)) return;
+      const r = await requests.handle(msg.signature, {
+        allowed: ['ClaimLiquidation'],
+        authenticated: s.account,
+        counted: true,
+      });
+      if (!r.ok) return outcomeError(s, id, r);
+      const refused = engineRefusal(r);
+      if (refused !== undefined) return outcomeError(s, id, refused);
+      const o = r.result.outcome;
+      if (!o.ok || o.kind !== 'claim')
+        return error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
+      // The auction may already be settled and gone: its market comes from the claim's own event.
+      let market: number | undefined;
+      for (const e of r.result.events)
+        if (e.type === 'auction' && e.auction.auctionId === o.auctionId) market = e.auction.market;
+      const spec = market === undefined ? undefined : ctx.host.state.markets.get(market)?.spec;
+      reply(s, id, {
+        type: 'claimAck',
+        auctionId: String(o.auctionId),
+        quantity:
+          spec === undefined
+            ? o.quantity.toString()
+            : formatDecimal(o.quantity, spec.quantityDecimals),
+        price: formatPrice(o.price),
+        seq: o.seq,
+      });
     },
 
     transferMargin: async (s, id, msg) => {
@@ -331,20 +440,41 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           const bad = (d: string) => reject('INVALID_REQUEST', d);
           if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
           const amount = parseDecimal(msg.amount, 6);
-          if (!amount.ok || amount.value <= 0n) return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
-          if (amount.value !== struct.amount) return bad(`amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`);
-          if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross') return bad('direction must be crossToIsolated or isolatedToCross');
-          if ((msg.direction === 'isolatedToCross') !== (struct.flags === 1)) return bad('direction does not match flags bit 0 of the signed payload');
-          const marketId = typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
-          if (marketId === undefined || marketId !== struct.market) return bad('instrument does not name the signed market');
+          if (!amount.ok || amount.value <= 0n)
+            return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
+          if (amount.value !== struct.amount)
+            return bad(
+              `amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,
+            );
+          if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross')
+            return bad('direction must be crossToIsolated or isolatedToCross');
+          if ((msg.direction === 'isolatedToCross') !== (struct.flags === 1))
+            return bad('direction does not match flags bit 0 of the signed payload');
+          const marketId =
+            typeof msg.instrument === 'string'
+              ? ctx.host.state.symbols.get(msg.instrument)
+              : undefined;
+          if (marketId === undefined || marketId !== struct.market)
+            return bad('instrument does not name the signed market');
           return undefined;
         },
       });
       if (!r.ok) return outcomeError(s, id, r);
       const o = r.result.outcome;
-      if (o.ok && o.kind === 'command') return reply(s, id, { type: 'marginTransferred', command_id: o.commandId, status: 'Submitted' });
+      if (o.ok && o.kind === 'command')
+        return reply(s, id, {
+          type: 'marginTransferred',
+          command_id: o.commandId,
+          status: 'Submitted',
+        });
       if (!o.ok && o.commandId !== undefined) {
-        return reply(s, id, { type: 'marginTransferred', command_id: o.commandId, status: 'Rejected', code: o.code, message: o.message });
+        return reply(s, id, {
+          type: 'marginTransferred',
+          command_id: o.commandId,
+          status: 'Rejected',
+          code: o.code,
+          message: o.message,
+        });
       }
       const refused = engineRefusal(r);
       if (refused !== undefined) outcomeError(s, id, refused);
@@ -353,23 +483,52 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
 
   const onMessage = async (s: Session, data: RawData, isBinary: boolean): Promise<void> => {
     s.lastActivity = Date.now();
-    if (isBinary) return error(s, undefined, 4000, 'INVALID_REQUEST: binary frames are not accepted; send JSON text');
-    const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+    if (isBinary)
+      return error(
+        s,
+        undefined,
+        4000,
+        'INVALID_REQUEST: binary frames are not accepted; send JSON text',
+      );
+    const text = Array.isArray(data)
+      ? Buffer.concat(data).toString('utf8')
+      : Buffer.from(data as ArrayBuffer).toString('utf8');
     const parsed = parseJson(text, limits.maxJsonDepth);
     if (!parsed.ok) return error(s, undefined, 4000, `INVALID_REQUEST: ${parsed.error}`);
     const msg = parsed.value;
-    if (!isRecord(msg) || typeof msg.type !== 'string') return error(s, undefined, 4000, 'INVALID_REQUEST: a message is an object with a string type');
+    if (!isRecord(msg) || typeof msg.type !== 'string')
+      return error(
+        s,
+        undefined,
+        4000,
+        'INVALID_REQUEST: a message is an object with a string type',
+      );
     let id: string | undefined;
     if (msg.id !== undefined) {
-      if (typeof msg.id !== 'string' || !ID_RE.test(msg.id)) return error(s, undefined, 4000, 'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]');
+      if (typeof msg.id !== 'string' || !ID_RE.test(msg.id))
+        return error(
+          s,
+          undefined,
+          4000,
+          'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]',
+        );
       id = msg.id;
     }
     // Every request counts: per wallet once authenticated, per client address before.
     const now = ctx.host.now();
-    const d = s.account !== null ? ctx.walletLimiter.admit(s.account, now, 'unsigned') : ctx.ipLimiter.admit(s.ip, now, 'unsigned');
+    const d =
+      s.account !== null
+        ? ctx.walletLimiter.admit(s.account, now, 'unsigned')
+        : ctx.ipLimiter.admit(s.ip, now, 'unsigned');
     if (!d.ok) return error(s, id, d.code, d.message, { retryAfterMs: d.retryAfterMs });
     const handler = Object.hasOwn(handlers, msg.type) ? handlers[msg.type] : undefined;
-    if (handler === undefined) return error(s, id, 4000, `INVALID_REQUEST: unknown message type ${JSON.stringify(msg.type).slice(0, 80)}`);
+    if (handler === undefined)
+      return error(
+        s,
+        id,
+        4000,
+        `INVALID_REQUEST: unknown message type ${JSON.stringify(msg.type).slice(0, 80)}`,
+      );
     try {
       await handler(s, id, msg);
     } catch (e) {
@@ -383,13 +542,25 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       const ip = request.socket.remoteAddress ?? 'unknown';
       const n = perIp.get(ip) ?? 0;
       if (n >= limits.connectionsPerIp) {
-        socket.write('HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        socket.write(
+          'HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+        );
         socket.destroy();
         return;
       }
       perIp.set(ip, n + 1);
       wss.handleUpgrade(request, socket, head, (ws) => {
-        const s: Session = { ws, ip, account: null, lastActivity: Date.now(), trading: null, summaries: false, summaryTimer: null, chain: Promise.resolve(), closed: false };
+        const s: Session = {
+          ws,
+          ip,
+          account: null,
+          lastActivity: Date.now(),
+          trading: null,
+          summaries: false,
+          summaryTimer: null,
+          chain: Promise.resolve(),
+          closed: false,
+        };
         sessions.add(s);
         ws.on('error', () => detach(s));
         ws.on('close', () => detach(s));
