@@ -15,14 +15,43 @@ export function encodeJson(value: unknown): string {
 
 /** Parses text written by {@link encodeJson}. */
 export function decodeJson<T = unknown>(text: string): T {
-  return JSON.parse(text, (_key, v: unknown) => {
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      const keys = Object.keys(v);
-      if (keys.length === 1 && keys[0] === '$n') {
-        const n = (v as { $n: unknown }).$n;
-        if (typeof n === 'string' && /^-?\d+$/.test(n)) return BigInt(n);
-      }
+  // A plain parse and one walk: 2-3x faster than a JSON.parse reviver, which journal replay
+  // feels (every record is decoded at start-up).
+  return revive(JSON.parse(text)) as T;
+}
+
+const INTEGER = /^-?\d+$/;
+
+/** Turns `{"$n": "<decimal>"}` objects into bigints, in place. */
+function revive(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const old: unknown = v[i];
+      if (old !== null && typeof old === 'object') v[i] = revive(old);
     }
     return v;
-  }) as T;
+  }
+  const record = v as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 1 && keys[0] === '$n') {
+    const n = record.$n;
+    if (typeof n === 'string' && INTEGER.test(n)) return BigInt(n);
+  }
+  for (const k of keys) {
+    const old = record[k];
+    if (old === null || typeof old !== 'object') continue;
+    const now = revive(old);
+    if (now === old) continue;
+    // An own "__proto__" key (JSON.parse makes one) must stay data, never reach the setter.
+    if (k === '__proto__')
+      Object.defineProperty(record, k, {
+        value: now,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    else record[k] = now;
+  }
+  return record;
 }
