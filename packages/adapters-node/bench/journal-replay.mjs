@@ -1,0 +1,385 @@
+// Durability benchmark (performance-anchors G9): journal replay rate against nodejs-order-book's
+// own journal replay on the same order flow, snapshot restore time, and the acknowledgement
+// latency of EngineHost + FileJournal with fsync on.
+//
+//   node packages/adapters-node/bench/journal-replay.mjs      (after npx tsc -b)
+//
+//   BENCH_OPS      timed ops of the workload (default 1,000,000; shared/bench/workload.mjs)
+//   BENCH_WORKLOAD W1 or W2 (default W2, the workload performance-anchors M6 measured)
+//   BENCH_ROUNDS   replay rounds per engine, median reported (default 3)
+//   BENCH_ACKS     acknowledged commands per latency run (default 2,000)
+//
+// Replay, ours: read the journal file, check every frame's CRC and seq, decode every record
+// (bigint-safe JSON), and reduce them in batches of 4,096 with margin checks on over 1,000
+// funded accounts, as the venue does at start-up. nodejs-order-book: `new OrderBook({ journal })`
+// over its own log entries, from memory (its native form, no file and no parsing: its best
+// case) and from a JSON file (read + JSON.parse + replay, the same steps as ours). Ratios are
+// taken inside this one run; absolute figures drift 10-25 % between runs on shared machines.
+
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  buildInstrument,
+  createEngineState,
+  decodeSnapshot,
+  encodeSnapshot,
+  reduceAll,
+  stateHash,
+} from '@perp/core';
+import { SystemClock } from '../dist/engine/clock.js';
+import { EngineHost } from '../dist/engine/host.js';
+import { encodeRecord, FileJournal } from '../dist/journal/file-journal.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const coreDir = resolve(here, '../../core');
+const { OrderBook } = createRequire(join(coreDir, 'package.json'))('nodejs-order-book');
+const { loadWorkload, WORKLOADS } = await import(
+  pathToFileURL(join(coreDir, 'bench/workloads.mjs')).href
+);
+
+const OPS = Number(process.env.BENCH_OPS ?? 1_000_000);
+const WORKLOAD = process.env.BENCH_WORKLOAD ?? 'W2';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ACKS = Number(process.env.BENCH_ACKS ?? 2_000);
+const BATCH = 4096;
+
+const fmt = (x) => Math.round(x).toLocaleString('en-US');
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
+const gc = () => globalThis.gc?.();
+
+// ---- the same order flow as commands for our engine (as core/bench/book-engines.mjs maps it) ----
+
+const TICK = 10n ** 16n;
+const SPEC = (() => {
+  const r = buildInstrument({
+    id: 1,
+    symbol: 'BENCH-PERP',
+    tickSize: '0.01',
+    lotSize: '0.01',
+    quantityDecimals: 2,
+    maxLeverage: 50,
+    defaultLeverage: 10,
+    openInterestCap: '100000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+  });
+  if (!r.ok) throw new Error(r.error);
+  return r.instrument;
+})();
+const T0 = 1_767_225_600_000;
+const addr = (n) => `0x${n.toString(16).padStart(40, '0')}`;
+
+function engineCommands(w, accounts = 1000) {
+  const { type, side, price, size, id } = w.ops;
+  const makers = Math.floor(accounts * 0.9);
+  const makerAddr = Array.from({ length: makers }, (_, i) => addr(i + 1));
+  const takerAddr = Array.from({ length: accounts - makers }, (_, i) => addr(100_000 + i + 1));
+  let time = T0;
+  const out = [{ type: 'setInstrument', time, instrument: SPEC }];
+  for (const a of [...makerAddr, ...takerAddr]) {
+    out.push({ type: 'openAccount', time, account: a });
+    out.push({
+      type: 'deposit',
+      time,
+      account: a,
+      amount: 10_000_000_000_000n,
+      target: { mode: 'Cross', market: 0 },
+    });
+  }
+  for (let c = 1; c <= accounts; c++)
+    out.push({ type: 'settleDeposit', time, commandId: c, success: true });
+  out.push({ type: 'oracle', time, prices: [{ market: 1, price: 100_000n * TICK }] });
+  let nextOrderId = 0;
+  const orderIdOf = new Float64Array(w.maxId + 1);
+  let takerTurn = 0;
+  const order = (isBuy, p, q, tif) => ({
+    market: 1,
+    isBuy,
+    orderType: 0,
+    timeInForce: tif,
+    price: p,
+    triggerPrice: 0n,
+    quantity: q,
+    flags: 0,
+    expiry: 0n,
+    cloid: null,
+    parentCloid: null,
+  });
+  for (let i = 0; i < w.preload + w.n; i++) {
+    time++;
+    if (type[i] === 0) {
+      orderIdOf[id[i]] = ++nextOrderId;
+      out.push({
+        type: 'placeOrder',
+        time,
+        account: makerAddr[id[i] % makers],
+        order: order(side[i] === 0, BigInt(price[i]) * TICK, BigInt(size[i]), 0),
+      });
+    } else if (type[i] === 1) {
+      ++nextOrderId;
+      const buy = side[i] === 0;
+      out.push({
+        type: 'placeOrder',
+        time,
+        account: takerAddr[takerTurn++ % takerAddr.length],
+        order: order(buy, buy ? 200_000n * TICK : 50_000n * TICK, BigInt(size[i]), 2),
+      });
+    } else {
+      out.push({
+        type: 'cancelOrder',
+        time,
+        account: makerAddr[id[i] % makers],
+        market: 1,
+        orderId: BigInt(orderIdOf[id[i]]),
+        cloid: null,
+      });
+    }
+  }
+  return out;
+}
+
+function nobJournal(w) {
+  const { type, side, price, size, id } = w.ops;
+  const ob = new OrderBook({ enableJournaling: true });
+  const journal = [];
+  for (let i = 0; i < w.preload + w.n; i++) {
+    const s = side[i] === 0 ? 'buy' : 'sell';
+    let r;
+    if (type[i] === 0) r = ob.limit({ id: `o${id[i]}`, side: s, size: size[i], price: price[i] });
+    else if (type[i] === 1) r = ob.market({ side: s, size: size[i] });
+    else r = ob.cancel(`o${id[i]}`);
+    // cancel() answers a plain object with its log; limit and market an IProcessOrder.
+    if (r?.log !== undefined) journal.push(r.log);
+  }
+  return { journal, depth: ob.depth() };
+}
+
+// ---- replay runs ----------------------------------------------------------------------------------
+
+function replayOurs(path, settings = {}) {
+  const t0 = process.hrtime.bigint();
+  const j = FileJournal.open(path, { log: () => {} });
+  let state = null;
+  let batch = [];
+  let n = 0;
+  for (const r of j.readSync(0)) {
+    if (state === null) state = createEngineState(settings, r.command.time);
+    batch.push(r.command);
+    if (batch.length === BATCH) {
+      state = reduceAll(state, batch).state;
+      n += batch.length;
+      batch = [];
+    }
+  }
+  if (batch.length > 0) {
+    state = reduceAll(state, batch).state;
+    n += batch.length;
+  }
+  const s = seconds(t0);
+  j.close();
+  return { n, s, state };
+}
+
+/** The same replay in phases: open + frame check, decode, reduce (where the time goes). */
+function replayPhases(path) {
+  let t0 = process.hrtime.bigint();
+  const j = FileJournal.open(path, { log: () => {} });
+  const open = seconds(t0);
+  t0 = process.hrtime.bigint();
+  const commands = [];
+  for (const r of j.readSync(0)) commands.push(r.command);
+  const decode = seconds(t0);
+  j.close();
+  t0 = process.hrtime.bigint();
+  let state = createEngineState({}, commands[0].time);
+  for (let i = 0; i < commands.length; i += BATCH)
+    state = reduceAll(state, commands.slice(i, i + BATCH)).state;
+  return { n: commands.length, open, decode, reduce: seconds(t0) };
+}
+
+function replayNobMemory(journal) {
+  const t0 = process.hrtime.bigint();
+  const ob = new OrderBook({ journal });
+  return { n: journal.length, s: seconds(t0), ob };
+}
+
+function replayNobFile(path) {
+  const t0 = process.hrtime.bigint();
+  const journal = JSON.parse(readFileSync(path, 'utf8'));
+  const ob = new OrderBook({ journal });
+  return { n: journal.length, s: seconds(t0), ob };
+}
+
+function sameDepth(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// ---- main -------------------------------------------------------------------------------------------
+
+// fsync must reach a real disk: put BENCH_DIR on the volume a venue's data directory would use.
+const dir = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'perp-replay-bench-'));
+try {
+  const wl = await loadWorkload();
+  const w = wl.generate({ ...WORKLOADS[WORKLOAD], n: OPS });
+  console.log(
+    `# Journal replay: ${WORKLOAD}, ${fmt(w.preload)} preload + ${fmt(OPS)} ops, ${ROUNDS} rounds, Node ${process.version}`,
+  );
+
+  // Our journal file, written as the host writes it (one framed record per command).
+  const commands = engineCommands(w);
+  const ourPath = join(dir, 'journal.log');
+  {
+    const chunk = [];
+    let bytes = 0;
+    const parts = [];
+    for (let i = 0; i < commands.length; i++) {
+      const rec = encodeRecord(i + 1, commands[i]);
+      chunk.push(rec);
+      bytes += rec.length;
+      if (chunk.length === 65_536) parts.push(Buffer.concat(chunk.splice(0)));
+    }
+    parts.push(Buffer.concat(chunk));
+    writeFileSync(ourPath, Buffer.concat(parts));
+    console.log(
+      `our journal: ${fmt(commands.length)} records, ${fmt(bytes / 1e6)} MB (${(bytes / commands.length).toFixed(0)} B/record)`,
+    );
+  }
+  const live = reduceAll(createEngineState({}, commands[0].time), commands).state;
+  const liveHash = stateHash(live);
+
+  const nob = nobJournal(w);
+  const nobPath = join(dir, 'nob-journal.json');
+  const nobText = JSON.stringify(nob.journal);
+  writeFileSync(nobPath, nobText);
+  console.log(
+    `nodejs-order-book journal: ${fmt(nob.journal.length)} entries, ${fmt(nobText.length / 1e6)} MB as JSON`,
+  );
+
+  const bookOnlyHash = stateHash(
+    reduceAll(createEngineState({ marginChecks: false }, commands[0].time), commands).state,
+  );
+  const rates = { ours: [], bookOnly: [], nobMemory: [], nobFile: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    gc();
+    const ours = replayOurs(ourPath);
+    if (stateHash(ours.state) !== liveHash)
+      throw new Error('our replay differs from the live state');
+    rates.ours.push(ours.n / ours.s);
+    gc();
+    const book = replayOurs(ourPath, { marginChecks: false });
+    if (stateHash(book.state) !== bookOnlyHash) throw new Error('our book-only replay differs');
+    rates.bookOnly.push(book.n / book.s);
+    gc();
+    const m = replayNobMemory(nob.journal);
+    if (!sameDepth(m.ob.depth(), nob.depth))
+      throw new Error('nodejs-order-book memory replay differs');
+    rates.nobMemory.push(m.n / m.s);
+    gc();
+    const f = replayNobFile(nobPath);
+    if (!sameDepth(f.ob.depth(), nob.depth))
+      throw new Error('nodejs-order-book file replay differs');
+    rates.nobFile.push(f.n / f.s);
+  }
+  const ours = median(rates.ours);
+  const bookOnly = median(rates.bookOnly);
+  const nobMem = median(rates.nobMemory);
+  const nobFile = median(rates.nobFile);
+  gc();
+  const phases = replayPhases(ourPath);
+  const total = phases.open + phases.decode + phases.reduce;
+  const pct = (x) => `${((x / total) * 100).toFixed(0)} %`;
+  console.log('\n## Replay rate (read + decode + reduce; medians)');
+  console.log('| replay | entries/s | x nob in memory | x nob from file |');
+  console.log('|---|---:|---:|---:|');
+  const row = (name, rate) =>
+    console.log(
+      `| ${name} | ${fmt(rate)} | ${(rate / nobMem).toFixed(2)}x | ${(rate / nobFile).toFixed(2)}x |`,
+    );
+  row('ours: file, CRC/seq check, JSON decode, reduceAll (margin on, 1,000 accounts)', ours);
+  row('ours, margin checks off (book only, like nodejs-order-book)', bookOnly);
+  row('nodejs-order-book: journal array in memory (its native replay)', nobMem);
+  row('nodejs-order-book: JSON file, JSON.parse, replay', nobFile);
+  console.log(
+    `\nOur replay's time (margin on, one run): open + frame/CRC check ${(phases.open * 1e3).toFixed(0)} ms (${pct(phases.open)}), decode ${(phases.decode * 1e3).toFixed(0)} ms (${pct(phases.decode)}), reduce ${(phases.reduce * 1e3).toFixed(0)} ms (${pct(phases.reduce)}; the engine alone: ${fmt(phases.n / phases.reduce)} commands/s).`,
+  );
+  console.log(
+    `Target G9 (ours >= 3x nodejs-order-book's replay): ${ours / nobMem >= 3 ? 'met' : 'NOT met'}: ${(ours / nobMem).toFixed(2)}x its in-memory replay, ${(ours / nobFile).toFixed(2)}x its file replay.`,
+  );
+
+  // Snapshot restore: what a restart pays instead of the full replay above.
+  gc();
+  let t0 = process.hrtime.bigint();
+  const text = encodeSnapshot(live);
+  const encodeS = seconds(t0);
+  t0 = process.hrtime.bigint();
+  const restored = decodeSnapshot(text);
+  const decodeS = seconds(t0);
+  t0 = process.hrtime.bigint();
+  const restoredHash = stateHash(restored);
+  const hashS = seconds(t0);
+  if (restoredHash !== liveHash) throw new Error('snapshot round trip changed the state');
+  console.log('\n## Snapshot of the final state');
+  console.log(
+    `| snapshot size | encode | decode | verify hash | full replay of ${fmt(commands.length)} records |`,
+  );
+  console.log('|---:|---:|---:|---:|---:|');
+  console.log(
+    `| ${fmt(text.length / 1e3)} kB | ${(encodeS * 1e3).toFixed(0)} ms | ${(decodeS * 1e3).toFixed(0)} ms | ${(hashS * 1e3).toFixed(0)} ms | ${((commands.length / ours) * 1e3).toFixed(0)} ms |`,
+  );
+
+  // ---- acknowledgement latency with fsync on ----------------------------------------------------
+  console.log(
+    `\n## Acknowledgement latency: EngineHost.submit -> resolved (reduce + write + fdatasync) in ${dir}`,
+  );
+  console.log('| clients in flight | acks | p50 | p99 | max | acks/s | records per fsync |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  const setup = commands.slice(0, 2 * 1000 + 1000 + 2);
+  const flow = commands.slice(setup.length);
+  for (const clients of [1, 16, 128]) {
+    const path = join(dir, `acks-${clients}.log`);
+    const journal = FileJournal.open(path, { log: () => {} });
+    let syncs = 0;
+    const host = new EngineHost({
+      state: reduceAll(createEngineState({}, T0), setup).state,
+      journal: {
+        append: (cs) => {
+          syncs++;
+          return journal.append(cs);
+        },
+        read: (a) => journal.read(a),
+        get lastSeq() {
+          return journal.lastSeq;
+        },
+        close: () => journal.close(),
+      },
+      clock: new SystemClock(T0 + 10_000_000),
+    });
+    const lat = [];
+    let next = 0;
+    const total = Math.min(flow.length, clients === 1 ? ACKS : ACKS * 4);
+    const started = process.hrtime.bigint();
+    const worker = async () => {
+      while (next < total) {
+        // In order: each order id a cancel names is the one the host assigns here too.
+        const { time: _t, ...input } = flow[next++];
+        const t = process.hrtime.bigint();
+        await host.submit(input);
+        lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+    };
+    await Promise.all(Array.from({ length: clients }, worker));
+    const wall = seconds(started);
+    await journal.close();
+    lat.sort((a, b) => a - b);
+    const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+    console.log(
+      `| ${clients} | ${fmt(lat.length)} | ${q(0.5).toFixed(2)} ms | ${q(0.99).toFixed(2)} ms | ${lat[lat.length - 1].toFixed(2)} ms | ${fmt(lat.length / wall)} | ${(lat.length / syncs).toFixed(1)} |`,
+    );
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
