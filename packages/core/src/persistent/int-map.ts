@@ -5,7 +5,9 @@
  * empty out are dropped, so memory follows the live keys, not the counter.
  *
  * Keys are split into a high part (key / 2^30) and a low part of six 5-bit digits; each high
- * part owns a trie. Keys below 2^30 (the common case) use a dedicated root.
+ * part owns a trie. Keys below 2^30 (the common case) use a dedicated root that is only as deep
+ * as the largest key needs (four levels up to 2^20 ids instead of six): each level is a load on
+ * every read and a node copy on the first write of a batch.
  *
  * @module
  */
@@ -34,29 +36,37 @@ function cloneNode(node: TrieNode, edit: Edit | null): TrieNode {
   return { edit, count: node.count, slots: node.slots.slice() };
 }
 
-function lookup(node: TrieNode | null, low: number): unknown {
-  let n = node;
-  for (let shift = TOP_SHIFT; n !== null && shift > 0; shift -= 5) {
-    n = (n.slots[(low >>> shift) & 31] as TrieNode | undefined) ?? null;
-  }
-  return n === null ? undefined : n.slots[low & 31];
+/** The smallest top shift whose trie holds `low` (keys below 2^(shift + 5)). */
+function shiftFor(low: number): number {
+  let shift = 0;
+  while (shift < TOP_SHIFT && low >>> (shift + 5) !== 0) shift += 5;
+  return shift;
 }
 
-/** Result of the last {@link write}: how the size changed (-1, 0, +1). */
-interface WriteResult {
-  delta: number;
+function lookup(node: TrieNode | null, topShift: number, low: number): unknown {
+  if (node === null || low >>> (topShift + 5) !== 0) return undefined;
+  let n: TrieNode | undefined = node;
+  for (let shift = topShift; shift > 0; shift -= 5) {
+    n = n.slots[(low >>> shift) & 31] as TrieNode | undefined;
+    if (n === undefined) return undefined;
+  }
+  return n.slots[low & 31];
 }
+
+/** How the size changed in the last {@link writeValue} (0 or +1); a scalar, not an object. */
+let writeDelta = 0;
 
 /**
- * Stores `value` under `low`, copying the nodes on the path that `edit` does not own. Returns the
- * new root; `out.delta` is +1 when the key was new.
+ * Stores `value` under `low` in a trie whose top node has shift `topShift` (which must hold
+ * `low`), copying the nodes on the path that `edit` does not own. Returns the new top node;
+ * `writeDelta` is +1 when the key was new.
  */
 function writeValue(
   root: TrieNode | null,
+  topShift: number,
   edit: Edit | null,
   low: number,
   value: unknown,
-  out: WriteResult,
 ): TrieNode {
   const top =
     root === null
@@ -65,7 +75,7 @@ function writeValue(
         ? root
         : cloneNode(root, edit);
   let node = top;
-  for (let shift = TOP_SHIFT; shift > 0; shift -= 5) {
+  for (let shift = topShift; shift > 0; shift -= 5) {
     const i = (low >>> shift) & 31;
     let child = node.slots[i] as TrieNode | undefined;
     if (child === undefined) {
@@ -81,22 +91,39 @@ function writeValue(
   const i = low & 31;
   if (node.slots[i] === undefined) {
     node.count++;
-    out.delta = 1;
+    writeDelta = 1;
   } else {
-    out.delta = 0;
+    writeDelta = 0;
   }
   node.slots[i] = value;
   return top;
 }
 
+/** A trie of top shift `shift` grown until it holds `low`: the old top becomes child 0. */
+function grow(root: TrieNode, shift: number, edit: Edit | null, low: number): TrieNode {
+  let top = root;
+  for (let s = shift; low >>> (s + 5) !== 0; s += 5) {
+    const parent = newNode(edit);
+    parent.slots[0] = top;
+    parent.count = 1;
+    top = parent;
+  }
+  return top;
+}
+
 /** Removes `low` (which must be present); returns the new root, `null` when it emptied. */
-function removeValue(root: TrieNode, edit: Edit | null, low: number): TrieNode | null {
+function removeValue(
+  root: TrieNode,
+  topShift: number,
+  edit: Edit | null,
+  low: number,
+): TrieNode | null {
   // Nodes on the path, top first, to prune the ones that empty.
   const path: TrieNode[] = new Array(6);
   const top = edit !== null && root.edit === edit ? root : cloneNode(root, edit);
   let node = top;
   let depth = 0;
-  for (let shift = TOP_SHIFT; shift > 0; shift -= 5) {
+  for (let shift = topShift; shift > 0; shift -= 5) {
     path[depth++] = node;
     const i = (low >>> shift) & 31;
     let child = node.slots[i] as TrieNode;
@@ -122,6 +149,8 @@ function removeValue(root: TrieNode, edit: Edit | null, low: number): TrieNode |
 export class IntMap<V> {
   /** @internal Trie of keys below 2^30. */
   low: TrieNode | null;
+  /** @internal Shift of the top node of `low`: it holds keys below 2^(lowShift + 5). */
+  lowShift: number;
   /** @internal Tries of larger keys by high part, ascending. */
   highs: Root[];
   /** Number of entries. */
@@ -129,8 +158,15 @@ export class IntMap<V> {
   /** @internal */
   edit: Edit | null;
 
-  private constructor(low: TrieNode | null, highs: Root[], size: number, edit: Edit | null) {
+  private constructor(
+    low: TrieNode | null,
+    lowShift: number,
+    highs: Root[],
+    size: number,
+    edit: Edit | null,
+  ) {
     this.low = low;
+    this.lowShift = lowShift;
     this.highs = highs;
     this.size = size;
     this.edit = edit;
@@ -138,15 +174,15 @@ export class IntMap<V> {
 
   /** The empty map. */
   static empty<V>(): IntMap<V> {
-    return new IntMap<V>(null, [], 0, null);
+    return new IntMap<V>(null, 0, [], 0, null);
   }
 
   /** The value under `key`, or `undefined`. */
   get(key: number): V | undefined {
-    if (key < LOW_SPAN && key >= 0) return lookup(this.low, key) as V | undefined;
+    if (key < LOW_SPAN && key >= 0) return lookup(this.low, this.lowShift, key) as V | undefined;
     const high = Math.floor(key / LOW_SPAN);
     for (const r of this.highs)
-      if (r.high === high) return lookup(r.node, key - high * LOW_SPAN) as V | undefined;
+      if (r.high === high) return lookup(r.node, TOP_SHIFT, key - high * LOW_SPAN) as V | undefined;
     return undefined;
   }
 
@@ -175,27 +211,36 @@ export class IntMap<V> {
     if (high !== 0) {
       for (let i = 0; i < this.highs.length; i++) if ((this.highs[i] as Root).high === high) at = i;
     }
-    const old = high === 0 ? this.low : at < 0 ? null : (this.highs[at] as Root).node;
+    let old = high === 0 ? this.low : at < 0 ? null : (this.highs[at] as Root).node;
+    let shift = high === 0 ? this.lowShift : TOP_SHIFT;
     let node: TrieNode | null;
     let delta: number;
     if (value === undefined) {
-      if (old === null || lookup(old, low) === undefined) return this;
-      node = removeValue(old, edit, low);
+      if (old === null || lookup(old, shift, low) === undefined) return this;
+      node = removeValue(old, shift, edit, low);
       delta = -1;
+      if (node === null && high === 0) shift = 0;
     } else {
+      if (high === 0) {
+        if (old === null) shift = shiftFor(low);
+        else if (low >>> (shift + 5) !== 0) {
+          old = grow(old, shift, edit, low);
+          shift = shiftFor(low);
+        }
+      }
       // No look-up first: storing an unchanged value only costs a path copy, and is rare.
-      const out = { delta: 0 };
-      node = writeValue(old, edit, low, value, out);
-      delta = out.delta;
+      node = writeValue(old, shift, edit, low, value);
+      delta = writeDelta;
     }
     if (high === 0) {
       if (owned) {
         this.low = node;
+        this.lowShift = shift;
         this.size += delta;
         return this;
       }
       // The new owner gets its own `highs` array: it may append to it in place later.
-      return new IntMap<V>(node, this.highs.slice(), this.size + delta, edit);
+      return new IntMap<V>(node, shift, this.highs.slice(), this.size + delta, edit);
     }
     const highs = owned ? this.highs : this.highs.slice();
     if (at >= 0) {
@@ -210,12 +255,12 @@ export class IntMap<V> {
       this.size += delta;
       return this;
     }
-    return new IntMap<V>(this.low, highs, this.size + delta, edit);
+    return new IntMap<V>(this.low, this.lowShift, highs, this.size + delta, edit);
   }
 
   /** Calls `fn` for every entry in ascending key order. */
   forEach(fn: (value: V, key: number) => void): void {
-    if (this.low !== null) walk(this.low, 0, TOP_SHIFT, fn as (v: unknown, k: number) => void);
+    if (this.low !== null) walk(this.low, 0, this.lowShift, fn as (v: unknown, k: number) => void);
     for (const r of this.highs)
       walk(r.node, r.high * LOW_SPAN, TOP_SHIFT, fn as (v: unknown, k: number) => void);
   }
