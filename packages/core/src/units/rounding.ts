@@ -8,14 +8,19 @@
 
 /** `floor(a / b)` for any signs, `b !== 0`. */
 export function divFloor(a: bigint, b: bigint): bigint {
+  // One division: a remainder check by multiplication is much cheaper than `a % b`, and a
+  // non-negative quotient (same signs, the common case) truncates to the floor already.
   const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
+  if (a < 0n === b < 0n) return q;
+  return q * b === a ? q : q - 1n;
 }
 
 /** `ceil(a / b)` for any signs, `b !== 0`. */
 export function divCeil(a: bigint, b: bigint): bigint {
   const q = a / b;
-  return a % b !== 0n && a < 0n === b < 0n ? q + 1n : q;
+  // A non-positive quotient (opposite signs) truncates to the ceiling already.
+  if (a < 0n !== b < 0n) return q;
+  return q * b === a ? q : q + 1n;
 }
 
 /** `a / b` rounded to the nearest integer, ties to even, for any signs, `b !== 0`. */
@@ -24,11 +29,16 @@ export function divHalfEven(a: bigint, b: bigint): bigint {
     a = -a;
     b = -b;
   }
-  const q = divFloor(a, b);
-  const r2 = 2n * (a - q * b); // 0 <= r2 < 2b
+  let q = a / b;
+  let r = a - q * b; // the sign of a, |r| < b
+  if (r < 0n) {
+    q -= 1n;
+    r += b;
+  }
+  const r2 = r + r; // 0 <= r2 < 2b
   if (r2 > b) return q + 1n;
   if (r2 < b) return q;
-  return q % 2n === 0n ? q : q + 1n;
+  return (q & 1n) === 0n ? q : q + 1n;
 }
 
 /** `floor(a * b / c)`. */
