@@ -15,6 +15,19 @@ export type OrderView = Readonly<Omit<Order, 'edit' | 'slot' | 'armed'>>;
 
 /** Takes a snapshot of an order. */
 export function viewOf(o: Order): OrderView {
+  return viewAs(o, o.ordStatus, o.reason, o.updatedTime);
+}
+
+/**
+ * A snapshot of an order with its status, reason and update time replaced (an order that just
+ * ended). Built field by field like {@link viewOf}, so every snapshot shares one object shape.
+ */
+export function viewAs(
+  o: Order,
+  ordStatus: Order['ordStatus'],
+  reason: string | null,
+  updatedTime: number,
+): OrderView {
   return {
     orderId: o.orderId,
     account: o.account,
@@ -35,9 +48,9 @@ export function viewOf(o: Order): OrderView {
     quantity: o.quantity,
     cumQty: o.cumQty,
     filledNotional: o.filledNotional,
-    ordStatus: o.ordStatus,
-    reason: o.reason,
-    updatedTime: o.updatedTime,
+    ordStatus,
+    reason,
+    updatedTime,
   };
 }
 

@@ -13,6 +13,9 @@ import { cloidKey } from './cloids.js';
 import { cancelOrder } from './execution.js';
 import { latestOrder } from './place.js';
 
+/** Largest order id a request can name (ids are JSON-safe integers). */
+const MAX_ORDER_ID = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** Finds a working order of `account` in `market` by id or by cloid. */
 export function findWorkingOrder(
   ctx: Ctx,
@@ -23,7 +26,7 @@ export function findWorkingOrder(
 ): number | undefined {
   let id: number | undefined;
   if (orderId !== 0n) {
-    if (orderId <= BigInt(Number.MAX_SAFE_INTEGER)) id = Number(orderId);
+    if (orderId <= MAX_ORDER_ID) id = Number(orderId);
   } else if (cloid !== null) {
     id = ctx.state.cloids.get(cloidKey(account, cloid))?.orderId;
   }
@@ -60,7 +63,7 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
     );
     return ctx.fail(r.code, r.message, {
       nonceConsumed: true,
-      ...(cmd.orderId !== 0n && cmd.orderId <= BigInt(Number.MAX_SAFE_INTEGER)
+      ...(cmd.orderId !== 0n && cmd.orderId <= MAX_ORDER_ID
         ? { orderId: Number(cmd.orderId) }
         : {}),
       cloid: cmd.cloid,

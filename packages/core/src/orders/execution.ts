@@ -10,7 +10,7 @@
  */
 import { compact, findLevel, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
-import { type Fill, type OrderView, viewOf } from '../engine/events.js';
+import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
 import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
@@ -174,7 +174,7 @@ export function endOrder(
   reason: EndReason,
 ): number {
   const order = retire(ctx, orderId);
-  const view: OrderView = { ...viewOf(order), ordStatus: status, reason, updatedTime: ctx.time };
+  const view: OrderView = viewAs(order, status, reason, ctx.time);
   const seq = ctx.orderReportOf(
     order.account,
     status === 'Expired' ? 'OrderExpired' : 'OrderCancelled',

@@ -28,6 +28,7 @@ const MAX_PRICE = 10n ** 36n;
 const MAX_QUANTITY = 10n ** 36n;
 const CLOID_RE = /^0x[0-9a-f]{32}$/;
 const DAY_MS = 86_400_000;
+const MAX_SAFE_MS = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** An order request that passed field validation, in engine terms. */
 export interface ValidOrder {
@@ -78,13 +79,20 @@ export function checkQuantity(spec: Instrument, quantity: bigint): Rejection | u
 /** Result of {@link validateOrderRequest}. */
 export type ValidationResult = { ok: true; order: ValidOrder } | { ok: false; error: Rejection };
 
+const fail = (error: Rejection): ValidationResult => ({ ok: false, error });
+
+/** Whether a cloid field is unset or well formed; `name` goes into the refusal. */
+function checkCloid(name: string, value: string | null): Rejection | undefined {
+  if (value === null || CLOID_RE.test(value)) return undefined;
+  return reject('INVALID_REQUEST', `${name} must be 0x followed by 32 lowercase hex digits`);
+}
+
 /** Validates the fields of an order request against the market's settings at `time`. */
 export function validateOrderRequest(
   state: EngineState,
   request: OrderRequest,
   time: number,
 ): ValidationResult {
-  const fail = (error: Rejection): ValidationResult => ({ ok: false, error });
   const market = state.markets.get(request.market);
   if (market === undefined)
     return fail(reject('INVALID_REQUEST', `unknown market ${request.market}`));
@@ -134,23 +142,17 @@ export function validateOrderRequest(
       reject('INVALID_TIME_IN_FORCE', 'post-only needs a resting Limit order (GTC, GTD or DAY)'),
     );
   }
-  for (const [name, value] of [
-    ['cloid', request.cloid],
-    ['parentCloid', request.parentCloid],
-  ] as const) {
-    if (value !== null && !CLOID_RE.test(value)) {
-      return fail(
-        reject('INVALID_REQUEST', `${name} must be 0x followed by 32 lowercase hex digits`),
-      );
-    }
-  }
+  // Checked in this order, so the first bad field is the one named.
+  const badCloid =
+    checkCloid('cloid', request.cloid) ?? checkCloid('parentCloid', request.parentCloid);
+  if (badCloid) return fail(badCloid);
   let expireTime: number | null = null;
   if (timeInForce === 'GTD') {
     const ms = request.expiry * 1000n;
     if (request.expiry <= 0n || ms <= BigInt(time)) {
       return fail(reject('INVALID_TIME_IN_FORCE', 'GTD expiry must be in the future'));
     }
-    expireTime = ms > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(ms);
+    expireTime = ms > MAX_SAFE_MS ? Number.MAX_SAFE_INTEGER : Number(ms);
   } else {
     if (request.expiry !== 0n) {
       return fail(reject('INVALID_TIME_IN_FORCE', `expiry must be 0 for ${timeInForce}`));
