@@ -18,6 +18,7 @@ import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EngineHost, HostStoppedError } from '../engine/host.js';
 import {
+  crc32,
   encodeRecord,
   FileJournal,
   JournalCorruptError,
@@ -79,7 +80,28 @@ async function readAll(j: FileJournal): Promise<Command[]> {
   return out;
 }
 
+/** The table-driven CRC-32 the journal format was defined with (reference for the native one). */
+function referenceCrc32(data: Uint8Array, crc = 0): number {
+  let c = ~crc >>> 0;
+  for (const byte of data) {
+    c ^= byte;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  }
+  return ~c >>> 0;
+}
+
 describe('FileJournal recovery', () => {
+  it('checksums are CRC-32 (IEEE), continuing across header and payload', () => {
+    expect(crc32(Buffer.from('123456789'))).toBe(0xcbf43926);
+    const { data } = journalBytes(LOG.slice(0, 5));
+    for (let cut = 0; cut < data.length; cut += 37) {
+      const head = data.subarray(0, cut);
+      const tail = data.subarray(cut);
+      expect(crc32(tail, crc32(head))).toBe(referenceCrc32(data));
+      expect(crc32(head)).toBe(referenceCrc32(head));
+    }
+  });
+
   it('appends, flushes and reads back every record in order', async () => {
     const path = join(tempDir(), 'journal.log');
     const j = FileJournal.open(path);

@@ -23,6 +23,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
+import { crc32 as zlibCrc32 } from 'node:zlib';
 import {
   type Command,
   decodeJson,
@@ -34,22 +35,12 @@ import {
 const HEADER = 16;
 const MAX_RECORD = 64 * 1024 * 1024;
 
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-/** CRC-32 (IEEE) of `data`, continuing from `crc`. */
+/**
+ * CRC-32 (IEEE, as zlib and gzip compute it) of `data`, continuing from `crc`. Native: the scan
+ * at start-up checks every record, and a JavaScript byte loop ran at ~120 MB/s.
+ */
 export function crc32(data: Uint8Array, crc = 0): number {
-  let c = ~crc >>> 0;
-  for (let i = 0; i < data.length; i++)
-    c = (CRC_TABLE[(c ^ (data[i] as number)) & 0xff] as number) ^ (c >>> 8);
-  return ~c >>> 0;
+  return zlibCrc32(data, crc);
 }
 
 /** Raised when a journal file is damaged in a way that must not be repaired silently. */
