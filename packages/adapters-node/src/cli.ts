@@ -40,7 +40,7 @@ data at /marketdata, all on one port.
   --memory                   keep everything in memory (nothing survives a restart)
   --config <file>            JSON overrides of the default configuration
   --price-feed <mode>        simulated (default) or none (prices only via POST /api/admin/oracle)
-  --snapshot-records <n>     snapshot the engine state every n journal records (default 1000000; 0 off)
+  --snapshot-records <n>     snapshot the engine state every n journal records (default 250000; 0 off)
   --snapshot-seconds <s>     also snapshot every s seconds when anything changed (default 3600; 0 off)
   --no-snapshots             never snapshot: every start replays the whole journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)

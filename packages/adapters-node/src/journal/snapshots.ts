@@ -51,12 +51,13 @@ export interface SnapshotPolicy {
 }
 
 /**
- * Defaults: a tail of at most ~1M records to replay after a crash (a few seconds), and an hourly
- * snapshot on a venue with some traffic. A quiet venue rarely snapshots and recovers by full
- * replay, which also rebuilds its complete read-model history (see docs/durability.md).
+ * Defaults: a tail of at most 250,000 records to replay after a crash (a few seconds at the
+ * engine's replay rate on a 2-core machine), and an hourly snapshot on a venue with some traffic.
+ * A quiet venue rarely snapshots and recovers by full replay, which also rebuilds its complete
+ * read-model history (see docs/durability.md).
  */
 export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
-  everyRecords: 1_000_000,
+  everyRecords: 250_000,
   everyMs: 3_600_000,
   minRecords: 10_000,
   keep: 2,
