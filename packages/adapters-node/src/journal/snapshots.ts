@@ -3,11 +3,11 @@
  * the journal records after its seq, instead of the whole journal.
  *
  * A file `snapshot-<seq, 20 digits>.snap` holds one header line (JSON: format, version, seq,
- * engine time, state hash, body length and CRC-32) and the body, the core's snapshot text of
- * the state right after journal record `seq`. It is written without pausing the engine: the
+ * engine time, state hash, body length and CRC-32; padded with spaces to 512 bytes) and the body,
+ * the core's snapshot text of the state right after journal record `seq`. It is written without pausing the engine: the
  * snapshotter keeps the reference of a committed state (states are immutable), encodes and
- * hashes it in slices of a few milliseconds between the engine's batches, writes a temporary
- * file with asynchronous I/O, fsyncs it, renames it into place and fsyncs the directory. A crash
+ * hashes it in slices of a few milliseconds between the engine's batches, streams it to a
+ * temporary file with asynchronous I/O in ~1 MB pieces, fsyncs it, renames it into place and fsyncs the directory. A crash
  * at any point leaves either the old set of snapshots or the new one, plus at worst a `.tmp`
  * file that the next start deletes. The newest `keep` snapshots are kept.
  *
@@ -65,6 +65,10 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
 };
 
 const FORMAT = 'perp-engine-snapshot';
+/** Bytes reserved for the header line at the start of a snapshot file. */
+const HEADER_BLOCK = 512;
+/** Encoded text gathered before it is written (characters). */
+const FLUSH_CHARS = 1 << 20;
 /** Pause after a failed snapshot write before the policy may start another. */
 const RETRY_AFTER_MS = 30_000;
 const VERSION = 1;
@@ -336,37 +340,55 @@ export class Snapshotter {
     const path = join(this.dir, snapshotFileName(seq));
     const tmp = `${path}.tmp`;
     try {
-      const encoder = new SnapshotEncoder(state);
-      const parts: string[] = [];
-      await this.sliced(() => {
-        const piece = encoder.step(512);
-        if (piece === null) return true;
-        parts.push(piece);
-        return false;
-      });
-      const body = Buffer.from(parts.join(''), 'utf8');
-      parts.length = 0;
-      const hasher = new StateHasher(state);
-      await this.sliced(() => hasher.step(512));
-      let crc = 0;
-      const CHUNK = 8 * 1024 * 1024;
-      for (let at = 0; at < body.length; at += CHUNK) {
-        crc = crc32(body.subarray(at, at + CHUNK), crc);
-        if (at + CHUNK < body.length) await yieldToLoop();
-      }
-      const header: SnapshotHeader = {
-        format: FORMAT,
-        version: VERSION,
-        seq,
-        time: state.time,
-        stateHash: hasher.hash,
-        bodyBytes: body.length,
-        bodyCrc32: crc,
-      };
+      // The body streams to the file in ~1 MB pieces after a reserved header block, so no slice
+      // ever joins or copies the whole snapshot; the header is written last, once its length
+      // and CRC are known.
       const fh = await open(tmp, 'w');
+      let bytes = 0;
+      let crc = 0;
+      let hash: string;
       try {
-        await fh.write(`${JSON.stringify(header)}\n`);
-        await fh.write(body);
+        const encoder = new SnapshotEncoder(state);
+        let pending: string[] = [];
+        let pendingChars = 0;
+        const flush = async (): Promise<void> => {
+          if (pendingChars === 0) return;
+          const piece = Buffer.from(pending.join(''), 'utf8');
+          pending = [];
+          pendingChars = 0;
+          crc = crc32(piece, crc);
+          await fh.write(piece, 0, piece.length, HEADER_BLOCK + bytes);
+          bytes += piece.length;
+        };
+        for (let done = false; !done; ) {
+          const until = performance.now() + this.policy.sliceMs;
+          do {
+            const text = encoder.step(512);
+            if (text === null) done = true;
+            else {
+              pending.push(text);
+              pendingChars += text.length;
+            }
+          } while (!done && pendingChars < FLUSH_CHARS && performance.now() < until);
+          if (done || pendingChars >= FLUSH_CHARS) await flush();
+          else await yieldToLoop();
+        }
+        const hasher = new StateHasher(state);
+        await this.sliced(() => hasher.step(512));
+        hash = hasher.hash;
+        const header: SnapshotHeader = {
+          format: FORMAT,
+          version: VERSION,
+          seq,
+          time: state.time,
+          stateHash: hash,
+          bodyBytes: bytes,
+          bodyCrc32: crc,
+        };
+        const line = JSON.stringify(header);
+        if (line.length >= HEADER_BLOCK) throw new Error('snapshot header does not fit its block');
+        // Padding spaces before the newline: the header line stays plain JSON.
+        await fh.write(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 0, 'utf8');
         if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
         else await fh.sync();
       } finally {
@@ -378,8 +400,8 @@ export class Snapshotter {
       this.lastSeq = Math.max(this.lastSeq, seq);
       await this.prune();
       const ms = performance.now() - started;
-      this.log(`snapshot ${path}: seq ${seq}, ${body.length} bytes, ${ms.toFixed(0)} ms`);
-      return { path, seq, hash: hasher.hash, bytes: body.length, ms };
+      this.log(`snapshot ${path}: seq ${seq}, ${bytes} bytes, ${ms.toFixed(0)} ms`);
+      return { path, seq, hash, bytes, ms };
     } catch (e) {
       await rm(tmp, { force: true }).catch(() => {});
       this.retryAt = performance.now() + RETRY_AFTER_MS;
