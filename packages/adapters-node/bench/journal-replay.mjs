@@ -20,6 +20,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   buildInstrument,
@@ -32,6 +33,7 @@ import {
 import { SystemClock } from '../dist/engine/clock.js';
 import { EngineHost } from '../dist/engine/host.js';
 import { encodeRecord, FileJournal } from '../dist/journal/file-journal.js';
+import { Snapshotter } from '../dist/journal/snapshots.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const coreDir = resolve(here, '../../core');
@@ -329,6 +331,19 @@ try {
   console.log('|---:|---:|---:|---:|---:|');
   console.log(
     `| ${fmt(text.length / 1e3)} kB | ${(encodeS * 1e3).toFixed(0)} ms | ${(decodeS * 1e3).toFixed(0)} ms | ${(hashS * 1e3).toFixed(0)} ms | ${((commands.length / ours) * 1e3).toFixed(0)} ms |`,
+  );
+
+  // The background snapshot write of the same state: how long does it hold the event loop?
+  gc();
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  const ticker = setInterval(() => {}, 1);
+  stalls.enable();
+  const written = await new Snapshotter({ dir, log: () => {} }).write(live, commands.length);
+  stalls.disable();
+  clearInterval(ticker);
+  if (written?.hash !== liveHash) throw new Error('snapshot file hash differs');
+  console.log(
+    `\nBackground snapshot write (encode + hash + CRC + write + fsync + rename): ${(written.ms / 1e3).toFixed(1)} s; event-loop delay while it ran: p99 ${(stalls.percentile(99) / 1e6).toFixed(1)} ms, max ${(stalls.max / 1e6).toFixed(1)} ms.`,
   );
 
   // ---- acknowledgement latency with fsync on ----------------------------------------------------
