@@ -372,6 +372,7 @@ export class Snapshotter {
           } while (!done && pendingChars < FLUSH_CHARS && performance.now() < until);
           if (done || pendingChars >= FLUSH_CHARS) await flush();
           else await yieldToLoop();
+          if (this.closed) throw new Error('the venue is closing');
         }
         const hasher = new StateHasher(state);
         await this.sliced(() => hasher.step(512));
@@ -421,6 +422,7 @@ export class Snapshotter {
         if (step()) return;
       } while (performance.now() < until);
       await yieldToLoop();
+      if (this.closed) throw new Error('the venue is closing');
     }
   }
 
@@ -429,7 +431,7 @@ export class Snapshotter {
     for (const f of files.slice(Math.max(1, this.policy.keep))) await rm(f.path, { force: true });
   }
 
-  /** Stops following the host and waits for a snapshot in progress. */
+  /** Stops following the host; a snapshot in progress is abandoned (its tmp file removed). */
   async close(): Promise<void> {
     this.closed = true;
     this.detach?.();
