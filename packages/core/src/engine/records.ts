@@ -119,6 +119,8 @@ function copyTotals(t: OrderTotals): OrderTotals {
     buyNotional: t.buyNotional,
     sellQty: t.sellQty,
     sellNotional: t.sellNotional,
+    buyMaxLeaves: t.buyMaxLeaves,
+    sellMaxLeaves: t.sellMaxLeaves,
     guardedCount: t.guardedCount,
   };
 }
@@ -182,6 +184,8 @@ export function newTotals(market: number, mode: OrderTotals['mode']): OrderTotal
     buyNotional: 0n,
     sellQty: 0n,
     sellNotional: 0n,
+    buyMaxLeaves: 0n,
+    sellMaxLeaves: 0n,
     guardedCount: 0,
   };
 }

@@ -14,7 +14,7 @@
  * adapter can encode and hash a state in small slices while the engine goes on: the state is
  * immutable, so the reference it took stays valid.
  *
- * Text form: `{"v":1,"state":<value>}` where a value is a JSON primitive, a JSON object (a
+ * Text form: `{"v":2,"state":<value>}` where a value is a JSON primitive, a JSON object (a
  * record), or a tagged array `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"`
  * PMap (key, value, ...), `"i"` IntMap (key, value, ...), `"t"` TimeIdSet (time, id, ...), `"u"`
  * undefined, `"f"` a number JSON cannot hold (`"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`).
@@ -35,8 +35,11 @@ import {
 } from '../persistent/sorted-set.js';
 import type { EngineState } from './types.js';
 
-/** Version of the snapshot text form. */
-export const SNAPSHOT_VERSION = 1;
+/**
+ * Version of the snapshot text form. 2: order totals carry per-side leaves bounds (a snapshot of
+ * version 1 lacks them and its state hash no longer matches, so it is refused).
+ */
+export const SNAPSHOT_VERSION = 2;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {

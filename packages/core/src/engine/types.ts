@@ -181,6 +181,13 @@ export interface OrderTotals {
   buyNotional: bigint;
   sellQty: bigint;
   sellNotional: bigint;
+  /**
+   * Upper bounds on the leaves quantity of any one order counted in the buy (sell) totals; 0 when
+   * that side is empty. A hold whose reducing room covers the bound is the side's whole notional,
+   * so it needs no walk over the account's orders (`margin/scope.ts` `sideHoldNotional`).
+   */
+  buyMaxLeaves: bigint;
+  sellMaxLeaves: bigint;
   /** Working reduce-only and managed orders of the scope (they follow the position). */
   guardedCount: number;
 }

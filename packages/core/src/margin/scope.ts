@@ -77,6 +77,8 @@ export function zeroTotals(market: number, mode: MarginMode): OrderTotals {
     buyNotional: 0n,
     sellQty: 0n,
     sellNotional: 0n,
+    buyMaxLeaves: 0n,
+    sellMaxLeaves: 0n,
     guardedCount: 0,
   };
 }
@@ -144,7 +146,16 @@ export function sideHoldNotional(
   if (signed >= 0n) return notional;
   const k = signed + qty; // position (seen from this side) once the whole side has filled
   if (k <= 0n) return 0n;
-  // Partly reducing: each order increases by min(its leaves, k).
+  // Partly reducing: each order increases by min(its leaves, k). The walk below sees the resting
+  // orders as they are in `state`, whatever `totals` assumes; when k covers every one of their
+  // leaves (the scope's stored bound), each holds its full leaves and the sum is the stored
+  // notional, exactly.
+  const at = findScope(account.orderTotals, totals.market, totals.mode);
+  if (at < 0) return 0n; // no resting order in the scope
+  const stored = account.orderTotals[at] as OrderTotals;
+  if (k >= (buy ? stored.buyMaxLeaves : stored.sellMaxLeaves)) {
+    return buy ? stored.buyNotional : stored.sellNotional;
+  }
   let held = 0n;
   for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
     const o = state.orders.get(id)!;

@@ -70,12 +70,19 @@ export function adjustTotals(account: Account, order: Order, qty: bigint): void 
   if (qty === 0n) return;
   const index = totalsIndex(account, order);
   const t = account.orderTotals[index] as OrderTotals;
+  // The leaves bound only rises while the side has orders (an overestimate just costs a walk).
+  let leaves = leavesOf(order);
+  if (qty > leaves) leaves = qty;
   if (order.side === 'Buy') {
     t.buyQty += qty;
     t.buyNotional += qty * order.price;
+    if (t.buyQty === 0n) t.buyMaxLeaves = 0n;
+    else if (qty > 0n && leaves > t.buyMaxLeaves) t.buyMaxLeaves = leaves;
   } else {
     t.sellQty += qty;
     t.sellNotional += qty * order.price;
+    if (t.sellQty === 0n) t.sellMaxLeaves = 0n;
+    else if (qty > 0n && leaves > t.sellMaxLeaves) t.sellMaxLeaves = leaves;
   }
   pruneTotals(account, index);
 }

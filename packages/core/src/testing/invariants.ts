@@ -106,21 +106,26 @@ export function checkInvariants(state: EngineState): void {
   });
 
   // I5 working orders: indexed on their account, resting ones on the book, totals match.
-  const totals = new Map<string, { bq: bigint; bn: bigint; sq: bigint; sn: bigint; g: number }>();
+  const totals = new Map<
+    string,
+    { bq: bigint; bn: bigint; sq: bigint; sn: bigint; bm: bigint; sm: bigint; g: number }
+  >();
   state.orders.forEach((o: Order, id) => {
     if (o.cumQty >= o.quantity) fail(`order ${id} working but filled`);
     if (state.accounts.get(o.account) === undefined) fail(`order ${id} has no account`);
     if (o.slot >= 0 !== resting.has(id)) fail(`order ${id} slot ${o.slot} disagrees with the book`);
     const key = `${o.account}|${o.market}|${o.marginMode}`;
-    const t = totals.get(key) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, g: 0 };
+    const t = totals.get(key) ?? { bq: 0n, bn: 0n, sq: 0n, sn: 0n, bm: 0n, sm: 0n, g: 0 };
     if (holdsMargin(o)) {
       const leaves = o.quantity - o.cumQty;
       if (o.side === 'Buy') {
         t.bq += leaves;
         t.bn += leaves * o.price;
+        if (leaves > t.bm) t.bm = leaves;
       } else {
         t.sq += leaves;
         t.sn += leaves * o.price;
+        if (leaves > t.sm) t.sm = leaves;
       }
     }
     if (o.reduceOnly || o.managed) t.g++;
@@ -150,8 +155,19 @@ export function checkInvariants(state: EngineState): void {
         bn: 0n,
         sq: 0n,
         sn: 0n,
+        bm: 0n,
+        sm: 0n,
         g: 0,
       };
+      // The leaves bounds may overestimate (they only fall when a side empties), never under.
+      if (
+        t.buyMaxLeaves < want.bm ||
+        t.sellMaxLeaves < want.sm ||
+        (t.buyQty === 0n) !== (t.buyMaxLeaves === 0n) ||
+        (t.sellQty === 0n) !== (t.sellMaxLeaves === 0n)
+      ) {
+        fail(`account ${a.address} leaves bounds for ${t.market}/${t.mode} are wrong`);
+      }
       if (
         t.buyQty !== want.bq ||
         t.buyNotional !== want.bn ||
