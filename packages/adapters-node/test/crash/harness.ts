@@ -21,7 +21,15 @@
  * Needs the built CLI (`npx tsc -b`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -211,8 +219,33 @@ function admittedNonces(
 /** Raised by a broken rule; the data directory is kept for inspection. */
 class CrashCheckError extends Error {}
 
+/** The built code under test: every dist file with its modification time. */
+function buildFingerprint(): string {
+  const parts: string[] = [];
+  const walk = (dir: string): void => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      const st = statSync(path);
+      if (st.isDirectory()) walk(path);
+      else if (name.endsWith('.js')) parts.push(`${path}:${st.mtimeMs}`);
+    }
+  };
+  for (const pkg of ['core', 'adapters-memory', 'adapters-node'])
+    walk(fileURLToPath(new URL(`../../../${pkg}/dist`, import.meta.url)));
+  return parts.join('\n');
+}
+
+const startBuild = buildFingerprint();
+
 function fail(message: string, seed: number, cycle: number): never {
-  throw new CrashCheckError(`crash harness (seed ${seed}, cycle ${cycle}): ${message}`);
+  // The working tree is shared: a rebuild during the run puts other code under the restarted
+  // child than the one this process replays with. Say so rather than blame the service.
+  const rebuilt =
+    buildFingerprint() !== startBuild
+      ? '\n(the build in dist/ changed during this run: the restarted service and this replay may run different code; rerun on a quiet tree)'
+      : '';
+  throw new CrashCheckError(`crash harness (seed ${seed}, cycle ${cycle}): ${message}${rebuilt}`);
 }
 
 /** Runs the harness; throws on the first broken rule, naming the seed and the cycle. */
