@@ -146,6 +146,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const startSeq = journal.lastSeq;
   const records: Command[] = [];
   for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
+  if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const firstTime = records[0]?.time ?? 0;
   const clock = options.clock ?? new SystemClock(records[records.length - 1]?.time ?? snapshot?.state.time ?? 0);
   let fatal: ((e: unknown) => void) | undefined;

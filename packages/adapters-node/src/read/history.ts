@@ -5,7 +5,14 @@
  *
  * @module
  */
-import type { EngineEvent, ExecutionReport, OrderReport, OrderView } from '@perp/core';
+import {
+  accountOrders,
+  type EngineEvent,
+  type EngineState,
+  type ExecutionReport,
+  type OrderReport,
+  type OrderView,
+} from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import {
   type SpecOf,
@@ -90,6 +97,22 @@ export class HistoryStore {
   constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
     this.maxClosed = options.maxClosedOrders ?? 10_000;
     this.maxTrades = options.maxTrades ?? 50_000;
+  }
+
+  /**
+   * Lists the working orders of a state recovery started from (a snapshot): their reports are
+   * before the snapshot and are not replayed, but open orders must still be listed.
+   */
+  seedWorkingOrders(state: EngineState): void {
+    const specOf = specsOf(state);
+    state.accounts.forEach((acct) => {
+      if (acct.orderCount === 0) return;
+      const h = this.account(acct.address);
+      for (const o of accountOrders(state, acct)) {
+        const wire = wireOrder(o, specOf(o.market));
+        h.orders.set(wire.orderId, { ...wire, closedTime: null });
+      }
+    });
   }
 
   /** Applies a committed batch. */
