@@ -57,6 +57,13 @@ export class Ctx {
    * goes through this class, so the cache never goes stale; it saves re-hashing addresses.
    */
   private readonly accountCache: Map<string, Account> = new Map();
+  /**
+   * Trade-log pruning cursor seen by `pruneTrades` in this session and the time of the record it
+   * stopped at: while the cursor stays there, nothing is due before that time plus retention.
+   * Records never change their time, so this is a pure cache of the state.
+   */
+  tradePruneHead = -1;
+  tradePruneTime = 0;
 
   constructor(state: EngineState) {
     this.edit = newEdit();

@@ -44,11 +44,10 @@ export function recordTrade(ctx: Ctx, record: TradeRecord): void {
 function dropOldest(ctx: Ctx): void {
   const s = ctx.state;
   while (s.tradeLogHead <= s.counters.trade) {
-    const id = s.tradeLogHead++;
-    if (s.trades.has(id)) {
-      s.trades = s.trades.delete(ctx.edit, id);
-      return;
-    }
+    const size = s.trades.size;
+    // delete() finds the key itself: no separate has() look-up.
+    s.trades = s.trades.delete(ctx.edit, s.tradeLogHead++);
+    if (s.trades.size !== size) return;
   }
 }
 
@@ -56,10 +55,16 @@ function dropOldest(ctx: Ctx): void {
 export function pruneTrades(ctx: Ctx): boolean {
   const s = ctx.state;
   const horizon = ctx.time - s.settings.tradeRetentionMs;
+  // The common case, answered without a look-up: the oldest record seen is still in the window.
+  if (s.tradeLogHead === ctx.tradePruneHead && ctx.tradePruneTime > horizon) return false;
   let any = false;
   while (s.tradeLogHead <= s.counters.trade) {
     const r = s.trades.get(s.tradeLogHead);
-    if (r !== undefined && r.time > horizon) break;
+    if (r !== undefined && r.time > horizon) {
+      ctx.tradePruneHead = s.tradeLogHead;
+      ctx.tradePruneTime = r.time;
+      break;
+    }
     if (r !== undefined) s.trades = s.trades.delete(ctx.edit, s.tradeLogHead);
     s.tradeLogHead++;
     any = true;
