@@ -318,6 +318,227 @@ describe('golden case C: isolated liquidation', () => {
   });
 });
 
+/**
+ * Rule 7.5 on case C2's gap: the insurance fund pays the deficit before ADL, so counterparties
+ * close at the bankruptcy price against the restored equity. The fund is seeded through the
+ * engine: F, isolated long `n` @ 100 at 20x in a second market, is liquidated through the book at
+ * 95.5 with the 0.5% fee, which goes to the fund (`0.005 x n x 95.5`, below what F has left).
+ */
+const F = wallet(0x75);
+
+function seedInsurance(v: TestVenue, n: number): void {
+  v.list({
+    id: 4,
+    symbol: 'SEED-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    defaultLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+    liquidation: { feeRate: '0.005' },
+  });
+  v.open(F);
+  v.fund(F, String(5 * n), 'SEED-PERP'); // IM 5n at 20x: Ri = 5n - 100n = -95n
+  v.oracle({ 'SEED-PERP': '100' });
+  v.expectOk(v.place(MM, 'SEED-PERP', { side: 'Sell', qty: String(n), price: '100' }));
+  v.expectOk(
+    v.place(F, 'SEED-PERP', { side: 'Buy', qty: String(n), price: '100', isolated: true }),
+  );
+  // Liquidation below 95/0.975 = 97.43...; the book takes all n at 95.5 (bankruptcy 95).
+  v.expectOk(v.place(MM, 'SEED-PERP', { side: 'Buy', qty: String(n), price: '95.5' }));
+  v.expectOk(v.place(MM, 'SEED-PERP', { side: 'Sell', qty: '1', price: '96.5' }));
+  const events = v.oracle({ 'SEED-PERP': '96' });
+  expect(reportsOf(events, 'Liquidation', F).map((r) => [r.method, r.fill.price])).toEqual([
+    ['Market', px('95.5')],
+  ]);
+  expect(v.state.accounts.get(F)!.positions).toEqual([]);
+}
+
+/** Case C2's gap: mark 89 on an empty book, GOLD's isolated equity -100. */
+function gapTo89(v: TestVenue): EngineEvent[] {
+  v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '88.5' }));
+  v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '89.5' }));
+  const events = v.oracle({ 'ISO-PERP': '89' });
+  expect(v.state.markets.get(3)!.prices.mark).toBe(px('89'));
+  return events;
+}
+
+const insuranceOf = (events: readonly EngineEvent[]) =>
+  events.flatMap((e) => (e.type === 'insurance' ? [[e.reason, e.delta, e.balance]] : []));
+
+describe('rule 7.5: the insurance fund pays a deficit before ADL', () => {
+  it('fully covers the gap: ADL at the mark, counterparties keep exactly their equity at the mark', () => {
+    const v = venueC();
+    seedInsurance(v, 300);
+    expect(v.state.insuranceFund).toBe(usd('143.25')); // 0.5% of 300 x 95.5
+    // At mark 89 S1's cross equity is 5450 - 50 x 89 = 1000, S2's 10680 - 80 x 89 = 3560.
+    const events = gapTo89(v);
+    // The fund pays the whole deficit, 100: the restored equity is 0, the bankruptcy price 89.
+    expect(insuranceOf(events)).toEqual([['Deficit', usd('-100'), usd('43.25')]]);
+    const liq = reportsOf(events, 'Liquidation', GOLD);
+    expect(liq.map((r) => [r.method, r.fill.quantity, r.fill.price, r.penalty])).toEqual([
+      ['ADL', 50n, px('89'), 0n],
+      ['ADL', 50n, px('89'), 0n],
+    ]);
+    const adl = reportsOf(events, 'ADL');
+    expect(adl.map((r) => [r.account, r.rank, r.fill.price, r.fill.realizedPnl])).toEqual([
+      [S1, 1, px('89'), usd('550')],
+      [S2, 2, px('89'), usd('300')],
+    ]);
+    // Closing at the mark moves no value: each counterparty's equity at 89 is unchanged.
+    expect(v.state.accounts.get(S1)!.crossCash).toBe(usd('1000'));
+    expect(v.state.accounts.get(S1)!.positions).toEqual([]);
+    expect(summary(v, S1).crossMarginSummary.accountValue).toBe('1000');
+    expect(summary(v, S2).crossMarginSummary.accountValue).toBe('3560');
+    expect(v.state.accounts.get(S2)!.positions[0]!.size).toBe(-30n);
+    // -9000 + 100 from the fund + 100 x 89 = 0.
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.isolated.find((p) => p.market === 3)!.cash).toBe(0n);
+    expect(v.state.insuranceFund).toBe(usd('43.25'));
+  });
+
+  it('partly covers the gap: counterparties absorb exactly the uncovered 52.25', () => {
+    const v = venueC();
+    seedInsurance(v, 100);
+    expect(v.state.insuranceFund).toBe(usd('47.75')); // 0.5% of 100 x 95.5
+    const events = gapTo89(v);
+    // The fund pays all it holds; the restored Ri = -8952.25, bankruptcy 8952.25 / 100.
+    expect(insuranceOf(events)).toEqual([['Deficit', usd('-47.75'), 0n]]);
+    const adl = reportsOf(events, 'ADL');
+    expect(
+      adl.map((r) => [r.account, r.rank, r.fill.quantity, r.fill.price, r.fill.realizedPnl]),
+    ).toEqual([
+      [S1, 1, 50n, px('89.5225'), usd('523.875')],
+      [S2, 2, 50n, px('89.5225'), usd('273.875')],
+    ]);
+    // Each gives up 50 x 0.5225 = 26.125 of its equity at the mark: 52.25 together, the part
+    // of GOLD's 100 deficit the fund could not pay.
+    expect(summary(v, S1).crossMarginSummary.accountValue).toBe('973.875');
+    expect(summary(v, S2).crossMarginSummary.accountValue).toBe('3533.875');
+    expect(v.state.accounts.get(GOLD)!.isolated.find((p) => p.market === 3)!.cash).toBe(0n);
+    expect(v.state.insuranceFund).toBe(0n);
+  });
+
+  it('never takes the fund below zero: an empty fund pays nothing and C2 is unchanged', () => {
+    const v = venueC();
+    seedInsurance(v, 100);
+    gapTo89(v);
+    expect(v.state.insuranceFund).toBe(0n);
+    // A second deficit finds the fund empty: no insurance event, the whole loss goes to ADL at
+    // the bankruptcy price (golden C2's arithmetic). H, isolated long 10 @ 89 at 10x, bankrupt
+    // at 80.1, gaps to 79.5.
+    const H = wallet(0x76);
+    v.open(H);
+    v.fund(H, '89', 'ISO-PERP');
+    v.run({ type: 'cancelAll', account: MM, market: 3 });
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '10', price: '89' }));
+    v.expectOk(v.place(H, 'ISO-PERP', { side: 'Buy', qty: '10', price: '89', isolated: true }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '79' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '80' }));
+    const events = v.oracle({ 'ISO-PERP': '79.5' });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('79.5'));
+    expect(insuranceOf(events)).toEqual([]);
+    const adl = reportsOf(events, 'ADL');
+    expect(adl.map((r) => [r.fill.quantity, r.fill.price])).toEqual([[10n, px('80.1')]]);
+    expect(v.state.accounts.get(H)!.isolated.find((p) => p.market === 3)!.cash).toBe(0n);
+    expect(v.state.insuranceFund).toBe(0n);
+  });
+
+  it('when an auction ends underwater, the fund pays before the unclaimed rest is deleveraged', () => {
+    const v = venueC();
+    seedInsurance(v, 300);
+    // Mark 92 with nothing bid at or above the bankruptcy price 90: an auction from 92 to 90.
+    v.run({ type: 'cancelAll', account: MM, market: 3 });
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '89.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '94.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '99' }));
+    const start = v.run({
+      type: 'oracle',
+      time: v.time + 10 * 60_000,
+      prices: [{ market: 3, price: px('92') }],
+    });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+    expect(start.filter((e) => e.type === 'auction').length).toBe(1);
+    const endTime = liveAuctions(v.state)[0]!.endTime;
+    // The mark gaps to 89 while the auction runs: GOLD's equity is -100 when it ends.
+    gapTo89(v);
+    const end = v.run({ type: 'tick', time: endTime });
+    expect(insuranceOf(end)).toEqual([['Deficit', usd('-100'), usd('43.25')]]);
+    const liq = reportsOf(end, 'Liquidation', GOLD);
+    expect(liq.map((r) => [r.method, r.fill.quantity, r.fill.price])).toEqual([
+      ['ADL', 50n, px('89')],
+      ['ADL', 50n, px('89')],
+    ]);
+    expect(summary(v, S1).crossMarginSummary.accountValue).toBe('1000');
+    expect(v.state.accounts.get(GOLD)!.isolated.find((p) => p.market === 3)!.cash).toBe(0n);
+  });
+});
+
+describe('ADL never leaves a counterparty with a deficit of its own', () => {
+  const X = wallet(0x77);
+  const T = wallet(0x78);
+
+  it("caps a thin counterparty's loss at its equity and moves the rest to the scope's other position", () => {
+    const v = new TestVenue();
+    for (const [id, symbol] of [
+      [3, 'ISO-PERP'],
+      [5, 'THIN-PERP'],
+    ] as const) {
+      v.list({
+        id,
+        symbol,
+        tickSize: '0.5',
+        lotSize: '1',
+        quantityDecimals: 0,
+        maxLeverage: 20, // mmr 2.5%
+        openInterestCap: '1000000',
+        makerFeeRate: '0',
+        takerFeeRate: '0',
+        liquidation: { feeRate: '0' },
+      });
+    }
+    for (const w of [X, T, MM]) v.open(w);
+    v.fund(X, '2000');
+    v.fund(T, '500');
+    v.fund(MM, '1000000');
+    for (const m of [3, 5]) {
+      v.run({ type: 'updateLeverage', account: X, market: m, mode: 'Cross', leverage: 1000 });
+    }
+    v.run({ type: 'updateLeverage', account: T, market: 5, mode: 'Cross', leverage: 2000 });
+    v.oracle({ 'ISO-PERP': '100', 'THIN-PERP': '100' });
+    // X (cross): long 100 ISO @ 100 from MM, short 100 THIN @ 100 to T (T's only position).
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(X, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100' }));
+    v.expectOk(v.place(T, 'THIN-PERP', { side: 'Buy', qty: '100', price: '100' }));
+    v.expectOk(v.place(X, 'THIN-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    // THIN at 98: T's equity 500 - 200 = 300 (maintenance 245), X gains 200.
+    markTo(v, 'THIN-PERP', '98', '0.5');
+    expect(summary(v, T).crossMarginSummary.accountValue).toBe('300');
+    // ISO gaps to 70: X's equity 2000 - 3000 + 200 = -800, nothing on the books near it.
+    const events = markTo(v, 'ISO-PERP', '70', '0.5');
+    expect(insuranceOf(events)).toEqual([]);
+    // Shared by maintenance margin (175 ISO, 245 THIN), THIN's share of the deficit would be
+    // 800 x 245/420 = 466.67, bankruptcy 98 - 4.67 = 93.33: more than T's 300. THIN (capacity
+    // 300) goes first, capped: T sells at 95 and ends at exactly zero.
+    const adl = reportsOf(events, 'ADL');
+    expect(
+      adl.map((r) => [r.account, r.market, r.fill.quantity, r.fill.price, r.fill.quote]),
+    ).toEqual([
+      [T, 5, 100n, px('95'), usd('9500')],
+      // The 166.67 the cap left moves to ISO: X's equity is then -500, bankruptcy 70 + 5.
+      [MM, 3, 100n, px('75'), usd('7500')],
+    ]);
+    expect(v.state.accounts.get(T)!.positions).toEqual([]);
+    expect(v.state.accounts.get(T)!.crossCash).toBe(0n);
+    expect(v.state.accounts.get(X)!.positions).toEqual([]);
+    expect(v.state.accounts.get(X)!.crossCash).toBe(0n);
+    expect(v.state.insuranceFund).toBe(0n);
+  });
+});
+
 describe('liquidation auction', () => {
   const CLAIMANT = wallet(0x80);
 

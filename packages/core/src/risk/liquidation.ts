@@ -12,13 +12,29 @@
  * `P_k = M_k - A x w / s_k`; for a single position this is the rules' `M - A / s`, and closing
  * every position at its `P_k` leaves the scope at exactly zero (dYdX's `TNC x DMMR / TMMR`).
  *
+ * Deficits (rule 7.5): whenever a liquidated scope still holding positions is about to be
+ * deleveraged with equity below zero (after the market step, which covers a scope already
+ * underwater at detection, or when an auction ends), the insurance fund first pays as much of the
+ * deficit as it holds. The bankruptcy price is then recomputed against the restored equity, so
+ * the covered loss never reaches an ADL counterparty (fully covered: the bankruptcy price is the
+ * mark); only what the fund could not pay moves the bankruptcy price beyond the mark. The fund
+ * never goes below zero.
+ *
  * Choices where the rules are silent (docs/risk-engine.md):
- * - a scope whose equity is already zero or negative after the market step skips the auction
- *   (no claimant would pay more than the book) and goes to ADL at once;
+ * - the fund pays after the market step, not before it: the book never fills beyond the
+ *   bankruptcy price, so it can only shrink a deficit, and paying first would let the book fill
+ *   between the mark and the old bankruptcy price with the fund's money left in the account;
+ * - a scope whose equity is zero or negative after the market step (and the fund's payment)
+ *   skips the auction (no claimant would pay more than the book) and goes to ADL at once;
  * - when an auction ends, its unclaimed quantity is deleveraged at the bankruptcy price as it is
- *   then (the scope ends at zero), whether or not the mark recovered meanwhile;
+ *   then (after the fund's payment, if the scope is underwater), whether or not the mark
+ *   recovered meanwhile;
+ * - an ADL counterparty never loses more than its scope's equity beyond closing at the mark
+ *   (a capped fill leaves the rest with the liquidated scope's later fills and positions, and
+ *   the position whose queue can absorb the least is deleveraged first), so ADL cannot leave a
+ *   counterparty with a deficit of its own;
  * - what is left in a flat scope stays in its pool (fills never move cash between pools); a
- *   negative remainder (rounding only, after ADL) is paid by the insurance fund.
+ *   negative remainder is paid by the insurance fund as far as it holds.
  *
  * @module
  */
@@ -626,7 +642,9 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
   const account = ctx.account(a.account)!;
   const position = positionOf(account, a.market, a.mode);
   if (position !== undefined && a.remaining > 0n) {
-    // Step 4: what is left unclaimed closes at the bankruptcy price (as it is now).
+    // Step 4: what is left unclaimed closes at the bankruptcy price (as it is now), after the
+    // insurance fund has paid what it can of a deficit the mark or the claims left (rule 7.5).
+    absorbDeficit(ctx, a.account, a.mode, scopeMarket);
     const q = a.remaining < abs(position.size) ? a.remaining : abs(position.size);
     deleverage(ctx, a.liquidationId, a.account, a.mode, scopeMarket, a.market, q, trigger);
   }
@@ -794,7 +812,33 @@ export function adlQueue(
   return out.sort(compareCandidates);
 }
 
-/** Closes `qty` of the scope's position in `marketId` against the ADL queue at bankruptcy. */
+/**
+ * What the ADL queue against `position` can absorb beyond the mark: the positive equity of the
+ * opposite scopes its size would reach (a scope in several queues counts in each).
+ */
+function adlCapacity(
+  state: EngineState,
+  address: string,
+  mode: MarginMode,
+  position: Position,
+): bigint {
+  const side: 1n | -1n = position.size > 0n ? 1n : -1n;
+  let need = abs(position.size);
+  let total = 0n;
+  for (const c of adlQueue(state, { account: address, mode }, position.market, side)) {
+    if (need <= 0n) break;
+    const scope = c.mode === 'Cross' ? 0 : position.market;
+    const e = scopeRisk(state, state.accounts.get(c.account)!, c.mode, scope).equity;
+    if (e > 0n) total += e;
+    need -= abs(c.size);
+  }
+  return total;
+}
+
+/**
+ * Closes `qty` of the scope's position in `marketId` against the ADL queue at bankruptcy, each
+ * fill capped so the counterparty loses at most its scope's equity beyond the mark.
+ */
 function deleverage(
   ctx: Ctx,
   liquidationId: number,
@@ -817,13 +861,38 @@ function deleverage(
     const account = ctx.account(address)!;
     const position = positionOf(account, marketId, mode);
     if (position === undefined) break;
-    const price = bankruptcyRaw(ctx.state, account, mode, scopeMarket, position);
+    let price = bankruptcyRaw(ctx.state, account, mode, scopeMarket, position);
     const q = abs(c.size) < remaining ? abs(c.size) : remaining;
     const market = ctx.writableMarket(marketId);
     const scale = notionalScale(market.spec);
     // The cash leg rounds toward the liquidated scope (it must not end below zero: that would
     // be a venue deficit); the counterparty, in profit, pays the fraction.
-    const quote = side > 0n ? divCeil(q * price, scale) : divFloor(q * price, scale);
+    let quote = side > 0n ? divCeil(q * price, scale) : divFloor(q * price, scale);
+    // A counterparty never loses more than its scope's equity beyond closing at the mark: ADL
+    // must not leave a deficit of its own (a flat scope with negative cash that nothing would
+    // cover). A capped fill leaves the rest of the deficit with the liquidated scope, so the
+    // bankruptcy price of the next fill (or of the scope's next position) takes it on. The cap
+    // rounds against the liquidated scope, so the counterparty cannot end below zero.
+    const mark = valuationPrice(market)!;
+    const counterparty = ctx.account(c.account)!;
+    const cScope = c.mode === 'Cross' ? 0 : marketId;
+    const cEquity = scopeRisk(ctx.state, counterparty, c.mode, cScope).equity;
+    const room = cEquity > 0n ? cEquity : 0n;
+    if (side > 0n) {
+      // The counterparty buys: it pays at most the mark value plus its equity.
+      const most = divFloor(q * mark, scale) + room;
+      if (quote > most) {
+        quote = most;
+        price = divFloor(most * scale, q);
+      }
+    } else {
+      // The counterparty sells: it receives at least the mark value less its equity.
+      const least = divCeil(q * mark, scale) - room;
+      if (quote < least) {
+        quote = least;
+        price = divCeil(least * scale, q);
+      }
+    }
     const liquidatedSigned = side > 0n ? -q : q;
     const tradeId = ctx.nextTradeId();
     const w = ctx.writableAccount(c.account);
@@ -896,24 +965,68 @@ function deleverage(
   reconcileScopes(ctx);
 }
 
-/** A flat scope with negative cash: the insurance fund pays the deficit. */
-function coverDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: number): void {
-  const account = ctx.account(address)!;
-  if (scopePositions(account, mode, scopeMarket).length > 0) return;
-  const cash = mode === 'Cross' ? account.crossCash : isolatedCash(account, scopeMarket);
-  if (cash >= 0n) return;
+/**
+ * The insurance fund pays `amount` (> 0, at most its balance) into the scope's pool: an
+ * `insurance` event with a negative delta, reason `Deficit`.
+ */
+function payFromFund(
+  ctx: Ctx,
+  address: string,
+  mode: MarginMode,
+  scopeMarket: number,
+  amount: bigint,
+): void {
   const w = ctx.writableAccount(address);
-  if (mode === 'Cross') w.crossCash = 0n;
-  else setIsolatedCash(w, scopeMarket, 0n);
-  ctx.state.insuranceFund += cash;
+  if (mode === 'Cross') w.crossCash += amount;
+  else setIsolatedCash(w, scopeMarket, isolatedCash(w, scopeMarket) + amount);
+  ctx.state.insuranceFund -= amount;
   ctx.emit({
     type: 'insurance',
-    delta: cash,
+    delta: -amount,
     balance: ctx.state.insuranceFund,
     reason: 'Deficit',
     time: ctx.time,
   });
   ctx.accountChanged(address);
+}
+
+/**
+ * Rule 7.5 before ADL: a scope with positions and exact equity below zero gets as much of its
+ * deficit as the insurance fund holds, so the bankruptcy price, recomputed against the restored
+ * equity, passes only the uncovered part to ADL counterparties (fully covered: it is the mark).
+ * Returns the amount paid.
+ *
+ * Rounding: the payment is the exact deficit rounded down to the micro-unit, so the fund never
+ * pays a fraction it does not owe; the sub-micro rest stays in the bankruptcy price, where ADL
+ * already rounds toward the liquidated scope (the counterparty pays the fraction).
+ */
+function absorbDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: number): bigint {
+  const fund = ctx.state.insuranceFund;
+  if (fund <= 0n) return 0n;
+  const account = ctx.account(address)!;
+  if (scopePositions(account, mode, scopeMarket).length === 0) return 0n;
+  const { equity } = scopeExact(ctx.state, account, mode, scopeMarket);
+  if (equity.num >= 0n) return 0n;
+  const deficit = divFloor(-equity.num * 1_000_000n, equity.den);
+  const paid = deficit < fund ? deficit : fund;
+  if (paid > 0n) payFromFund(ctx, address, mode, scopeMarket, paid);
+  return paid;
+}
+
+/**
+ * A flat scope with negative cash (the cash legs' rounding, or a loss larger than the fund and
+ * the equity of every counterparty ADL reached): the insurance fund pays it, as far as it holds.
+ * The fund never goes below zero; what it cannot pay stays in the pool as the account's debt,
+ * the venue's shortfall in plain sight (docs/risk-engine.md).
+ */
+function coverDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: number): void {
+  const account = ctx.account(address)!;
+  if (scopePositions(account, mode, scopeMarket).length > 0) return;
+  const cash = mode === 'Cross' ? account.crossCash : isolatedCash(account, scopeMarket);
+  if (cash >= 0n) return;
+  const fund = ctx.state.insuranceFund;
+  const paid = -cash < fund ? -cash : fund;
+  if (paid > 0n) payFromFund(ctx, address, mode, scopeMarket, paid);
 }
 
 // ---- the process ----------------------------------------------------------------------------------
@@ -1009,7 +1122,21 @@ export function liquidateScope(
     startAuctions(ctx, liquidationId, address, mode, scopeMarket, triggers, forced);
     return { liquidationId, result: 'Auction' };
   }
-  const positions = scopePositions(account, mode, scopeMarket).sort((a, b) => a.market - b.market);
+  // Zero or negative equity: the insurance fund pays what it can of the deficit first (rule
+  // 7.5), then everything left is deleveraged at the bankruptcy price against the restored
+  // equity, so counterparties absorb only the uncovered part.
+  absorbDeficit(ctx, address, mode, scopeMarket);
+  // The position whose counterparties can absorb the least goes first: what a capped fill
+  // leaves (see `deleverage`) then moves on to the positions deleveraged after it.
+  const capacity = new Map<number, bigint>();
+  for (const p of scopePositions(account, mode, scopeMarket)) {
+    capacity.set(p.market, adlCapacity(ctx.state, address, mode, p));
+  }
+  const positions = scopePositions(account, mode, scopeMarket).sort((a, b) => {
+    const ca = capacity.get(a.market)!;
+    const cb = capacity.get(b.market)!;
+    return ca !== cb ? (ca < cb ? -1 : 1) : a.market - b.market;
+  });
   for (const p of positions) {
     const size = sizeOf(ctx.account(address)!, p.market, mode);
     deleverage(
