@@ -71,9 +71,36 @@ export const DEFAULT_CONFIG: VenueConfig = {
   vault: { name: 'ExampleVault', address: '0x5fbdb2315678afecb367f032d93f642f64180aa3' },
   token: { name: 'USD Coin', address: '0xe7f1725e7734ce288f8367e1bb143e90bb3f0512', decimals: 6 },
   instruments: [
-    { id: 1, symbol: 'BTC-PERP', tickSize: '0.5', lotSize: '0.0001', quantityDecimals: 4, maxLeverage: 40, defaultLeverage: 10, openInterestCap: '500' },
-    { id: 2, symbol: 'ETH-PERP', tickSize: '0.01', lotSize: '0.001', quantityDecimals: 3, maxLeverage: 25, defaultLeverage: 10, openInterestCap: '10000' },
-    { id: 3, symbol: 'SOL-PERP', tickSize: '0.001', lotSize: '0.01', quantityDecimals: 2, maxLeverage: 10, defaultLeverage: 5, openInterestCap: '500000' },
+    {
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '500',
+    },
+    {
+      id: 2,
+      symbol: 'ETH-PERP',
+      tickSize: '0.01',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 25,
+      defaultLeverage: 10,
+      openInterestCap: '10000',
+    },
+    {
+      id: 3,
+      symbol: 'SOL-PERP',
+      tickSize: '0.001',
+      lotSize: '0.01',
+      quantityDecimals: 2,
+      maxLeverage: 10,
+      defaultLeverage: 5,
+      openInterestCap: '500000',
+    },
   ],
   limits: {
     connectionsPerAccount: 8,
@@ -139,13 +166,20 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
 /** Throws a readable error for a config that cannot run. */
 export function validateConfig(c: VenueConfig): void {
-  if (c.network !== 'testnet' && c.network !== 'mainnet') throw new Error('network must be testnet or mainnet');
+  if (c.network !== 'testnet' && c.network !== 'mainnet')
+    throw new Error('network must be testnet or mainnet');
   if (!ADDRESS.test(c.vault.address)) throw new Error('vault.address must be a 0x address');
   if (!ADDRESS.test(c.token.address)) throw new Error('token.address must be a 0x address');
-  if (typeof c.vault.name !== 'string' || typeof c.token.name !== 'string') throw new Error('vault.name and token.name are strings');
-  if (!Array.isArray(c.instruments) || c.instruments.length === 0) throw new Error('instruments must be a non-empty array');
-  if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none') throw new Error('priceFeed.mode must be simulated or none');
-  if (c.verifyWorkers !== 'auto' && !(Number.isInteger(c.verifyWorkers) && c.verifyWorkers >= 0 && c.verifyWorkers <= 64)) {
+  if (typeof c.vault.name !== 'string' || typeof c.token.name !== 'string')
+    throw new Error('vault.name and token.name are strings');
+  if (!Array.isArray(c.instruments) || c.instruments.length === 0)
+    throw new Error('instruments must be a non-empty array');
+  if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none')
+    throw new Error('priceFeed.mode must be simulated or none');
+  if (
+    c.verifyWorkers !== 'auto' &&
+    !(Number.isInteger(c.verifyWorkers) && c.verifyWorkers >= 0 && c.verifyWorkers <= 64)
+  ) {
     throw new Error("verifyWorkers must be 'auto' or an integer 0..64");
   }
 }

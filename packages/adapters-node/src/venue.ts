@@ -7,7 +7,16 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -42,13 +51,13 @@ import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
 import { FileJournal } from './journal/file-journal.js';
 import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
+import { createMarketDataService } from './marketdata/index.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
-import { createSignatureRecovery } from './verify/pool.js';
 import type { VenueContext } from './venue-context.js';
-import { createMarketDataService } from './marketdata/index.js';
+import { createSignatureRecovery } from './verify/pool.js';
 import { createTradingService } from './ws/trading.js';
 
 /** How to start a venue. */
@@ -129,7 +138,8 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     }
     journal = options.journal ?? FileJournal.open(join(dataDir, 'journal.log'), { log });
     const chainPath = join(dataDir, 'chain.json');
-    if (existsSync(chainPath)) chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;
+    if (existsSync(chainPath))
+      chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;
   } else {
     venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
     created = true;
@@ -141,14 +151,20 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const streams = new ReportStreams();
   // Recovery: the newest valid snapshot of the data directory, then the journal records after it
   // (without one, the whole journal). Read models only see what is replayed: see durability.md.
-  const snapshotDir = dataDir !== null && options.journal === undefined && options.snapshots !== false ? dataDir : null;
-  const snapshot = snapshotDir === null ? null : loadNewestSnapshot(snapshotDir, { maxSeq: journal.lastSeq, log });
+  const snapshotDir =
+    dataDir !== null && options.journal === undefined && options.snapshots !== false
+      ? dataDir
+      : null;
+  const snapshot =
+    snapshotDir === null ? null : loadNewestSnapshot(snapshotDir, { maxSeq: journal.lastSeq, log });
   const startSeq = journal.lastSeq;
   const records: Command[] = [];
   for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
   if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const firstTime = records[0]?.time ?? 0;
-  const clock = options.clock ?? new SystemClock(records[records.length - 1]?.time ?? snapshot?.state.time ?? 0);
+  const clock =
+    options.clock ??
+    new SystemClock(records[records.length - 1]?.time ?? snapshot?.state.time ?? 0);
   let fatal: ((e: unknown) => void) | undefined;
   const host = new EngineHost({
     state: snapshot?.state ?? createEngineState({}, firstTime),
@@ -158,7 +174,10 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   });
   host.subscribe((b) => history.apply(b));
   host.subscribe((b) => streams.apply(b));
-  const ipLimiter = new RateLimiter({ ...WALLET_LIMITS, perWindow: config.limits.publicReadsPerSecond });
+  const ipLimiter = new RateLimiter({
+    ...WALLET_LIMITS,
+    perWindow: config.limits.publicReadsPerSecond,
+  });
   // Created before the replay so tickers and candles rebuild from the journal.
   const marketData = createMarketDataService({
     host,
@@ -175,13 +194,22 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     },
   });
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
-  if (snapshot !== null) log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
-  if (records.length > 0) log(`replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`);
+  if (snapshot !== null)
+    log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
+  if (records.length > 0)
+    log(
+      `replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`,
+    );
   if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
   const snapshotter =
     snapshotDir === null
       ? null
-      : new Snapshotter({ dir: snapshotDir, lastSeq: snapshot?.seq ?? 0, log, ...(options.snapshots ? { policy: options.snapshots } : {}) });
+      : new Snapshotter({
+          dir: snapshotDir,
+          lastSeq: snapshot?.seq ?? 0,
+          log,
+          ...(options.snapshots ? { policy: options.snapshots } : {}),
+        });
   snapshotter?.attach(host);
 
   // ---- chain ---------------------------------------------------------------------------
@@ -201,7 +229,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       nonce: r.permit.nonce,
       deadline: r.permit.deadline,
     });
-    return verifySignedPayload(signing, r.permit.signature, payload, { discriminator: DISCRIMINATOR.Permit }).ok;
+    return verifySignedPayload(signing, r.permit.signature, payload, {
+      discriminator: DISCRIMINATOR.Permit,
+    }).ok;
   };
   const chainOptions = {
     tokenName: config.token.name,
@@ -209,9 +239,17 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     vaultAddress: config.vault.address.toLowerCase(),
     verifyPermit,
     now: () => clock.now(),
-    ...(dataDir === null ? {} : { onChange: (s: SimulatedChainSnapshot) => writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)) }),
+    ...(dataDir === null
+      ? {}
+      : {
+          onChange: (s: SimulatedChainSnapshot) =>
+            writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)),
+        }),
   };
-  const chain = chainSnapshot === undefined ? new SimulatedChain(chainOptions) : SimulatedChain.fromSnapshot(chainSnapshot, chainOptions);
+  const chain =
+    chainSnapshot === undefined
+      ? new SimulatedChain(chainOptions)
+      : SimulatedChain.fromSnapshot(chainSnapshot, chainOptions);
   const desk = new ChainDesk(chain, host, log);
 
   const ctx: VenueContext = {
@@ -239,14 +277,21 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     const built = buildInstrument(settings);
     if (!built.ok) throw new Error(`instrument ${settings.symbol}: ${built.error}`);
     const existing = host.state.markets.get(built.instrument.id);
-    if (existing === undefined || JSON.stringify(existing.spec, replacer) !== JSON.stringify(built.instrument, replacer)) {
+    if (
+      existing === undefined ||
+      JSON.stringify(existing.spec, replacer) !== JSON.stringify(built.instrument, replacer)
+    ) {
       const r = await host.submit({ type: 'setInstrument', instrument: built.instrument });
       if (!r.outcome.ok) throw new Error(`instrument ${settings.symbol}: ${r.outcome.message}`);
     }
   }
   let inviteCode: string | null = null;
   if (startSeq === 0) {
-    const r = await host.submit({ type: 'createReferralCode', kind: 'system', maxUses: config.bootstrapInviteUses });
+    const r = await host.submit({
+      type: 'createReferralCode',
+      kind: 'system',
+      maxUses: config.bootstrapInviteUses,
+    });
     if (r.outcome.ok && r.outcome.kind === 'referralCode') inviteCode = r.outcome.code.code;
   }
   await desk.reconcile(host.state);
@@ -274,7 +319,11 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       return reply.code(error.status).send({ error: error.message });
     }
     const code = (error as { code?: string }).code ?? '';
-    if (code.startsWith('FST_ERR_CTP') || code === 'FST_ERR_VALIDATION' || (error as { statusCode?: number }).statusCode === 400) {
+    if (
+      code.startsWith('FST_ERR_CTP') ||
+      code === 'FST_ERR_VALIDATION' ||
+      (error as { statusCode?: number }).statusCode === 400
+    ) {
       // Oversized bodies and wrong media types are 400 here: 413 and 415 are not in the spec's list.
       return reply.code(400).send({ error: `bad request: ${error.message}` });
     }
@@ -287,7 +336,14 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   registerAdminRoutes(app, ctx);
 
   const trading = createTradingService(ctx, requests);
-  const upgrades = new Map<string, (req: import('node:http').IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => void>([
+  const upgrades = new Map<
+    string,
+    (
+      req: import('node:http').IncomingMessage,
+      socket: import('node:stream').Duplex,
+      head: Buffer,
+    ) => void
+  >([
     ['/ws', trading.handleUpgrade],
     ['/marketdata', marketData.handleUpgrade],
   ]);
@@ -319,9 +375,14 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     }
     // Continue from the last journaled index prices so a restart does not jump.
     host.state.markets.forEach((m, id) => {
-      if (m.prices.index !== null && start.has(id)) start.set(id, Number(m.prices.index / 10n ** 10n) / 1e8);
+      if (m.prices.index !== null && start.has(id))
+        start.set(id, Number(m.prices.index / 10n ** 10n) / 1e8);
     });
-    const feed = new RandomWalkFeed(config.priceFeed.seed + host.journalSeq, start, config.priceFeed.volatility);
+    const feed = new RandomWalkFeed(
+      config.priceFeed.seed + host.journalSeq,
+      start,
+      config.priceFeed.volatility,
+    );
     const t = setInterval(() => {
       if (host.failed) return;
       void host.submit({ type: 'oracle', prices: feed.next() }).catch(() => {});
@@ -353,7 +414,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     return closing;
   };
   fatal = (e) => {
-    log(`FATAL: the engine stopped and acknowledges nothing more: ${e instanceof Error ? e.message : String(e)}`);
+    log(
+      `FATAL: the engine stopped and acknowledges nothing more: ${e instanceof Error ? e.message : String(e)}`,
+    );
     void close().finally(() => options.onFatal?.(e));
   };
 
@@ -374,4 +437,3 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
 function replacer(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
-

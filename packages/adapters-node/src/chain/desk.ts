@@ -11,7 +11,11 @@ import type { EngineHost } from '../engine/host.js';
 
 /** A chain adapter that can report commands it already executed (the simulated chain can). */
 export interface ReplayableChain extends ChainAdapter {
-  processed?(): readonly { readonly commandId: number; readonly kind: 'deposit' | 'withdrawal'; readonly result: ChainResult }[];
+  processed?(): readonly {
+    readonly commandId: number;
+    readonly kind: 'deposit' | 'withdrawal';
+    readonly result: ChainResult;
+  }[];
 }
 
 /** Drives settlements; see the module comment. */
@@ -32,7 +36,9 @@ export class ChainDesk {
     if (this.inFlight.has(request.commandId)) return;
     this.inFlight.add(request.commandId);
     try {
-      const result = await this.chain.executeDeposit(request).catch((e: unknown) => ({ ok: false as const, reason: String(e) }));
+      const result = await this.chain
+        .executeDeposit(request)
+        .catch((e: unknown) => ({ ok: false as const, reason: String(e) }));
       await this.settle('settleDeposit', request.commandId, result);
     } finally {
       this.inFlight.delete(request.commandId);
@@ -53,7 +59,11 @@ export class ChainDesk {
     }
   }
 
-  private async settle(type: 'settleDeposit' | 'settleWithdrawal', commandId: number, result: ChainResult): Promise<void> {
+  private async settle(
+    type: 'settleDeposit' | 'settleWithdrawal',
+    commandId: number,
+    result: ChainResult,
+  ): Promise<void> {
     const r = await this.host.submit(
       result.ok
         ? { type, commandId, success: true, txHash: result.txHash }
@@ -75,8 +85,15 @@ export class ChainDesk {
       const type = p.kind === 'deposit' ? 'settleDeposit' : 'settleWithdrawal';
       const known = done.get(p.commandId);
       if (known !== undefined) work.push(this.settle(type, p.commandId, known));
-      else if (p.kind === 'withdrawal') work.push(this.withdrawal(p.commandId, p.account, p.amount));
-      else work.push(this.settle(type, p.commandId, { ok: false, reason: 'the venue restarted before the chain executed this deposit; sign it again' }));
+      else if (p.kind === 'withdrawal')
+        work.push(this.withdrawal(p.commandId, p.account, p.amount));
+      else
+        work.push(
+          this.settle(type, p.commandId, {
+            ok: false,
+            reason: 'the venue restarted before the chain executed this deposit; sign it again',
+          }),
+        );
     });
     await Promise.all(work);
   }

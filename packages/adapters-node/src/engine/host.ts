@@ -19,7 +19,11 @@ import {
 import type { Clock } from './clock.js';
 
 /** A command as submitted: the host stamps its time. */
-export type CommandInput = Command extends infer C ? (C extends unknown ? Omit<C, 'time'> : never) : never;
+export type CommandInput = Command extends infer C
+  ? C extends unknown
+    ? Omit<C, 'time'>
+    : never
+  : never;
 
 /** What one command did, once durable. */
 export interface CommandResult {

@@ -18,7 +18,8 @@ export function jsonDepth(text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
       continue;
     }
@@ -33,11 +34,18 @@ export function jsonDepth(text: string): number {
 
 /** Parses untrusted JSON text. */
 export function parseJson(text: string, maxDepth: number): JsonResult {
-  if (jsonDepth(text) > maxDepth) return { ok: false, error: `JSON nested deeper than ${maxDepth}` };
+  if (jsonDepth(text) > maxDepth)
+    return { ok: false, error: `JSON nested deeper than ${maxDepth}` };
   try {
-    return { ok: true, value: sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) };
+    return {
+      ok: true,
+      value: sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }),
+    };
   } catch (e) {
-    return { ok: false, error: e instanceof Error ? `malformed JSON: ${e.message}` : 'malformed JSON' };
+    return {
+      ok: false,
+      error: e instanceof Error ? `malformed JSON: ${e.message}` : 'malformed JSON',
+    };
   }
 }
 

@@ -30,7 +30,8 @@ export function walletParam(value: unknown, name = 'wallet'): string {
 
 function intParam(value: unknown, name: string, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^\d{1,16}$/.test(value)) throw new HttpError(400, `${name} must be an integer`);
+  if (typeof value !== 'string' || !/^\d{1,16}$/.test(value))
+    throw new HttpError(400, `${name} must be an integer`);
   const n = Number(value);
   if (n < min || n > max) throw new HttpError(400, `${name} must be in ${min}..${max}`);
   return n;
@@ -40,11 +41,18 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
   const str = (name: string): string | undefined => {
     const v = q[name];
     if (v === undefined) return undefined;
-    if (typeof v !== 'string' || v.length > 128) throw new HttpError(400, `${name} must be a string`);
+    if (typeof v !== 'string' || v.length > 128)
+      throw new HttpError(400, `${name} must be a string`);
     return v;
   };
   const status = str('status');
-  if (orders && status !== undefined && status !== 'open' && status !== 'closed' && status !== 'all') {
+  if (
+    orders &&
+    status !== undefined &&
+    status !== 'open' &&
+    status !== 'closed' &&
+    status !== 'all'
+  ) {
     throw new HttpError(400, 'status must be open, closed or all');
   }
   return {
@@ -65,7 +73,10 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const d = ctx.ipLimiter.admit(req.ip, ctx.host.now(), 'unsigned');
     if (!d.ok) {
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
-      throw new HttpError(429, `too many requests from this address; retry in ${d.retryAfterMs} ms`);
+      throw new HttpError(
+        429,
+        `too many requests from this address; retry in ${d.retryAfterMs} ms`,
+      );
     }
   };
 
@@ -74,7 +85,11 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/network', async () => ({
     network: ctx.config.network,
     chainId: chainIdOf(ctx.config.network),
-    vault: { name: ctx.config.vault.name, version: '1', address: ctx.config.vault.address.toLowerCase() },
+    vault: {
+      name: ctx.config.vault.name,
+      version: '1',
+      address: ctx.config.vault.address.toLowerCase(),
+    },
     token: {
       name: ctx.config.token.name,
       version: tokenVersionOf(ctx.config.network),
@@ -133,13 +148,17 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     limited(req, reply);
     const wallet = walletParam((req.query as Record<string, unknown>).wallet);
     const summary = accountSummary(ctx.host.state, wallet, ctx.host.now());
-    if (summary === undefined) throw new HttpError(404, `ACCOUNT_NOT_FOUND: no trading account for ${wallet}`);
+    if (summary === undefined)
+      throw new HttpError(404, `ACCOUNT_NOT_FOUND: no trading account for ${wallet}`);
     return summary;
   });
 
   app.get('/api/user/access-status/:walletAddress', async (req, reply) => {
     limited(req, reply);
-    const wallet = walletParam((req.params as Record<string, unknown>).walletAddress, 'walletAddress');
+    const wallet = walletParam(
+      (req.params as Record<string, unknown>).walletAddress,
+      'walletAddress',
+    );
     return { hasAppAccess: hasAppAccess(ctx.host.state, wallet) };
   });
 
@@ -168,7 +187,10 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/chain/token/:wallet', async (req, reply) => {
     limited(req, reply);
     const wallet = walletParam((req.params as Record<string, unknown>).wallet);
-    const [balance, nonce] = await Promise.all([ctx.chain.balanceOf(wallet), ctx.chain.permitNonce(wallet)]);
+    const [balance, nonce] = await Promise.all([
+      ctx.chain.balanceOf(wallet),
+      ctx.chain.permitNonce(wallet),
+    ]);
     return { balance: formatCollateral(balance), nonce: nonce.toString() };
   });
 }

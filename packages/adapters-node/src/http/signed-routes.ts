@@ -20,10 +20,10 @@ import {
   parseSignature,
   REFERRAL_CODE_RE,
   REFERRAL_NONCE_RE,
-  receivePayload,
-  reject,
   type Rejection,
+  receivePayload,
   referralSignedMessage,
+  reject,
   signatureToHex,
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -36,7 +36,8 @@ import { isRecord } from './json.js';
 /** What a signed REST write answers. */
 function commandAnswer(reply: FastifyReply, r: Refusal | Processed): Record<string, unknown> {
   if (!r.ok) {
-    if (r.retryAfterMs !== undefined) reply.header('Retry-After', String(Math.ceil(r.retryAfterMs / 1000)));
+    if (r.retryAfterMs !== undefined)
+      reply.header('Retry-After', String(Math.ceil(r.retryAfterMs / 1000)));
     throw new HttpError(statusOf(r.code), r.message);
   }
   const o = r.result.outcome;
@@ -45,7 +46,10 @@ function commandAnswer(reply: FastifyReply, r: Refusal | Processed): Record<stri
   if (refused !== undefined && o.ok === false && o.commandId !== undefined) {
     return { command_id: o.commandId, status: 'Rejected', code: o.code, message: o.message };
   }
-  throw new HttpError(statusOf(refused?.code ?? 5000), refused?.message ?? 'unexpected engine answer');
+  throw new HttpError(
+    statusOf(refused?.code ?? 5000),
+    refused?.message ?? 'unexpected engine answer',
+  );
 }
 
 function bodyOf(req: FastifyRequest): Record<string, unknown> {
@@ -63,14 +67,21 @@ interface MarginFields {
 }
 
 /** Checks `amount`, `instrument` and `marginMode` of a body against a margin struct. */
-function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: MarginFields, modeField: 'marginMode' | 'direction'): Rejection | undefined {
+function marginBody(
+  ctx: VenueContext,
+  body: Record<string, unknown>,
+  struct: MarginFields,
+  modeField: 'marginMode' | 'direction',
+): Rejection | undefined {
   const bad = (detail: string) => reject('INVALID_REQUEST', detail);
   if (typeof body.amount !== 'string') return bad('amount must be a decimal string');
   const amount = parseDecimal(body.amount, 6);
   if (!amount.ok) return bad(`amount "${body.amount}" is not a decimal with at most 6 decimals`);
   if (amount.value <= 0n) return bad('amount must be positive');
   if (amount.value !== struct.amount) {
-    return bad(`amount ${body.amount} does not match the signed amount ${formatCollateral(struct.amount)}`);
+    return bad(
+      `amount ${body.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,
+    );
   }
   const isolated = struct.flags === 1;
   const market = struct.market;
@@ -78,30 +89,43 @@ function marginBody(ctx: VenueContext, body: Record<string, unknown>, struct: Ma
     if (body.direction !== 'crossToIsolated' && body.direction !== 'isolatedToCross') {
       return bad('direction must be crossToIsolated or isolatedToCross');
     }
-    if ((body.direction === 'isolatedToCross') !== isolated) return bad('direction does not match flags bit 0 of the signed payload');
-    if (typeof body.instrument !== 'string') return bad('instrument must be the symbol of the isolated market');
+    if ((body.direction === 'isolatedToCross') !== isolated)
+      return bad('direction does not match flags bit 0 of the signed payload');
+    if (typeof body.instrument !== 'string')
+      return bad('instrument must be the symbol of the isolated market');
     const id = ctx.host.state.symbols.get(body.instrument);
     if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
-    if (id !== market) return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
+    if (id !== market)
+      return bad(
+        `instrument ${body.instrument} is market ${id}, the payload signs market ${market}`,
+      );
     return undefined;
   }
   const mode = body.marginMode;
-  if (typeof mode !== 'string' || !MODES.has(mode)) return bad('marginMode must be Cross or Isolated');
-  if ((mode === 'Isolated') !== isolated) return bad('marginMode does not match flags bit 0 of the signed payload');
+  if (typeof mode !== 'string' || !MODES.has(mode))
+    return bad('marginMode must be Cross or Isolated');
+  if ((mode === 'Isolated') !== isolated)
+    return bad('marginMode does not match flags bit 0 of the signed payload');
   if (mode === 'Cross') {
     if (body.instrument !== null) return bad('instrument must be null for Cross');
     if (market !== 0) return bad('a Cross payload signs market 0');
     return undefined;
   }
-  if (typeof body.instrument !== 'string') return bad('instrument must be the isolated market symbol');
+  if (typeof body.instrument !== 'string')
+    return bad('instrument must be the isolated market symbol');
   const id = ctx.host.state.symbols.get(body.instrument);
   if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
-  if (id !== market) return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
+  if (id !== market)
+    return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
   return undefined;
 }
 
 /** Registers the signed writes under `/api`. */
-export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, requests: SignedRequests): void {
+export function registerSignedRoutes(
+  app: FastifyInstance,
+  ctx: VenueContext,
+  requests: SignedRequests,
+): void {
   app.post('/api/margin/withdrawal', async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
@@ -111,7 +135,11 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     const answer = commandAnswer(reply, r);
     if (r.ok && answer.status === 'Submitted') {
       // The amount left the account at acceptance; the chain pays it out (WithdrawMargin report).
-      void ctx.desk.withdrawal(answer.command_id as number, r.verified.signer, r.verified.payload.struct.amount);
+      void ctx.desk.withdrawal(
+        answer.command_id as number,
+        r.verified.signer,
+        r.verified.payload.struct.amount,
+      );
     }
     return answer;
   });
@@ -131,7 +159,11 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
       allowed: ['UpdateLeverage'],
       precheck: ({ struct: s }) => {
         const bad = (d: string) => reject('INVALID_REQUEST', d);
-        if (typeof body.leverage !== 'number' || !Number.isInteger(body.leverage) || body.leverage < 0) {
+        if (
+          typeof body.leverage !== 'number' ||
+          !Number.isInteger(body.leverage) ||
+          body.leverage < 0
+        ) {
           return bad('leverage must be a u32 (x100)');
         }
         if (body.leverage !== s.leverage) return bad('leverage does not match the signed leverage');
@@ -139,8 +171,10 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
         const id = ctx.host.state.symbols.get(body.instrument);
         if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
         if (id !== s.market) return bad('instrument does not match the signed market');
-        if (body.marginMode !== 'Cross' && body.marginMode !== 'Isolated') return bad('marginMode must be Cross or Isolated');
-        if ((body.marginMode === 'Isolated') !== (s.flags === 1)) return bad('marginMode does not match flags bit 0');
+        if (body.marginMode !== 'Cross' && body.marginMode !== 'Isolated')
+          return bad('marginMode must be Cross or Isolated');
+        if ((body.marginMode === 'Isolated') !== (s.flags === 1))
+          return bad('marginMode does not match flags bit 0');
         return undefined;
       },
     });
@@ -150,10 +184,17 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
   app.post('/api/margin/deposit', async (req, reply) => {
     const body = bodyOf(req);
     const permitObj = body.permitSignature;
-    const permitReceived = isRecord(permitObj) ? receivePayload(permitObj.payload, { discriminator: DISCRIMINATOR.Permit }) : undefined;
-    if (permitReceived === undefined) throw new HttpError(400, 'INVALID_REQUEST: permitSignature must be an object { sig, payload }');
+    const permitReceived = isRecord(permitObj)
+      ? receivePayload(permitObj.payload, { discriminator: DISCRIMINATOR.Permit })
+      : undefined;
+    if (permitReceived === undefined)
+      throw new HttpError(
+        400,
+        'INVALID_REQUEST: permitSignature must be an object { sig, payload }',
+      );
     if (!permitReceived.ok) throw new HttpError(400, permitReceived.error.message);
-    if (permitReceived.value.payload.kind !== 'Permit') throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
+    if (permitReceived.value.payload.kind !== 'Permit')
+      throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
     const permit = permitReceived.value.payload.struct;
     const permitSigHex = (permitObj as Record<string, unknown>).sig;
     const vault = ctx.config.vault.address.toLowerCase();
@@ -168,23 +209,38 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
         if (permit.owner !== s.owner) return bad('the permit owner must be the deposit owner');
         if (permit.spender !== vault) return bad(`the permit spender must be the vault ${vault}`);
         if (permit.value < s.amount) return bad('the permit value is below the deposit amount');
-        if (permit.deadline * 1000n <= BigInt(ctx.host.now())) return bad('the permit deadline has passed');
+        if (permit.deadline * 1000n <= BigInt(ctx.host.now()))
+          return bad('the permit deadline has passed');
         // Both recoveries run while the request waits for its turn.
         permitVerification = requests.verify(permitReceived.value, permitSigHex);
         return undefined;
       },
       build: async (verified) => {
-        const permitSig = await (permitVerification ?? requests.verify(permitReceived.value, permitSigHex));
-        if (!permitSig.ok) return { ok: false, code: permitSig.error.code, message: `permit: ${permitSig.error.message}` };
+        const permitSig = await (permitVerification ??
+          requests.verify(permitReceived.value, permitSigHex));
+        if (!permitSig.ok)
+          return {
+            ok: false,
+            code: permitSig.error.code,
+            message: `permit: ${permitSig.error.message}`,
+          };
         const s = verified.payload.struct;
         const tokenNonce = await ctx.chain.permitNonce(verified.signer);
-        const problem = checkPermit(permit, { vault, amount: s.amount, tokenNonce, nowMs: ctx.host.now(), owner: verified.signer });
-        if (problem !== undefined) return { ok: false, code: problem.code, message: problem.message };
+        const problem = checkPermit(permit, {
+          vault,
+          amount: s.amount,
+          tokenNonce,
+          nowMs: ctx.host.now(),
+          owner: verified.signer,
+        });
+        if (problem !== undefined)
+          return { ok: false, code: problem.code, message: problem.message };
         return {
           type: 'deposit',
           account: verified.signer,
           amount: s.amount,
-          target: s.flags === 1 ? { mode: 'Isolated', market: s.market } : { mode: 'Cross', market: 0 },
+          target:
+            s.flags === 1 ? { mode: 'Isolated', market: s.market } : { mode: 'Cross', market: 0 },
           auth: { nonce: s.nonce, deadline: s.deadline },
         };
       },
@@ -237,8 +293,10 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     if (!/^\d{1,16}$/.test(ts)) throw unauthorized('x-timestamp must be milliseconds since epoch');
     const timestamp = Number(ts);
     const skew = timestamp - ctx.host.now();
-    if (skew > NONCE_WINDOW_MS || skew < -NONCE_WINDOW_MS) throw unauthorized('expired timestamp (must be within 5 minutes of server time)');
-    if (!REFERRAL_NONCE_RE.test(nonce)) throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
+    if (skew > NONCE_WINDOW_MS || skew < -NONCE_WINDOW_MS)
+      throw unauthorized('expired timestamp (must be within 5 minutes of server time)');
+    if (!REFERRAL_NONCE_RE.test(nonce))
+      throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
     const wallet = body.walletAddress;
     const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
     let signer: Awaited<ReturnType<typeof requests.verifyReferral>>;
@@ -256,11 +314,20 @@ export function registerSignedRoutes(app: FastifyInstance, ctx: VenueContext, re
     let result: CommandResult;
     try {
       result = await withTimeout(
-        ctx.walletQueue.run(wallet, () => ctx.host.submit({ type: 'applyReferral', wallet, code: body.code as string, nonce, timestamp })),
+        ctx.walletQueue.run(wallet, () =>
+          ctx.host.submit({
+            type: 'applyReferral',
+            wallet,
+            code: body.code as string,
+            nonce,
+            timestamp,
+          }),
+        ),
         10_000,
       );
     } catch (e) {
-      if (e instanceof TimeoutError) throw new HttpError(504, 'Referral service timed out, please try again later');
+      if (e instanceof TimeoutError)
+        throw new HttpError(504, 'Referral service timed out, please try again later');
       throw new HttpError(503, 'Referral service unavailable, please retry');
     }
     const o = result.outcome;

@@ -208,7 +208,10 @@ export interface AdlReport extends ReportBase {
   readonly marginMode: MarginMode;
   /** 1-based place in the ADL queue. */
   readonly rank: number;
-  /** Price is the bankruptcy price. */
+  /**
+   * Price is the bankruptcy price (recomputed after any insurance-fund cover), or a capped price when
+   * the counterparty's own scope could not absorb more (docs/risk-engine.md).
+   */
   readonly fill: Fill;
 }
 
