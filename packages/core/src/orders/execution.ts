@@ -13,7 +13,7 @@ import type { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
-import { applyFillLeg, type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
+import { type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
   availableToOpen,
@@ -23,7 +23,7 @@ import {
   sizeOf,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
-import { recordTrade, snapshotOf } from '../risk/trades.js';
+import { applyTradedLeg, recordTrade } from '../risk/trades.js';
 import { releaseCloidOnEnd } from './cloids.js';
 import { activateChildren } from './managed.js';
 import { removeTrigger } from './triggers-index.js';
@@ -431,8 +431,7 @@ function settleFill(
 
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;
-  const makerBefore = snapshotOf(makerAccount, spec.id, maker.marginMode);
-  const makerLeg = applyFillLeg(
+  const makerSide = applyTradedLeg(
     makerAccount,
     market,
     maker.marginMode,
@@ -441,10 +440,11 @@ function settleFill(
     quote,
     makerFee,
     ctx.time,
+    makerId,
+    'Maker',
   );
   const takerAccount = ctx.writableAccount(taker.account);
-  const takerBefore = snapshotOf(takerAccount, spec.id, taker.marginMode);
-  const takerLeg = applyFillLeg(
+  const takerSide = applyTradedLeg(
     takerAccount,
     market,
     taker.marginMode,
@@ -453,7 +453,11 @@ function settleFill(
     quote,
     takerFee,
     ctx.time,
+    takerId,
+    'Taker',
   );
+  const makerLeg = makerSide.fill;
+  const takerLeg = takerSide.fill;
   market.lastTrade = price;
   recordTrade(ctx, {
     tradeId,
@@ -463,30 +467,7 @@ function settleFill(
     price,
     quantity: qty,
     quote,
-    legs: [
-      {
-        account: maker.account,
-        mode: maker.marginMode,
-        orderId: makerId,
-        liquidity: 'Maker',
-        signedQty: makerSigned,
-        fee: makerFee,
-        penalty: 0n,
-        realizedPnl: makerLeg.realizedPnl,
-        before: makerBefore,
-      },
-      {
-        account: taker.account,
-        mode: taker.marginMode,
-        orderId: takerId,
-        liquidity: 'Taker',
-        signedQty: -makerSigned,
-        fee: takerFee,
-        penalty: 0n,
-        realizedPnl: takerLeg.realizedPnl,
-        before: takerBefore,
-      },
-    ],
+    legs: [makerSide.trade, takerSide.trade],
     busted: false,
   });
 
@@ -574,8 +555,7 @@ export function fillRestingMaker(
   ctx.state.feePool += makerFee;
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;
-  const before = snapshotOf(makerAccount, spec.id, maker.marginMode);
-  const leg = applyFillLeg(
+  const traded = applyTradedLeg(
     makerAccount,
     market,
     maker.marginMode,
@@ -584,7 +564,10 @@ export function fillRestingMaker(
     quote,
     makerFee,
     ctx.time,
+    makerId,
+    'Maker',
   );
+  const leg = traded.fill;
   market.lastTrade = price;
   const bids = maker.side === 'Buy';
   const levels = ownSide(market, bids);
@@ -617,20 +600,5 @@ export function fillRestingMaker(
   if (hasGuarded(ctx.account(maker.account)!, spec.id, maker.marginMode)) {
     ctx.positionChanged(maker.account, spec.id, maker.marginMode);
   }
-  return {
-    price,
-    quote,
-    makerSigned,
-    leg: {
-      account: maker.account,
-      mode: maker.marginMode,
-      orderId: makerId,
-      liquidity: 'Maker',
-      signedQty: makerSigned,
-      fee: makerFee,
-      penalty: 0n,
-      realizedPnl: leg.realizedPnl,
-      before,
-    },
-  };
+  return { price, quote, makerSigned, leg: traded.trade };
 }

@@ -63,7 +63,7 @@ import type {
 } from '../engine/types.js';
 import { reject } from '../errors.js';
 import { notionalScale, RATE_SCALE } from '../instruments/instrument.js';
-import { applyFillLeg, quoteAmount } from '../margin/ledger.js';
+import { quoteAmount } from '../margin/ledger.js';
 import {
   liquidationPrice,
   maintenanceExact,
@@ -101,7 +101,7 @@ import {
 } from '../units/rational.js';
 import { divCeil, divFloor } from '../units/rounding.js';
 import { isLiquidatable, scopeInAuction, scopePositions, scopeRisk } from './health.js';
-import { recordTrade, snapshotOf } from './trades.js';
+import { applyTradedLeg, recordTrade } from './trades.js';
 
 const PRICE_ONE = 10n ** 18n;
 /** Share of a position closed per market step above the partial threshold: 20%. */
@@ -277,8 +277,19 @@ function liquidatedLeg(
   trigger: TriggerInfo,
 ): TradeLeg {
   const account = ctx.writableAccount(address);
-  const before = snapshotOf(account, market.spec.id, mode);
-  const leg = applyFillLeg(account, market, mode, signed, price, quote, 0n, ctx.time);
+  const traded = applyTradedLeg(
+    account,
+    market,
+    mode,
+    signed,
+    price,
+    quote,
+    0n,
+    ctx.time,
+    0,
+    'Taker',
+  );
+  const leg = traded.fill;
   const penalty = chargePenalty(ctx, address, mode, scopeMarket, market.spec, quote);
   ctx.report(address, {
     kind: 'Liquidation',
@@ -307,17 +318,8 @@ function liquidatedLeg(
   });
   ctx.accountChanged(address);
   ctx.positionChanged(address, market.spec.id, mode);
-  return {
-    account: address,
-    mode,
-    orderId: 0,
-    liquidity: 'Taker',
-    signedQty: signed,
-    fee: 0n,
-    penalty,
-    realizedPnl: leg.realizedPnl,
-    before,
-  };
+  // The liquidation fee is charged after the fill, so the kept leg takes it in afterwards.
+  return { ...traded.trade, penalty };
 }
 
 // ---- step 1: cancel the scope's orders ------------------------------------------------------
@@ -571,8 +573,19 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
     const quote = quoteAmount(market.spec, q, claim.price);
     const signed = a.side === 'Buy' ? q : -q;
     const w = ctx.writableAccount(claim.claimant);
-    const before = snapshotOf(w, a.market, 'Cross');
-    const leg = applyFillLeg(w, market, 'Cross', signed, claim.price, quote, 0n, ctx.time);
+    const claimed = applyTradedLeg(
+      w,
+      market,
+      'Cross',
+      signed,
+      claim.price,
+      quote,
+      0n,
+      ctx.time,
+      0,
+      'Maker',
+    );
+    const leg = claimed.fill;
     ctx.report(claim.claimant, {
       kind: 'LiquidationClaim',
       auctionId,
@@ -621,20 +634,7 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
       price: claim.price,
       quantity: q,
       quote,
-      legs: [
-        {
-          account: claim.claimant,
-          mode: 'Cross',
-          orderId: 0,
-          liquidity: 'Maker',
-          signedQty: signed,
-          fee: 0n,
-          penalty: 0n,
-          realizedPnl: leg.realizedPnl,
-          before,
-        },
-        liq,
-      ],
+      legs: [claimed.trade, liq],
       busted: false,
     });
   }
@@ -896,8 +896,19 @@ function deleverage(
     const liquidatedSigned = side > 0n ? -q : q;
     const tradeId = ctx.nextTradeId();
     const w = ctx.writableAccount(c.account);
-    const before = snapshotOf(w, marketId, c.mode);
-    const leg = applyFillLeg(w, market, c.mode, -liquidatedSigned, price, quote, 0n, ctx.time);
+    const counter = applyTradedLeg(
+      w,
+      market,
+      c.mode,
+      -liquidatedSigned,
+      price,
+      quote,
+      0n,
+      ctx.time,
+      0,
+      'Maker',
+    );
+    const leg = counter.fill;
     ctx.report(c.account, {
       kind: 'ADL',
       adlId: liquidationId,
@@ -944,20 +955,7 @@ function deleverage(
       price,
       quantity: q,
       quote,
-      legs: [
-        {
-          account: c.account,
-          mode: c.mode,
-          orderId: 0,
-          liquidity: 'Maker',
-          signedQty: -liquidatedSigned,
-          fee: 0n,
-          penalty: 0n,
-          realizedPnl: leg.realizedPnl,
-          before,
-        },
-        liq,
-      ],
+      legs: [counter.trade, liq],
       busted: false,
     });
     remaining -= q;

@@ -7,7 +7,15 @@
  * @module
  */
 import type { Ctx } from '../engine/context.js';
-import type { Account, MarginMode, PositionSnapshot, TradeRecord } from '../engine/types.js';
+import type {
+  Account,
+  MarginMode,
+  Market,
+  PositionSnapshot,
+  TradeLeg,
+  TradeRecord,
+} from '../engine/types.js';
+import { applyFillLeg, type FillLeg } from '../margin/ledger.js';
 import { positionOf } from '../margin/scope.js';
 
 /** A flat position. */
@@ -31,6 +39,47 @@ export function snapshotOf(account: Account, market: number, mode: MarginMode): 
     openedTime: p.openedTime,
     realizedPnl: p.realizedPnl,
     fundingSinceOpen: p.fundingSinceOpen,
+  };
+}
+
+/** One side of a fill as applied: the ledger's answer and the leg the trade log keeps. */
+export interface TradedLeg {
+  readonly fill: FillLeg;
+  readonly trade: TradeLeg;
+}
+
+/**
+ * Applies one side of a fill to a writable account's ledger ({@link applyFillLeg}) and returns,
+ * with it, the leg the trade log keeps: the position as it was just before, for busts. Every fill
+ * path (orders, liquidation, auction claims, ADL) goes through here.
+ */
+export function applyTradedLeg(
+  account: Account,
+  market: Market,
+  mode: MarginMode,
+  signedQty: bigint,
+  price: bigint,
+  quote: bigint,
+  fee: bigint,
+  time: number,
+  orderId: number,
+  liquidity: 'Maker' | 'Taker',
+): TradedLeg {
+  const before = snapshotOf(account, market.spec.id, mode);
+  const fill = applyFillLeg(account, market, mode, signedQty, price, quote, fee, time);
+  return {
+    fill,
+    trade: {
+      account: account.address,
+      mode,
+      orderId,
+      liquidity,
+      signedQty,
+      fee,
+      penalty: 0n,
+      realizedPnl: fill.realizedPnl,
+      before,
+    },
   };
 }
 
