@@ -8,15 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
-import {
-  btc,
-  cloid,
-  limitOrder,
-  px,
-  startTestVenue,
-  type TestVenue,
-  usd,
-} from './support/fixture.js';
+import { btc, cloid, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 /** The secp256k1 group order. */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
@@ -212,20 +204,7 @@ describe('error rows', () => {
 
     it('a bad signature on a REST write is 400', async () => {
       await unchanged(async () => {
-        const sig = await bob.sign('Withdrawal', {
-          owner: alice.address,
-          amount: usd(1),
-          market: 0,
-          flags: 0,
-          nonce: freshNonce(),
-          deadline: Wallet.deadline(),
-        });
-        const r = await t.api('POST', '/margin/withdrawal', {
-          amount: '1',
-          instrument: null,
-          marginMode: 'Cross',
-          signature: sig,
-        });
+        const r = await t.withdraw(bob, '1', { owner: alice.address });
         expect(r.status).toBe(400);
         expect(String(r.body.error)).toMatch(/signature|signer/i);
       });
@@ -321,37 +300,13 @@ describe('error rows', () => {
 
     it('403 USER_NOT_INVITED on a signed REST write, 404 for an unknown account', async () => {
       await unchanged(async () => {
-        const sig = await carol.sign('Withdrawal', {
-          amount: usd(1),
-          market: 0,
-          flags: 0,
-          nonce: freshNonce(),
-          deadline: Wallet.deadline(),
-        });
-        const r = await t.api('POST', '/margin/withdrawal', {
-          amount: '1',
-          instrument: null,
-          marginMode: 'Cross',
-          signature: sig,
-        });
+        const r = await t.withdraw(carol, '1');
         expect(r.status).toBe(403);
         expect(String(r.body.error)).toMatch(/^USER_NOT_INVITED:/);
         const missing = await t.api('GET', `/account_summary?wallet=${carol.address}`);
         expect(missing.status).toBe(404);
       });
-      const sig = await dave.sign('Withdrawal', {
-        amount: usd(1),
-        market: 0,
-        flags: 0,
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      });
-      const r = await t.api('POST', '/margin/withdrawal', {
-        amount: '1',
-        instrument: null,
-        marginMode: 'Cross',
-        signature: sig,
-      });
+      const r = await t.withdraw(dave, '1');
       expect([404, 200]).toContain(r.status);
       if (r.status === 200) expect(r.body).toMatchObject({ status: 'Rejected' });
     });
@@ -419,19 +374,7 @@ describe('error rows', () => {
       });
       expect(await aliceView()).toEqual(before);
       await onlyNonce(sig, () => ws.request({ type: 'placeOrder', signature: sig }));
-      const w = await alice.sign('Withdrawal', {
-        amount: usd(1_000_000),
-        market: 0,
-        flags: 0,
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      });
-      const r = await t.api('POST', '/margin/withdrawal', {
-        amount: '1000000',
-        instrument: null,
-        marginMode: 'Cross',
-        signature: w,
-      });
+      const r = await t.withdraw(alice, '1000000');
       expect(r.status).toBe(200);
       expect(r.body).toMatchObject({ status: 'Rejected', code: 4100 });
       expect(typeof r.body.command_id).toBe('number');
@@ -489,19 +432,7 @@ describe('error rows', () => {
   describe('REST input hygiene', () => {
     it('body/payload disagreement, oversized and deep bodies, wrong media type: 400 and nothing changes', async () => {
       await unchanged(async () => {
-        const sig = await alice.sign('Withdrawal', {
-          amount: usd(5),
-          market: 0,
-          flags: 0,
-          nonce: freshNonce(),
-          deadline: Wallet.deadline(),
-        });
-        const mismatch = await t.api('POST', '/margin/withdrawal', {
-          amount: '6',
-          instrument: null,
-          marginMode: 'Cross',
-          signature: sig,
-        });
+        const mismatch = await t.withdraw(alice, '5', { bodyAmount: '6' });
         expect(mismatch.status).toBe(400);
         expect(String(mismatch.body.error)).toContain('does not match');
         const big = await t.api('POST', '/margin/withdrawal', { pad: 'x'.repeat(70_000) });

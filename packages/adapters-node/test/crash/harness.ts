@@ -36,6 +36,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command, EngineEvent } from '@perp/core';
 import {
   freshNonce,
+  fundWallet,
   http,
   KEYS,
   type Msg,
@@ -300,7 +301,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       const res = await http('POST', `${rest}/referral/apply`, r.body, r.headers);
       if (res.status !== 201)
         fail(`invite: ${res.status} ${JSON.stringify(res.body)}`, options.seed, 0);
-      await fund(rest, adminToken, net, w, '1000000');
+      await fundWallet(rest, adminToken, net, w, '1000000');
     }
 
     for (cycle = 1; cycle <= options.cycles; cycle++) {
@@ -616,51 +617,4 @@ async function checkReplaysRefused(
     refused++;
   }
   return refused;
-}
-
-/** Faucet + permit deposit, as an integrator funds a wallet; waits until it is credited. */
-async function fund(
-  rest: string,
-  adminToken: string,
-  net: NetworkInfo,
-  w: Wallet,
-  amount: string,
-): Promise<void> {
-  const auth = { authorization: `Bearer ${adminToken}` };
-  const f = await http('POST', `${rest}/admin/faucet`, { wallet: w.address, amount }, auth);
-  if (f.status !== 200) throw new Error(`faucet failed: ${JSON.stringify(f.body)}`);
-  const token = await http('GET', `${rest}/chain/token/${w.address}`);
-  const micro = BigInt(amount) * 1_000_000n;
-  const permit = await w.sign('Permit', {
-    spender: net.vault.address,
-    value: micro,
-    nonce: BigInt(token.body.nonce as string),
-    deadline: Wallet.deadline(),
-  });
-  const deposit = await w.sign('Deposit', {
-    amount: micro,
-    market: 0,
-    flags: 0,
-    nonce: freshNonce(),
-    deadline: Wallet.deadline(),
-  });
-  const res = await http('POST', `${rest}/margin/deposit`, {
-    amount,
-    instrument: null,
-    marginMode: 'Cross',
-    permitSignature: permit,
-    depositSignature: deposit,
-  });
-  if (res.status !== 200 || res.body.status !== 'Submitted')
-    throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.body)}`);
-  for (let i = 0; i < 500; i++) {
-    const s = await http('GET', `${rest}/account_summary?wallet=${w.address}`);
-    if (
-      s.status === 200 &&
-      Number((s.body as { withdrawable: string }).withdrawable) >= Number(amount)
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('deposit did not settle');
 }

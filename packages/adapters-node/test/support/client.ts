@@ -397,3 +397,63 @@ export const KEYS = [
   '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
   '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a',
 ] as const;
+
+/** Micro-units of a human decimal amount with at most 6 decimals. */
+function microOf(amount: string): bigint {
+  const [whole = '0', fraction = ''] = amount.split('.');
+  return BigInt(whole) * 1_000_000n + BigInt(`${fraction}000000`.slice(0, 6));
+}
+
+/**
+ * Funds a wallet as an integrator would on the embedded chain: admin faucet, then a permit
+ * deposit into cross margin; resolves once the account's withdrawable grew by `amount`.
+ */
+export async function fundWallet(
+  rest: string,
+  adminToken: string,
+  net: NetworkInfo,
+  w: Wallet,
+  amount: string,
+): Promise<void> {
+  const f = await http(
+    'POST',
+    `${rest}/admin/faucet`,
+    { wallet: w.address, amount },
+    { authorization: `Bearer ${adminToken}` },
+  );
+  if (f.status !== 200) throw new Error(`faucet failed: ${JSON.stringify(f.body)}`);
+  const token = await http('GET', `${rest}/chain/token/${w.address}`);
+  const micro = microOf(amount);
+  const permit = await w.sign('Permit', {
+    spender: net.vault.address,
+    value: micro,
+    nonce: BigInt(token.body.nonce as string),
+    deadline: Wallet.deadline(),
+  });
+  const deposit = await w.sign('Deposit', {
+    amount: micro,
+    market: 0,
+    flags: 0,
+    nonce: freshNonce(),
+    deadline: Wallet.deadline(),
+  });
+  const withdrawable = async (): Promise<bigint> => {
+    const s = await http('GET', `${rest}/account_summary?wallet=${w.address}`);
+    return s.status === 200 ? microOf((s.body as { withdrawable: string }).withdrawable) : 0n;
+  };
+  const had = await withdrawable();
+  const res = await http('POST', `${rest}/margin/deposit`, {
+    amount,
+    instrument: null,
+    marginMode: 'Cross',
+    permitSignature: permit,
+    depositSignature: deposit,
+  });
+  if (res.status !== 200 || res.body.status !== 'Submitted')
+    throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.body)}`);
+  for (let i = 0; i < 500; i++) {
+    if ((await withdrawable()) >= had + micro) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('deposit did not settle');
+}

@@ -3,7 +3,15 @@
  * needs: onboarding a wallet, funding it through the simulated chain, signing orders.
  */
 import { type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
-import { freshNonce, http, KEYS, type NetworkInfo, Wallet, WsClient } from './client.js';
+import {
+  freshNonce,
+  fundWallet,
+  http,
+  KEYS,
+  type NetworkInfo,
+  Wallet,
+  WsClient,
+} from './client.js';
 
 /** 10^18: prices are 18-decimal integers in signed structs. */
 export const PRICE = 10n ** 18n;
@@ -37,6 +45,15 @@ export interface TestVenue {
   invite(w: Wallet): Promise<void>;
   /** Faucet + permit deposit into cross margin; waits until the collateral is in the account. */
   fund(w: Wallet, amount: string): Promise<void>;
+  /**
+   * `POST /margin/withdrawal` from cross margin signed by `w`; `owner` overrides the struct's
+   * owner (a forged request) and `bodyAmount` the body's amount (a disagreement with the payload).
+   */
+  withdraw(
+    w: Wallet,
+    amount: string,
+    options?: { owner?: string; bodyAmount?: string },
+  ): ReturnType<typeof http>;
   /** Opens a trading socket authenticated as `w`. */
   connect(w: Wallet): Promise<WsClient>;
   /** Sets the oracle (index) price of instruments. */
@@ -83,46 +100,22 @@ export async function startTestVenue(options: StartVenueOptions = {}): Promise<T
       if (res.status !== 201)
         throw new Error(`invite failed: ${res.status} ${JSON.stringify(res.body)}`);
     },
-    async fund(w, amount) {
-      const f = await admin('POST', '/admin/faucet', { wallet: w.address, amount });
-      if (f.status !== 200) throw new Error(`faucet failed: ${JSON.stringify(f.body)}`);
-      const token = await api('GET', `/chain/token/${w.address}`);
-      const micro = usd(Number(amount));
-      const permit = await w.sign('Permit', {
-        spender: net.vault.address,
-        value: micro,
-        nonce: BigInt(token.body.nonce as string),
-        deadline: Wallet.deadline(),
-      });
-      const deposit = await w.sign('Deposit', {
-        amount: micro,
+    fund: (w, amount) => fundWallet(rest, venue.adminToken, net, w, amount),
+    async withdraw(w, amount, options = {}) {
+      const signature = await w.sign('Withdrawal', {
+        ...(options.owner === undefined ? {} : { owner: options.owner }),
+        amount: usd(Number(amount)),
         market: 0,
         flags: 0,
         nonce: freshNonce(),
         deadline: Wallet.deadline(),
       });
-      const before = await api('GET', `/account_summary?wallet=${w.address}`);
-      const had =
-        before.status === 200 ? Number((before.body as { withdrawable: string }).withdrawable) : 0;
-      const res = await api('POST', '/margin/deposit', {
-        amount,
+      return api('POST', '/margin/withdrawal', {
+        amount: options.bodyAmount ?? amount,
         instrument: null,
         marginMode: 'Cross',
-        permitSignature: permit,
-        depositSignature: deposit,
+        signature,
       });
-      if (res.status !== 200 || res.body.status !== 'Submitted')
-        throw new Error(`deposit failed: ${res.status} ${JSON.stringify(res.body)}`);
-      for (let i = 0; i < 200; i++) {
-        const s = await api('GET', `/account_summary?wallet=${w.address}`);
-        if (
-          s.status === 200 &&
-          Number((s.body as { withdrawable: string }).withdrawable) >= had + Number(amount)
-        )
-          return;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error('deposit did not settle');
     },
     async connect(w) {
       const ws = await WsClient.connect(venue.ws);
