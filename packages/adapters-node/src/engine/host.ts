@@ -5,6 +5,14 @@
  * says they are durable, and only then answers the requests and publishes the events. A
  * journal failure stops the host: nothing after it is ever acknowledged.
  *
+ * Group commit. At most one journal append (one write + one fdatasync) is in flight. While it
+ * runs, the event loop goes on: new commands are stamped, reduced in memory on top of the
+ * newest (not yet durable) state and collected into the next group, which is appended as one
+ * call when the flight returns. Batches are published strictly in order, each once every
+ * record up to its own is durable, including batches that journal nothing (a refusal computed
+ * on an undurable state is only answered once that state is durable). Readers ({@link state},
+ * listeners, {@link journalSeq}) only ever see published, durable states.
+ *
  * @module
  */
 import {
@@ -51,6 +59,15 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
+/** A batch applied in memory, not yet published: its records may not be durable yet. */
+interface Reduced {
+  readonly batch: Pending[];
+  readonly commands: Command[];
+  readonly result: ReturnType<typeof reduceAll>;
+  /** The commands that changed state: the batch's journal records, in order. */
+  readonly records: Command[];
+}
+
 /** Options of an {@link EngineHost}. */
 export interface EngineHostOptions {
   readonly state: EngineState;
@@ -69,21 +86,34 @@ export class HostStoppedError extends Error {
 
 /** The single writer around the pure engine. */
 export class EngineHost {
+  /** The newest published (durable) state. */
   private current: EngineState;
+  /** The newest applied state: {@link current} plus the batches not yet published. */
+  private head: EngineState;
+  /** Seq of the last record of the published state. */
+  private publishedSeq: number;
   private readonly journal: JournalStore;
   private readonly clock: Clock;
   private readonly maxBatch: number;
   private readonly onFatal: ((error: unknown) => void) | undefined;
+  /** Submitted, not applied yet. */
   private queue: Pending[] = [];
-  private running = false;
+  /** Applied, waiting for the next append (the next group). */
+  private waiting: Reduced[] = [];
+  /** The group whose append is in flight. */
+  private inFlight: Reduced[] | null = null;
   private scheduled = false;
   private stopped: unknown = undefined;
+  /** Set once onFatal was called (or is due once the drain ends). */
+  private fatalReported = false;
   private readonly listeners = new Set<BatchListener>();
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: EngineHostOptions) {
     this.current = options.state;
+    this.head = options.state;
     this.journal = options.journal;
+    this.publishedSeq = options.journal.lastSeq;
     this.clock = options.clock;
     this.maxBatch = options.maxBatch ?? 4096;
     this.onFatal = options.onFatal;
@@ -94,14 +124,27 @@ export class EngineHost {
     return this.current;
   }
 
-  /** Seq of the last durable journal record. */
+  /** Seq of the last journal record of {@link state} (inside a listener: the batch's last). */
   get journalSeq(): number {
-    return this.journal.lastSeq;
+    return this.publishedSeq;
   }
 
   /** The time the next command would get (ms). */
   now(): number {
     return this.clock.now();
+  }
+
+  /**
+   * Commands not answered yet: queued (not applied), applied and waiting for the next group,
+   * and in the group whose append is in flight.
+   */
+  get backlog(): { readonly queued: number; readonly waiting: number; readonly inFlight: number } {
+    const count = (rs: readonly Reduced[]) => rs.reduce((n, r) => n + r.batch.length, 0);
+    return {
+      queued: this.queue.length,
+      waiting: count(this.waiting),
+      inFlight: count(this.inFlight ?? []),
+    };
   }
 
   /** Whether the host stopped on a fatal error. */
@@ -127,6 +170,7 @@ export class EngineHost {
     if (commands.length === 0) return;
     const result = reduceAll(this.current, commands);
     this.current = result.state;
+    this.head = result.state;
     const committed: CommittedBatch = { commands, events: result.events, state: result.state };
     for (const listener of this.listeners) listener(committed);
   }
@@ -139,62 +183,100 @@ export class EngineHost {
     };
   }
 
-  /** Resolves when every command submitted so far is durable and published. */
+  /** Resolves when every command submitted so far is durable and published (or refused). */
   idle(): Promise<void> {
-    if (!this.running && this.queue.length === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  private isIdle(): boolean {
+    return this.queue.length === 0 && this.waiting.length === 0 && this.inFlight === null;
+  }
+
+  private checkIdle(): void {
+    if (!this.isIdle()) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.running) return;
+    if (this.scheduled || this.stopped !== undefined) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      void this.flush();
+      this.pump();
     });
   }
 
-  private async flush(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      while (this.queue.length > 0 && this.stopped === undefined) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        await this.commit(batch);
-      }
-    } finally {
-      this.running = false;
-      if (this.queue.length > 0 && this.stopped === undefined) this.schedule();
-      else {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const w of waiters) w();
-      }
-    }
-  }
-
-  private async commit(batch: Pending[]): Promise<void> {
-    const commands = batch.map((p) => p.command);
-    let result: ReturnType<typeof reduceAll>;
-    try {
-      result = reduceAll(this.current, commands);
-    } catch (error) {
-      // A broken invariant: stop before anything of this batch becomes visible.
-      this.fail(error instanceof InvariantError ? error : new InvariantError(String(error)), batch);
-      return;
-    }
-    const durable = commands.filter((_c, i) => result.changed[i]);
-    let lastSeq = this.journal.lastSeq;
-    if (durable.length > 0) {
+  /** Applies one batch of the queue, then starts an append if none is in flight. */
+  private pump(): void {
+    if (this.stopped !== undefined) return;
+    const batch = this.queue.splice(0, this.maxBatch);
+    if (batch.length > 0) {
+      const commands = batch.map((p) => p.command);
+      let result: ReturnType<typeof reduceAll>;
       try {
-        lastSeq = await this.journal.append(durable);
+        result = reduceAll(this.head, commands);
       } catch (error) {
-        this.fail(error, batch);
+        // A broken invariant: stop before anything of this batch becomes visible. The batches
+        // applied before it are valid: they are still written and answered, then the host stops.
+        this.halt(
+          error instanceof InvariantError ? error : new InvariantError(String(error)),
+          batch,
+        );
         return;
       }
+      this.head = result.state;
+      const records = commands.filter((_c, i) => result.changed[i]);
+      this.waiting.push({ batch, commands, result, records });
     }
+    this.startGroup();
+    if (this.queue.length > 0) this.schedule();
+  }
+
+  /**
+   * Unless an append is in flight: publishes the waiting batches that journal nothing (all
+   * before them is durable), then appends the rest as one group.
+   */
+  private startGroup(): void {
+    if (this.inFlight !== null) return;
+    let next = this.waiting[0];
+    while (next !== undefined && next.records.length === 0) {
+      this.waiting.shift();
+      this.publish(next, this.publishedSeq);
+      next = this.waiting[0];
+    }
+    if (this.waiting.length === 0) {
+      this.drained();
+      return;
+    }
+    const group = this.waiting;
+    this.waiting = [];
+    this.inFlight = group;
+    const records = group.flatMap((r) => r.records);
+    let appended: Promise<number>;
+    try {
+      appended = this.journal.append(records);
+    } catch (error) {
+      appended = Promise.reject(error);
+    }
+    appended.then(
+      (lastSeq) => {
+        if (this.inFlight !== group) return;
+        this.inFlight = null;
+        let seq = lastSeq - records.length;
+        for (const r of group) seq = this.publish(r, seq);
+        this.startGroup();
+      },
+      (error: unknown) => this.fail(error),
+    );
+  }
+
+  /** Publishes one applied batch whose records end after `seq`; returns its last record's seq. */
+  private publish(r: Reduced, seq: number): number {
+    const { batch, commands, result } = r;
     this.current = result.state;
-    let seq = lastSeq - durable.length;
     for (let i = 0; i < batch.length; i++) {
       const events = result.events[i] as EngineEvent[];
       const outcome = events.find((e): e is Outcome => e.type === 'outcome') as Outcome;
@@ -206,6 +288,7 @@ export class EngineHost {
         seq: changed ? ++seq : undefined,
       });
     }
+    this.publishedSeq = seq;
     const committed: CommittedBatch = { commands, events: result.events, state: result.state };
     for (const listener of this.listeners) {
       try {
@@ -215,13 +298,47 @@ export class EngineHost {
         console.error('batch listener failed', error);
       }
     }
+    return seq;
   }
 
-  private fail(error: unknown, batch: Pending[]): void {
+  /** Nothing is waiting or in flight: wakes idle waiters, and reports a halt once drained. */
+  private drained(): void {
+    if (this.stopped !== undefined && !this.fatalReported) {
+      this.fatalReported = true;
+      this.onFatal?.(this.stopped);
+    }
+    this.checkIdle();
+  }
+
+  /**
+   * Stops on a broken invariant: refuses `batch` and everything queued after it; what was
+   * applied before it is still appended and answered, then onFatal runs.
+   */
+  private halt(error: unknown, batch: Pending[]): void {
     this.stopped = error;
     for (const p of batch) p.reject(error);
     for (const p of this.queue) p.reject(error);
     this.queue = [];
-    this.onFatal?.(error);
+    this.startGroup();
+  }
+
+  /**
+   * Stops on a journal failure: nothing that is not published yet is ever acknowledged (the
+   * group in flight, the next group, the queue), and the journal is never appended to again.
+   */
+  private fail(error: unknown): void {
+    if (this.stopped === undefined) this.stopped = error;
+    const unpublished = [...(this.inFlight ?? []), ...this.waiting];
+    this.inFlight = null;
+    this.waiting = [];
+    this.head = this.current;
+    for (const r of unpublished) for (const p of r.batch) p.reject(error);
+    for (const p of this.queue) p.reject(error);
+    this.queue = [];
+    if (!this.fatalReported) {
+      this.fatalReported = true;
+      this.onFatal?.(error);
+    }
+    this.checkIdle();
   }
 }

@@ -3,12 +3,12 @@
  * acknowledged, the venue stops accepting work and closes itself, and `onFatal` runs (the CLI
  * exits with status 70 there). Nothing is retried.
  */
-import { fdatasyncSync, mkdtempSync, rmSync, writeSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startVenue } from '../venue.js';
-import { FileJournal, type JournalFs } from './file-journal.js';
+import { FileJournal, type JournalFs, nodeJournalFs } from './file-journal.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -22,16 +22,13 @@ describe('fsync failure in a running venue', () => {
     let failing = false;
     let syncsAfterFailure = 0;
     const fs: JournalFs = {
-      write(fd, data) {
-        let done = 0;
-        while (done < data.length) done += writeSync(fd, data, done, data.length - done);
-      },
-      sync(fd) {
+      write: (fd, data) => nodeJournalFs.write(fd, data),
+      async sync(fd) {
         if (failing) {
           syncsAfterFailure++;
           throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
         }
-        fdatasyncSync(fd);
+        await nodeJournalFs.sync(fd);
       },
     };
     const lines: string[] = [];

@@ -23,6 +23,7 @@ import {
   FileJournal,
   JournalCorruptError,
   type JournalFs,
+  nodeJournalFs,
   scanFrames,
 } from './file-journal.js';
 
@@ -112,6 +113,37 @@ describe('FileJournal recovery', () => {
     expect(again.lastSeq).toBe(LOG.length);
     expect(replayHash(await readAll(again))).toBe(replayHash(LOG));
     await again.close();
+  });
+
+  it('appends made while one is in flight are written after it, in call order, one flight at a time', async () => {
+    const path = join(tempDir(), 'journal.log');
+    const ops: string[] = [];
+    let active = 0;
+    let maxActive = 0;
+    const slow = async (op: string, run: () => Promise<void>) => {
+      ops.push(op);
+      maxActive = Math.max(maxActive, ++active);
+      await new Promise((r) => setTimeout(r, 2));
+      await run();
+      active--;
+    };
+    const fs: JournalFs = {
+      write: (fd, data) => slow(`write ${data.length}`, () => nodeJournalFs.write(fd, data)),
+      sync: (fd) => slow('sync', () => nodeJournalFs.sync(fd)),
+    };
+    const j = FileJournal.open(path, { fs });
+    const groups = [LOG.slice(0, 3), LOG.slice(3, 4), LOG.slice(4, 9), LOG.slice(9)];
+    const seqs = await Promise.all(groups.map((g) => j.append(g)));
+    expect(seqs).toEqual([3, 4, 9, LOG.length]);
+    expect(maxActive).toBe(1);
+    const sizes = groups.map((g, i) => {
+      const first = groups.slice(0, i).reduce((n, x) => n + x.length, 0) + 1;
+      return Buffer.concat(g.map((c, k) => encodeRecord(first + k, c))).length;
+    });
+    expect(ops).toEqual(sizes.flatMap((n) => [`write ${n}`, 'sync']));
+    expect(j.lastSeq).toBe(LOG.length);
+    await j.close();
+    expect(readFileSync(path)).toEqual(journalBytes(LOG).data);
   });
 
   it('a torn tail at every byte offset of the last three records recovers exactly the prefix state', async () => {
@@ -243,10 +275,10 @@ describe('fsync failure', () => {
     const fs = {
       writes: 0,
       syncs: 0,
-      write(_fd: number, _data: Buffer) {
+      async write(_fd: number, _data: Buffer) {
         fs.writes++;
       },
-      sync(_fd: number) {
+      async sync(_fd: number) {
         fs.syncs++;
         if (fs.syncs > okSyncs)
           throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
@@ -264,6 +296,19 @@ describe('fsync failure', () => {
     await expect(j.append(LOG.slice(3, 4))).rejects.toThrow('EIO');
     expect(fs.writes).toBe(2);
     expect(fs.syncs).toBe(2);
+    await j.close();
+  });
+
+  it('an append queued behind a failing one is refused without being written', async () => {
+    const fs = failingFs(0);
+    const j = FileJournal.open(join(tempDir(), 'journal.log'), { fs });
+    const failing = j.append(LOG.slice(0, 2));
+    const queued = j.append(LOG.slice(2, 3));
+    await expect(failing).rejects.toThrow('EIO');
+    await expect(queued).rejects.toThrow('EIO');
+    expect(fs.writes).toBe(1);
+    expect(fs.syncs).toBe(1);
+    expect(j.lastSeq).toBe(0);
     await j.close();
   });
 

@@ -3,6 +3,13 @@
  * `length (u32) | seq (u64) | crc32 (u32) | payload` with the CRC over seq and payload, written
  * and flushed (fdatasync) before the host acknowledges anything in it.
  *
+ * Writes and flushes run on libuv's thread pool (`fs.write`, `fs.fdatasync` on the same fd), so
+ * the event loop goes on while the disk works. One append is one write of all its records
+ * followed by one fdatasync; appends are written strictly one after the other, in the order they
+ * were called (their seqs are assigned at the call), so two appends' bytes never interleave and
+ * at most one write+fdatasync is in flight. Grouping commands into appends is the caller's job
+ * (the host's group commit).
+ *
  * Opening validates the whole file: a torn record at the tail (a crash mid-write) is cut off
  * with a log line; a damaged record followed by valid ones, or a sequence gap, refuses to open
  * with the file and byte offset in the error. A failed flush is fatal: the journal refuses
@@ -14,13 +21,14 @@
 import {
   closeSync,
   existsSync,
+  fdatasync,
   fdatasyncSync,
   fstatSync,
   fsyncSync,
   ftruncateSync,
   openSync,
   readSync,
-  writeSync,
+  write,
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
@@ -204,19 +212,41 @@ function syncDirectory(dir: string): void {
   }
 }
 
-/** File system calls the journal makes, injectable so tests can fail them. */
+/**
+ * File system calls the journal makes, injectable so tests can fail or hold them. Both run off
+ * the event loop; a rejection is fatal for the journal (never retried).
+ */
 export interface JournalFs {
-  write(fd: number, data: Buffer): void;
-  sync(fd: number): void;
+  /** Writes all of `data` at the end of the file (the fd is opened for appending). */
+  write(fd: number, data: Buffer): Promise<void>;
+  /** `fdatasync` of the file. */
+  sync(fd: number): Promise<void>;
 }
 
-const realFs: JournalFs = {
-  write(fd, data) {
+function writeSome(fd: number, data: Buffer, offset: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    write(fd, data, offset, data.length - offset, null, (error, written) =>
+      error ? reject(error) : resolve(written),
+    );
+  });
+}
+
+/** The real calls: `fs.write` (looping over short writes) and `fs.fdatasync` on the thread pool. */
+export const nodeJournalFs: JournalFs = {
+  async write(fd, data) {
     let done = 0;
-    while (done < data.length) done += writeSync(fd, data, done, data.length - done);
+    while (done < data.length) {
+      const n = await writeSome(fd, data, done);
+      // A short write continues where it stopped; a write that makes no progress is an error.
+      if (n <= 0)
+        throw new Error(`journal write made no progress at ${done} of ${data.length} bytes`);
+      done += n;
+    }
   },
   sync(fd) {
-    fdatasyncSync(fd);
+    return new Promise((resolve, reject) => {
+      fdatasync(fd, (error) => (error ? reject(error) : resolve()));
+    });
   },
 };
 
@@ -237,8 +267,14 @@ export class FileJournal implements JournalStore {
   private data: Buffer | null;
   private offsets: number[];
   private firstSeq: number;
+  /** Seq of the last durable record. */
   private last: number;
+  /** Seq of the last record handed to {@link append} (durable or not yet). */
+  private assigned: number;
+  /** Settles when the last append started so far has finished (either way). */
+  private tail: Promise<unknown> = Promise.resolve();
   private broken: unknown = undefined;
+  private closing: Promise<void> | null = null;
   private readonly fs: JournalFs;
 
   private constructor(path: string, fd: number, data: Buffer, scan: FrameScan, fs: JournalFs) {
@@ -248,6 +284,7 @@ export class FileJournal implements JournalStore {
     this.offsets = scan.offsets;
     this.firstSeq = scan.firstSeq;
     this.last = scan.firstSeq + scan.offsets.length - 1;
+    this.assigned = this.last;
     this.fs = fs;
   }
 
@@ -279,30 +316,54 @@ export class FileJournal implements JournalStore {
       ftruncateSync(fd, scan.validLength);
       fdatasyncSync(fd);
     }
-    return new FileJournal(path, fd, data, scan, options.fs ?? realFs);
+    return new FileJournal(path, fd, data, scan, options.fs ?? nodeJournalFs);
   }
 
   get lastSeq(): number {
     return this.last;
   }
 
-  /** Writes and flushes the commands; rejects (and refuses every later append) if that fails. */
+  /**
+   * Writes the commands as one group (one write, then one fdatasync) and resolves with the seq
+   * of the last one once they are durable. Seqs are assigned now, in call order; an append made
+   * while another is in flight is written after it returns. A failed write or flush rejects this
+   * append and every later one (queued or new): the journal never writes again.
+   */
   append(commands: readonly Command[]): Promise<number> {
     if (this.broken !== undefined) return Promise.reject(this.broken);
+    if (this.closing !== null) return Promise.reject(new Error(`journal ${this.path} is closed`));
+    let data: Buffer;
+    let seq = this.assigned;
     try {
       const parts: Buffer[] = [];
-      let seq = this.last;
       for (const c of commands) parts.push(encodeRecord(++seq, c));
-      this.fs.write(this.fd, Buffer.concat(parts));
-      this.fs.sync(this.fd);
-      this.last = seq;
-      return Promise.resolve(seq);
+      data = Buffer.concat(parts);
+    } catch (error) {
+      // Nothing was written and no seq was taken: the journal is intact.
+      return Promise.reject(error);
+    }
+    this.assigned = seq;
+    const done = this.tail.then(() => this.flush(data, seq));
+    this.tail = done.catch(() => {});
+    return done;
+  }
+
+  /** One group: write, then fdatasync. Called only after the previous group settled. */
+  private async flush(data: Buffer, seq: number): Promise<number> {
+    if (this.broken !== undefined) throw this.broken;
+    try {
+      if (data.length > 0) {
+        await this.fs.write(this.fd, data);
+        await this.fs.sync(this.fd);
+      }
     } catch (error) {
       // Never retried: after a failed fsync the page cache may have dropped the data while a
       // second fsync reports success (reliability-anchors 1.7).
       this.broken = error;
-      return Promise.reject(error);
+      throw error;
     }
+    this.last = seq;
+    return seq;
   }
 
   /**
@@ -331,8 +392,9 @@ export class FileJournal implements JournalStore {
     else this.firstSeq += keep;
   }
 
+  /** Waits for the append in flight (and those queued behind it), then closes the file. */
   close(): Promise<void> {
-    closeSync(this.fd);
-    return Promise.resolve();
+    this.closing ??= this.tail.then(() => closeSync(this.fd));
+    return this.closing;
   }
 }
