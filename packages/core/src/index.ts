@@ -87,6 +87,7 @@ export {
   bankruptcyRaw,
   liveAuctions,
 } from './risk/liquidation.js';
+export { tradeRecordOf, tradeRecords } from './risk/trades.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';

@@ -5,7 +5,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
-import { formatPrice } from '../src/index.js';
+import { formatPrice, levelOrderIds } from '../src/index.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
@@ -352,7 +352,7 @@ describe('replace', () => {
   const queue = (): number[] => {
     const bids = v.state.markets.get(1)!.bids;
     const best = bids[bids.length - 1]!;
-    return best.ids.filter((x) => x !== 0);
+    return levelOrderIds(best);
   };
 
   it('a pure decrease keeps time priority; an increase or a price change loses it', () => {

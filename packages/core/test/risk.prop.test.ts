@@ -24,6 +24,7 @@ import {
   scopeInAuction,
   scopeRisk,
   type TradeRecord,
+  tradeRecords,
   valuationPrice,
 } from '../src/index.js';
 import {
@@ -613,10 +614,7 @@ describe('trade busts', () => {
               expect(events.some((e) => e.type === 'tradeBusted' && e.tradeId === id)).toBe(true);
             }
           }
-          const trades = v.state.trades
-            .entries()
-            .map(([, t]) => t)
-            .sort((a, b) => a.tradeId - b.tradeId);
+          const trades = tradeRecords(v.state);
           const want = ledgerFromTrades(trades, deposits, (m) => v.state.markets.get(m)!.spec);
           expect(v.state.feePool).toBe(want.fees);
           v.state.accounts.forEach((a) => {

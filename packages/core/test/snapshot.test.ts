@@ -423,8 +423,9 @@ describe('snapshots', () => {
     const withMap = { ...createEngineState(), extra: new Map([[1, 2]]) } as unknown as EngineState;
     expect(() => encodeSnapshot(withMap)).toThrow(/instance of Map/);
     expect(() => decodeSnapshot('{"v":1,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":3,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":2,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    expect(() => decodeSnapshot('{"v":2,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":4,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":3,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
   });
 });

@@ -6,8 +6,17 @@
  * @module
  */
 import type { Ctx } from '../engine/context.js';
-import { newLevel } from '../engine/records.js';
-import type { Level, Market, Order } from '../engine/types.js';
+import { CHUNK_SHIFT, newChunk, newLevel, writableChunk } from '../engine/records.js';
+import {
+  LEVEL_CHUNK,
+  type Level,
+  type LevelChunk,
+  type Market,
+  type Order,
+} from '../engine/types.js';
+import type { Edit } from '../persistent/edit.js';
+
+const CHUNK_MASK = LEVEL_CHUNK - 1;
 
 /** The levels an order of `side` rests on. */
 export function ownSide(market: Market, buy: boolean): Level[] {
@@ -39,6 +48,27 @@ export function leavesOf(order: Order): bigint {
   return order.quantity - order.cumQty;
 }
 
+/** The order id in slot `slot` of a level (0: removed or never used). */
+export function slotId(level: Level, slot: number): number {
+  const offset = slot - level.base;
+  return (level.chunks[offset >>> CHUNK_SHIFT] as LevelChunk).ids[offset & CHUNK_MASK] as number;
+}
+
+/** Empties slot `slot` of a writable level (the order left it). */
+export function clearSlot(level: Level, edit: Edit, slot: number): void {
+  writableChunk(level, edit, slot).ids[(slot - level.base) & CHUNK_MASK] = 0;
+}
+
+/** Appends an order id to a writable level; returns its slot. */
+function pushSlot(level: Level, edit: Edit, orderId: number): number {
+  const slot = level.tail;
+  if ((slot - level.base) >>> CHUNK_SHIFT === level.chunks.length)
+    level.chunks.push(newChunk(edit));
+  writableChunk(level, edit, slot).ids[(slot - level.base) & CHUNK_MASK] = orderId;
+  level.tail = slot + 1;
+  return slot;
+}
+
 /**
  * Puts a writable order at the back of its price level on a writable market, creating the level
  * when needed, and records its slot.
@@ -55,8 +85,7 @@ export function restOrder(ctx: Ctx, market: Market, order: Order): void {
   } else {
     level = ctx.writableLevel(market, levels, idx);
   }
-  order.slot = level.base + level.ids.length;
-  level.ids.push(order.orderId);
+  order.slot = pushSlot(level, ctx.edit, order.orderId);
   level.count++;
   level.quantity += leavesOf(order);
 }
@@ -72,24 +101,26 @@ export function unrestOrder(ctx: Ctx, market: Market, order: Order): void {
   const idx = findLevel(levels, order.price, bids);
   if (idx < 0) throw new Error(`order ${order.orderId} rests on no level`);
   const level = ctx.writableLevel(market, levels, idx);
-  const at = order.slot - level.base;
-  if (level.ids[at] !== order.orderId) throw new Error(`order ${order.orderId} not in its slot`);
-  level.ids[at] = 0;
+  if (slotId(level, order.slot) !== order.orderId) {
+    throw new Error(`order ${order.orderId} not in its slot`);
+  }
+  clearSlot(level, ctx.edit, order.slot);
   level.count--;
   level.quantity -= leavesOf(order);
   if (level.count === 0) levels.splice(idx, 1);
   else compact(level);
 }
 
-/** Drops spent entries at the head of an owned level once they dominate its array. */
+/**
+ * Moves the head of an owned level past spent slots and drops the chunks wholly before it. Only
+ * the head's position decides what is dropped, so the result does not depend on batching.
+ */
 export function compact(level: Level): void {
-  while (level.head - level.base < level.ids.length && level.ids[level.head - level.base] === 0) {
-    level.head++;
-  }
-  const spent = level.head - level.base;
-  if (spent > 32 && spent * 2 > level.ids.length) {
-    level.ids = level.ids.slice(spent);
-    level.base = level.head;
+  while (level.head < level.tail && slotId(level, level.head) === 0) level.head++;
+  const spentChunks = (level.head - level.base) >>> CHUNK_SHIFT;
+  if (spentChunks > 0) {
+    level.chunks.splice(0, spentChunks);
+    level.base += spentChunks * LEVEL_CHUNK;
   }
 }
 
@@ -109,8 +140,8 @@ export function depthOf(
 /** Ids of a level's live orders in time priority. */
 export function levelOrderIds(level: Level): number[] {
   const out: number[] = [];
-  for (let i = level.head - level.base; i < level.ids.length; i++) {
-    const id = level.ids[i] as number;
+  for (let s = level.head; s < level.tail; s++) {
+    const id = slotId(level, s);
     if (id !== 0) out.push(id);
   }
   return out;

@@ -9,7 +9,16 @@
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit } from '../persistent/edit.js';
 import { PMap } from '../persistent/hamt.js';
-import type { Account, Level, Market, Order, OrderTotals, Position } from './types.js';
+import {
+  type Account,
+  LEVEL_CHUNK,
+  type Level,
+  type LevelChunk,
+  type Market,
+  type Order,
+  type OrderTotals,
+  type Position,
+} from './types.js';
 
 /** A new, empty market. */
 export function newMarket(edit: Edit, spec: Instrument): Market {
@@ -59,25 +68,45 @@ export function copyMarket(m: Market, edit: Edit): Market {
 
 /** A new price level. */
 export function newLevel(edit: Edit, price: bigint): Level {
-  return { edit, price, ids: [], base: 0, head: 0, count: 0, quantity: 0n };
+  return { edit, price, chunks: [], base: 0, head: 0, tail: 0, count: 0, quantity: 0n };
 }
 
 /**
- * A copy of a level owned by `edit`, exactly as it was: the spent prefix is dropped only by
- * `compact`, at the same commands however they are batched, so the state (and its hash) after a
- * command log does not depend on where batch boundaries fell.
+ * A copy of a level owned by `edit`, exactly as it was. Its chunks stay shared until written
+ * ({@link writableChunk}); spent chunks are dropped only by `compact`, at the same commands
+ * however they are batched, so the state (and its hash) after a command log does not depend on
+ * where batch boundaries fell.
  */
 export function copyLevel(l: Level, edit: Edit): Level {
   return {
     edit,
     price: l.price,
-    ids: l.ids.slice(),
+    chunks: l.chunks.slice(),
     base: l.base,
     head: l.head,
+    tail: l.tail,
     count: l.count,
     quantity: l.quantity,
   };
 }
+
+/** The chunk holding slot `slot` of a writable level, copied first if `edit` does not own it. */
+export function writableChunk(level: Level, edit: Edit, slot: number): LevelChunk {
+  const index = (slot - level.base) >>> CHUNK_SHIFT;
+  const chunk = level.chunks[index] as LevelChunk;
+  if (chunk.edit === edit) return chunk;
+  const copy: LevelChunk = { edit, ids: chunk.ids.slice() };
+  level.chunks[index] = copy;
+  return copy;
+}
+
+/** A new, empty chunk. */
+export function newChunk(edit: Edit): LevelChunk {
+  return { edit, ids: new Array<number>(LEVEL_CHUNK).fill(0) };
+}
+
+/** log2 of {@link LEVEL_CHUNK}. */
+export const CHUNK_SHIFT = 5;
 
 /** A new, empty account. */
 export function newAccount(edit: Edit, address: string, time: number): Account {

@@ -37,9 +37,10 @@ import type { EngineState } from './types.js';
 
 /**
  * Version of the snapshot text form. 2: order totals carry per-side leaves bounds (a snapshot of
- * version 1 lacks them and its state hash no longer matches, so it is refused).
+ * version 1 lacks them and its state hash no longer matches, so it is refused). 3: price levels
+ * keep their queue in fixed chunks and the trade log stores flat records.
  */
-export const SNAPSHOT_VERSION = 2;
+export const SNAPSHOT_VERSION = 3;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {

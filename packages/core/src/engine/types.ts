@@ -75,13 +75,34 @@ export interface Order extends Owned {
   armed: boolean;
 }
 
-/** One price level: a FIFO of order ids (0 marks a removed entry, skipped lazily). */
+/**
+ * A fixed block of {@link LEVEL_CHUNK} slots of a level's FIFO. Chunks are copied one at a time
+ * on first write in a session, so a batch that touches a deep level copies the chunks it writes,
+ * not the whole queue.
+ */
+export interface LevelChunk extends Owned {
+  /** Order ids; 0 marks an empty or removed slot. Always {@link LEVEL_CHUNK} long. */
+  readonly ids: number[];
+}
+
+/** Slots per {@link LevelChunk}: a power of two (slot -> chunk is a shift and a mask). */
+export const LEVEL_CHUNK = 32;
+
+/**
+ * One price level: a FIFO of order ids in absolute slots (an order keeps its slot while it
+ * rests), 0 marking a removed entry that is skipped lazily. Slot `s` lives in
+ * `chunks[(s - base) / LEVEL_CHUNK]` at `s % LEVEL_CHUNK`; `base` is a multiple of the chunk size
+ * and chunks wholly before `head` are dropped.
+ */
 export interface Level extends Owned {
   readonly price: bigint;
-  /** Order ids from absolute slot `base` on; entries before `head` are spent. */
-  ids: number[];
+  chunks: LevelChunk[];
+  /** Absolute slot of `chunks[0][0]`. */
   base: number;
+  /** First slot that may hold a live order; slots before it are spent. */
   head: number;
+  /** One past the last slot used. */
+  tail: number;
   /** Live orders on the level. */
   count: number;
   /** Sum of the live orders' leaves quantity. */
@@ -300,8 +321,11 @@ export interface EngineState {
   fundingDue: number | null;
   /** Live liquidation auctions by id. */
   auctions: IntMap<Auction>;
-  /** Recent trades by id (bust window), for busts and entry-price rebuilding. */
-  trades: IntMap<TradeRecord>;
+  /**
+   * Recent trades by id (bust window), for busts and entry-price rebuilding, stored flat (see
+   * {@link StoredTrade}); read them as {@link TradeRecord}s through `risk/trades.ts`.
+   */
+  trades: IntMap<StoredTrade>;
   /** Lowest trade id that may still be in `trades` (pruning cursor). */
   tradeLogHead: number;
   /** Fees collected, micro-units. */
@@ -392,6 +416,51 @@ export interface TradeRecord {
   /** Maker (or the system counterparty) first, then taker (or the liquidated account). */
   readonly legs: readonly [TradeLeg, TradeLeg];
   readonly busted: boolean;
+}
+
+/**
+ * How the trade log keeps a {@link TradeRecord}: one flat record, both legs and their "before"
+ * positions inline (suffix 0: the first leg, 1: the second). Up to 100,000 trades stay alive for
+ * the bust window, and one object per trade instead of five is most of what that costs the
+ * garbage collector. Convert with `tradeOfStored` / `storedOfTrade` (`risk/trades.ts`).
+ */
+export interface StoredTrade {
+  readonly tradeId: number;
+  readonly market: number;
+  readonly time: number;
+  readonly source: TradeSource;
+  readonly price: bigint;
+  readonly quantity: bigint;
+  readonly quote: bigint;
+  busted: boolean;
+  account0: string;
+  mode0: MarginMode;
+  orderId0: number;
+  liquidity0: 'Maker' | 'Taker';
+  signedQty0: bigint;
+  fee0: bigint;
+  penalty0: bigint;
+  realizedPnl0: bigint;
+  size0: bigint;
+  entryNotional0: bigint;
+  entryQty0: bigint;
+  openedTime0: number;
+  positionPnl0: bigint;
+  funding0: bigint;
+  account1: string;
+  mode1: MarginMode;
+  orderId1: number;
+  liquidity1: 'Maker' | 'Taker';
+  signedQty1: bigint;
+  fee1: bigint;
+  penalty1: bigint;
+  realizedPnl1: bigint;
+  size1: bigint;
+  entryNotional1: bigint;
+  entryQty1: bigint;
+  openedTime1: number;
+  positionPnl1: bigint;
+  funding1: bigint;
 }
 
 /** A claim on a liquidation auction, settled when the auction ends or is fully claimed. */

@@ -8,7 +8,16 @@
  *
  * @module
  */
-import { compact, findLevel, leavesOf, ownSide, restOrder, unrestOrder } from '../book/levels.js';
+import {
+  clearSlot,
+  compact,
+  findLevel,
+  leavesOf,
+  ownSide,
+  restOrder,
+  slotId,
+  unrestOrder,
+} from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
@@ -23,7 +32,7 @@ import {
   sizeOf,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
-import { applyTradedLeg, recordTrade } from '../risk/trades.js';
+import { applyStoredLeg, applyTradedLeg, newStoredTrade, storeTrade } from '../risk/trades.js';
 import { releaseCloidOnEnd } from './cloids.js';
 import { activateChildren } from './managed.js';
 import { removeTrigger } from './triggers-index.js';
@@ -292,8 +301,8 @@ export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: 
   for (let li = levels.length - 1; li >= 0 && total < need; li--) {
     const level = levels[li] as Level;
     if (!crosses(buy, limit, level.price)) break;
-    for (let i = level.head - level.base; i < level.ids.length && total < need; i++) {
-      const id = level.ids[i] as number;
+    for (let slot = level.head; slot < level.tail && total < need; slot++) {
+      const id = slotId(level, slot);
       if (id === 0) continue;
       const maker = ctx.order(id)!;
       if (maker.account === taker.account) continue;
@@ -332,7 +341,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
     while (level.count > 0) {
       const t = ctx.order(takerId);
       if (t === undefined || leavesOf(t) === 0n) break;
-      const makerId = level.ids[level.head - level.base] as number;
+      const makerId = slotId(level, level.head);
       if (makerId === 0) {
         level.head++;
         continue;
@@ -431,45 +440,32 @@ function settleFill(
 
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;
-  const makerSide = applyTradedLeg(
+  const trade = newStoredTrade(tradeId, spec.id, ctx.time, 'Order', price, qty, quote);
+  const makerLeg = applyStoredLeg(
+    trade,
+    0,
     makerAccount,
     market,
     maker.marginMode,
     makerSigned,
-    price,
-    quote,
     makerFee,
-    ctx.time,
     makerId,
     'Maker',
   );
   const takerAccount = ctx.writableAccount(taker.account);
-  const takerSide = applyTradedLeg(
+  const takerLeg = applyStoredLeg(
+    trade,
+    1,
     takerAccount,
     market,
     taker.marginMode,
     -makerSigned,
-    price,
-    quote,
     takerFee,
-    ctx.time,
     takerId,
     'Taker',
   );
-  const makerLeg = makerSide.fill;
-  const takerLeg = takerSide.fill;
   market.lastTrade = price;
-  recordTrade(ctx, {
-    tradeId,
-    market: spec.id,
-    time: ctx.time,
-    source: 'Order',
-    price,
-    quantity: qty,
-    quote,
-    legs: [makerSide.trade, takerSide.trade],
-    busted: false,
-  });
+  storeTrade(ctx, trade);
 
   level.quantity -= qty;
   if (holdsMargin(maker)) adjustTotals(makerAccount, maker, -qty);
@@ -478,7 +474,7 @@ function settleFill(
   maker.updatedTime = ctx.time;
   const makerDone = leavesOf(maker) === 0n;
   if (makerDone) {
-    level.ids[maker.slot - level.base] = 0;
+    clearSlot(level, ctx.edit, maker.slot);
     level.count--;
     maker.slot = -1;
   }
@@ -580,7 +576,7 @@ export function fillRestingMaker(
   maker.updatedTime = ctx.time;
   const done = leavesOf(maker) === 0n;
   if (done) {
-    level.ids[maker.slot - level.base] = 0;
+    clearSlot(level, ctx.edit, maker.slot);
     level.count--;
     maker.slot = -1;
     if (level.count === 0) levels.splice(li, 1);

@@ -111,6 +111,8 @@ function grow(root: TrieNode, shift: number, edit: Edit | null, low: number): Tr
   return top;
 }
 
+const removalPath: TrieNode[] = new Array(6);
+
 /** Removes `low` (which must be present); returns the new root, `null` when it emptied. */
 function removeValue(
   root: TrieNode,
@@ -118,8 +120,9 @@ function removeValue(
   edit: Edit | null,
   low: number,
 ): TrieNode | null {
-  // Nodes on the path, top first, to prune the ones that empty.
-  const path: TrieNode[] = new Array(6);
+  // Nodes on the path, top first, to prune the ones that empty (a shared scratch array: this
+  // function calls nothing that could re-enter it).
+  const path = removalPath;
   const top = edit !== null && root.edit === edit ? root : cloneNode(root, edit);
   let node = top;
   let depth = 0;
@@ -142,6 +145,7 @@ function removeValue(
     parent.count--;
     emptied = parent.count === 0;
   }
+  removalPath.fill(undefined as unknown as TrieNode);
   return top.count === 0 ? null : top;
 }
 

@@ -13,14 +13,21 @@
 import type { BustTradeCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import { viewOf } from '../engine/events.js';
-import type { Account, Market, PositionSnapshot, TradeLeg, TradeRecord } from '../engine/types.js';
+import type {
+  Account,
+  Market,
+  PositionSnapshot,
+  StoredTrade,
+  TradeLeg,
+  TradeRecord,
+} from '../engine/types.js';
 import { InvariantError, reject } from '../errors.js';
 import { type Instrument, notionalScale } from '../instruments/instrument.js';
 import { addHolder } from '../margin/ledger.js';
 import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
 import { reconcileScopes } from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
-import { FLAT } from './trades.js';
+import { FLAT, storedOfTrade, tradeOfStored, tradeRecordOf } from './trades.js';
 
 /** The position after a fill of signed size `d` at `price`: the ledger's rules, as a value. */
 export function nextPosition(
@@ -80,8 +87,10 @@ export function nextPosition(
 function rebuild(ctx: Ctx, market: Market, bustedId: number, leg: TradeLeg): PositionSnapshot {
   let pos = leg.before;
   const updates: TradeRecord[] = [];
-  ctx.state.trades.forEach((r, id) => {
-    if (id <= bustedId || r.busted || r.market !== market.spec.id) return;
+  ctx.state.trades.forEach((stored, id) => {
+    if (id <= bustedId || stored.busted || stored.market !== market.spec.id) return;
+    if (!touchesScope(stored, leg)) return;
+    const r = tradeOfStored(stored);
     let changed = false;
     const legs = r.legs.map((l) => {
       if (l.account !== leg.account || l.mode !== leg.mode) return l;
@@ -92,8 +101,17 @@ function rebuild(ctx: Ctx, market: Market, bustedId: number, leg: TradeLeg): Pos
     }) as unknown as readonly [TradeLeg, TradeLeg];
     if (changed) updates.push({ ...r, legs });
   });
-  for (const r of updates) ctx.state.trades = ctx.state.trades.set(ctx.edit, r.tradeId, r);
+  for (const r of updates) {
+    ctx.state.trades = ctx.state.trades.set(ctx.edit, r.tradeId, storedOfTrade(r));
+  }
   return pos;
+}
+
+function touchesScope(t: StoredTrade, leg: TradeLeg): boolean {
+  return (
+    (t.account0 === leg.account && t.mode0 === leg.mode) ||
+    (t.account1 === leg.account && t.mode1 === leg.mode)
+  );
 }
 
 /** Writes a rebuilt position into a writable account and market. */
@@ -130,7 +148,7 @@ function writePosition(
 
 /** Handles `bustTrade` (operator). */
 export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
-  const rec = ctx.state.trades.get(cmd.tradeId);
+  const rec = tradeRecordOf(ctx.state, cmd.tradeId);
   if (rec === undefined) {
     const r = reject(
       'INVALID_REQUEST',
@@ -203,7 +221,11 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     ctx.accountChanged(leg.account);
     ctx.positionChanged(leg.account, spec.id, leg.mode);
   }
-  ctx.state.trades = ctx.state.trades.set(ctx.edit, rec.tradeId, { ...rec, busted: true });
+  ctx.state.trades = ctx.state.trades.set(
+    ctx.edit,
+    rec.tradeId,
+    storedOfTrade({ ...rec, busted: true }),
+  );
   reconcileScopes(ctx);
   const accounts = rec.legs.map((l) => l.account);
   ctx.emit({

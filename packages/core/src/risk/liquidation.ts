@@ -40,7 +40,7 @@
  */
 
 import { admitRequest } from '../access/admission.js';
-import { leavesOf, ownSide } from '../book/levels.js';
+import { leavesOf, ownSide, slotId } from '../book/levels.js';
 import type { ClaimLiquidationCommand, LiquidateCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import type {
@@ -348,8 +348,8 @@ function crossingMakers(
   for (let li = levels.length - 1; li >= 0 && total < want; li--) {
     const level = levels[li] as Level;
     if (sell ? level.price < bound : level.price > bound) break;
-    for (let i = level.head - level.base; i < level.ids.length && total < want; i++) {
-      const id = level.ids[i] as number;
+    for (let slot = level.head; slot < level.tail && total < want; slot++) {
+      const id = slotId(level, slot);
       if (id === 0) continue;
       const o = ctx.order(id)!;
       if (o.account === address) continue;

@@ -9,11 +9,14 @@
 import type { Ctx } from '../engine/context.js';
 import type {
   Account,
+  EngineState,
   MarginMode,
   Market,
   PositionSnapshot,
+  StoredTrade,
   TradeLeg,
   TradeRecord,
+  TradeSource,
 } from '../engine/types.js';
 import { applyFillLeg, type FillLeg } from '../margin/ledger.js';
 import { positionOf } from '../margin/scope.js';
@@ -50,8 +53,9 @@ export interface TradedLeg {
 
 /**
  * Applies one side of a fill to a writable account's ledger ({@link applyFillLeg}) and returns,
- * with it, the leg the trade log keeps: the position as it was just before, for busts. Every fill
- * path (orders, liquidation, auction claims, ADL) goes through here.
+ * with it, the leg the trade log keeps: the position as it was just before, for busts. The
+ * system fill paths (liquidation, auction claims, ADL) go through here; order fills, the hot
+ * path, write their legs straight into the stored trade ({@link applyStoredLeg}).
  */
 export function applyTradedLeg(
   account: Account,
@@ -83,10 +87,242 @@ export function applyTradedLeg(
   };
 }
 
-/** Stores a trade and drops the oldest records beyond the retention count. */
+/**
+ * A stored trade with both legs empty, to be filled by {@link applyStoredLeg} (or
+ * {@link storedOfTrade}). Every stored trade is built here, so all share one object shape.
+ */
+export function newStoredTrade(
+  tradeId: number,
+  market: number,
+  time: number,
+  source: TradeSource,
+  price: bigint,
+  quantity: bigint,
+  quote: bigint,
+): StoredTrade {
+  return {
+    tradeId,
+    market,
+    time,
+    source,
+    price,
+    quantity,
+    quote,
+    busted: false,
+    account0: '',
+    mode0: 'Cross',
+    orderId0: 0,
+    liquidity0: 'Maker',
+    signedQty0: 0n,
+    fee0: 0n,
+    penalty0: 0n,
+    realizedPnl0: 0n,
+    size0: 0n,
+    entryNotional0: 0n,
+    entryQty0: 0n,
+    openedTime0: 0,
+    positionPnl0: 0n,
+    funding0: 0n,
+    account1: '',
+    mode1: 'Cross',
+    orderId1: 0,
+    liquidity1: 'Maker',
+    signedQty1: 0n,
+    fee1: 0n,
+    penalty1: 0n,
+    realizedPnl1: 0n,
+    size1: 0n,
+    entryNotional1: 0n,
+    entryQty1: 0n,
+    openedTime1: 0,
+    positionPnl1: 0n,
+    funding1: 0n,
+  };
+}
+
+/** Writes leg `which` of a stored trade that is still being built. */
+function setStoredLeg(
+  t: StoredTrade,
+  which: 0 | 1,
+  leg: Omit<TradeLeg, 'before'>,
+  before: PositionSnapshot,
+): void {
+  if (which === 0) {
+    t.account0 = leg.account;
+    t.mode0 = leg.mode;
+    t.orderId0 = leg.orderId;
+    t.liquidity0 = leg.liquidity;
+    t.signedQty0 = leg.signedQty;
+    t.fee0 = leg.fee;
+    t.penalty0 = leg.penalty;
+    t.realizedPnl0 = leg.realizedPnl;
+    t.size0 = before.size;
+    t.entryNotional0 = before.entryNotional;
+    t.entryQty0 = before.entryQty;
+    t.openedTime0 = before.openedTime;
+    t.positionPnl0 = before.realizedPnl;
+    t.funding0 = before.fundingSinceOpen;
+  } else {
+    t.account1 = leg.account;
+    t.mode1 = leg.mode;
+    t.orderId1 = leg.orderId;
+    t.liquidity1 = leg.liquidity;
+    t.signedQty1 = leg.signedQty;
+    t.fee1 = leg.fee;
+    t.penalty1 = leg.penalty;
+    t.realizedPnl1 = leg.realizedPnl;
+    t.size1 = before.size;
+    t.entryNotional1 = before.entryNotional;
+    t.entryQty1 = before.entryQty;
+    t.openedTime1 = before.openedTime;
+    t.positionPnl1 = before.realizedPnl;
+    t.funding1 = before.fundingSinceOpen;
+  }
+}
+
+/**
+ * {@link applyTradedLeg} for order fills: applies one side of a fill and writes its leg,
+ * position-before included, into the stored trade being built, allocating no leg or snapshot.
+ */
+export function applyStoredLeg(
+  t: StoredTrade,
+  which: 0 | 1,
+  account: Account,
+  market: Market,
+  mode: MarginMode,
+  signedQty: bigint,
+  fee: bigint,
+  orderId: number,
+  liquidity: 'Maker' | 'Taker',
+): FillLeg {
+  // The position record changes in place: take the "before" fields first.
+  const p = positionOf(account, market.spec.id, mode) ?? FLAT;
+  const size = p.size;
+  const entryNotional = p.entryNotional;
+  const entryQty = p.entryQty;
+  const openedTime = p.openedTime;
+  const positionPnl = p.realizedPnl;
+  const funding = p.fundingSinceOpen;
+  const fill = applyFillLeg(account, market, mode, signedQty, t.price, t.quote, fee, t.time);
+  if (which === 0) {
+    t.account0 = account.address;
+    t.mode0 = mode;
+    t.orderId0 = orderId;
+    t.liquidity0 = liquidity;
+    t.signedQty0 = signedQty;
+    t.fee0 = fee;
+    t.realizedPnl0 = fill.realizedPnl;
+    t.size0 = size;
+    t.entryNotional0 = entryNotional;
+    t.entryQty0 = entryQty;
+    t.openedTime0 = openedTime;
+    t.positionPnl0 = positionPnl;
+    t.funding0 = funding;
+  } else {
+    t.account1 = account.address;
+    t.mode1 = mode;
+    t.orderId1 = orderId;
+    t.liquidity1 = liquidity;
+    t.signedQty1 = signedQty;
+    t.fee1 = fee;
+    t.realizedPnl1 = fill.realizedPnl;
+    t.size1 = size;
+    t.entryNotional1 = entryNotional;
+    t.entryQty1 = entryQty;
+    t.openedTime1 = openedTime;
+    t.positionPnl1 = positionPnl;
+    t.funding1 = funding;
+  }
+  return fill;
+}
+
+/** The flat form of a trade record. */
+export function storedOfTrade(r: TradeRecord): StoredTrade {
+  const t = newStoredTrade(r.tradeId, r.market, r.time, r.source, r.price, r.quantity, r.quote);
+  t.busted = r.busted;
+  setStoredLeg(t, 0, r.legs[0], r.legs[0].before);
+  setStoredLeg(t, 1, r.legs[1], r.legs[1].before);
+  return t;
+}
+
+/** A stored trade as a record. */
+export function tradeOfStored(t: StoredTrade): TradeRecord {
+  const leg0: TradeLeg = {
+    account: t.account0,
+    mode: t.mode0,
+    orderId: t.orderId0,
+    liquidity: t.liquidity0,
+    signedQty: t.signedQty0,
+    fee: t.fee0,
+    penalty: t.penalty0,
+    realizedPnl: t.realizedPnl0,
+    before: {
+      size: t.size0,
+      entryNotional: t.entryNotional0,
+      entryQty: t.entryQty0,
+      openedTime: t.openedTime0,
+      realizedPnl: t.positionPnl0,
+      fundingSinceOpen: t.funding0,
+    },
+  };
+  const leg1: TradeLeg = {
+    account: t.account1,
+    mode: t.mode1,
+    orderId: t.orderId1,
+    liquidity: t.liquidity1,
+    signedQty: t.signedQty1,
+    fee: t.fee1,
+    penalty: t.penalty1,
+    realizedPnl: t.realizedPnl1,
+    before: {
+      size: t.size1,
+      entryNotional: t.entryNotional1,
+      entryQty: t.entryQty1,
+      openedTime: t.openedTime1,
+      realizedPnl: t.positionPnl1,
+      fundingSinceOpen: t.funding1,
+    },
+  };
+  return {
+    tradeId: t.tradeId,
+    market: t.market,
+    time: t.time,
+    source: t.source,
+    price: t.price,
+    quantity: t.quantity,
+    quote: t.quote,
+    legs: [leg0, leg1],
+    busted: t.busted,
+  };
+}
+
+/** A trade still in the log, by id. */
+export function tradeRecordOf(state: EngineState, tradeId: number): TradeRecord | undefined {
+  const t = state.trades.get(tradeId);
+  return t === undefined ? undefined : tradeOfStored(t);
+}
+
+/** Every trade still in the log (the bust window), oldest first. */
+export function tradeRecords(state: EngineState): TradeRecord[] {
+  const out: TradeRecord[] = [];
+  state.trades.forEach((t) => {
+    out.push(tradeOfStored(t));
+  });
+  return out.sort((a, b) => a.tradeId - b.tradeId);
+}
+
+/** Stores a trade record (system fill paths and busts). */
 export function recordTrade(ctx: Ctx, record: TradeRecord): void {
+  storeTrade(ctx, storedOfTrade(record));
+}
+
+/**
+ * Stores a finished trade and drops the oldest records beyond the retention count. The record
+ * must not change afterwards: it is shared with every later state.
+ */
+export function storeTrade(ctx: Ctx, trade: StoredTrade): void {
   const s = ctx.state;
-  s.trades = s.trades.set(ctx.edit, record.tradeId, record);
+  s.trades = s.trades.set(ctx.edit, trade.tradeId, trade);
   while (s.trades.size > s.settings.maxRetainedTrades) dropOldest(ctx);
 }
 
@@ -119,9 +355,4 @@ export function pruneTrades(ctx: Ctx): boolean {
     any = true;
   }
   return any;
-}
-
-/** Whether a trade is still in the log. */
-export function tradeRecord(ctx: Ctx, tradeId: number): TradeRecord | undefined {
-  return ctx.state.trades.get(tradeId);
 }

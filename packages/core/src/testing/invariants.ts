@@ -6,7 +6,8 @@
  * @module
  */
 
-import type { EngineState, Level, Order } from '../engine/types.js';
+import { slotId } from '../book/levels.js';
+import { type EngineState, LEVEL_CHUNK, type Level, type Order } from '../engine/types.js';
 import { InvariantError } from '../errors.js';
 import { holdsMargin } from '../margin/scope.js';
 
@@ -78,13 +79,20 @@ export function checkInvariants(state: EngineState): void {
         }
         let count = 0;
         let qty = 0n;
-        for (let j = 0; j < l.ids.length; j++) {
-          const oid = l.ids[j] as number;
+        if (l.base % LEVEL_CHUNK !== 0 || l.head < l.base || l.tail < l.head) {
+          fail(`market ${id}: level ${l.price} slots base ${l.base} head ${l.head} tail ${l.tail}`);
+        }
+        if (l.chunks.length !== Math.ceil((l.tail - l.base) / LEVEL_CHUNK)) {
+          fail(`market ${id}: level ${l.price} has ${l.chunks.length} chunks for its slots`);
+        }
+        for (let slot = l.base; slot < l.base + l.chunks.length * LEVEL_CHUNK; slot++) {
+          const oid = slotId(l, slot);
           if (oid === 0) continue;
-          if (j < l.head - l.base) fail(`market ${id}: live order ${oid} before the level head`);
+          if (slot >= l.tail) fail(`market ${id}: order ${oid} beyond the level tail`);
+          if (slot < l.head) fail(`market ${id}: live order ${oid} before the level head`);
           const o = state.orders.get(oid);
           if (o === undefined) fail(`market ${id}: level holds unknown order ${oid}`);
-          if (o.slot !== l.base + j || o.price !== l.price || (o.side === 'Buy') !== buy) {
+          if (o.slot !== slot || o.price !== l.price || (o.side === 'Buy') !== buy) {
             fail(`market ${id}: order ${oid} slot/price/side disagree with its level`);
           }
           count++;
