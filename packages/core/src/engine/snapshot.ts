@@ -12,7 +12,10 @@
  *
  * Both walks are iterative and resumable ({@link SnapshotEncoder}, {@link StateHasher}), so an
  * adapter can encode and hash a state in small slices while the engine goes on: the state is
- * immutable, so the reference it took stays valid.
+ * immutable, so the reference it took stays valid. A persistent map or set is entered one entry
+ * at a time through a cursor over its trie (never expanded into an array of all its entries),
+ * so a slice stays short however large one collection is (the trade records of a long-running
+ * venue: a million entries would otherwise be one step of tens of milliseconds).
  *
  * Text form: `{"v":2,"state":<value>}` where a value is a JSON primitive, a JSON object (a
  * record), or a tagged array `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"`
@@ -31,7 +34,7 @@ import {
   emptyTimeIdSet,
   isTimeIdSet,
   type TimeIdSet,
-  timeIdEntries,
+  timeIdSetSize,
 } from '../persistent/sorted-set.js';
 import type { EngineState } from './types.js';
 
@@ -49,19 +52,250 @@ export class SnapshotFormatError extends Error {
 
 // ---- a resumable walk --------------------------------------------------------------------------
 
-/** One open container: its closing text and the values (with their prefixes) still to write. */
+/** What {@link Frame.next} returns when its container has nothing left. */
+const END: unique symbol = Symbol('end');
+/** What {@link Frame.next} returns when it wrote one leaf value itself. */
+const WROTE: unique symbol = Symbol('wrote');
+
+/**
+ * One open container. `next` writes the text before its next value to `out` and returns that
+ * value (to be written by the format), or {@link WROTE} when it wrote a leaf itself, or
+ * {@link END}. Every call does a bounded amount of work: a container is never expanded whole,
+ * so a step stays short however large one persistent map is.
+ */
 interface Frame {
-  readonly items: readonly unknown[];
-  /** Text written before item i, or `null` for none. */
-  readonly prefix: (i: number) => string | null;
+  next(out: string[]): unknown;
   readonly close: string;
-  i: number;
 }
 
 /** How one text form writes values: primitives directly, containers as frames. */
 interface Format {
   /** The text of a leaf value, or a frame (with its opening text) for a container. */
   open(value: unknown): string | { open: string; frame: Frame };
+}
+
+/** The items of an array (or a record's field values), each after its prefix. */
+function listFrame(
+  items: readonly unknown[],
+  prefix: ((i: number) => string) | null,
+  close: string,
+): Frame {
+  let i = 0;
+  return {
+    close,
+    next(out) {
+      if (i === items.length) return END;
+      if (prefix !== null) out.push(prefix(i));
+      return items[i++];
+    },
+  };
+}
+
+/** One entry at a time, in the map's canonical order; `key`/`value` hold the current entry. */
+interface EntryCursor {
+  next(): boolean;
+  key: unknown;
+  value: unknown;
+}
+
+/** Trie node of a {@link PMap} (persistent/hamt.ts), as its walk reads it. */
+interface HamtNode {
+  readonly dataMap: number;
+  readonly nodeMap: number;
+  readonly collision: boolean;
+  readonly arr: readonly unknown[];
+}
+
+/** A position in one HAMT node: next slot, data pairs and children consumed so far. */
+interface HamtAt {
+  readonly node: HamtNode;
+  slot: number;
+  data: number;
+  child: number;
+}
+
+/**
+ * The entries of a {@link PMap} in `forEach` order (hash order: data and children interleaved by
+ * slot; a collision node's pairs in array order), resumable: an explicit stack replaces the
+ * recursion of `forEach`. Checked against the map's size at the end.
+ */
+function pmapCursor(map: PMap<PKey, unknown>): EntryCursor {
+  const stack: HamtAt[] = [
+    { node: (map as unknown as { root: HamtNode }).root, slot: 0, data: 0, child: 0 },
+  ];
+  let seen = 0;
+  const c: EntryCursor = {
+    key: undefined,
+    value: undefined,
+    next() {
+      while (stack.length > 0) {
+        const at = stack[stack.length - 1] as HamtAt;
+        const { node } = at;
+        const arr = node.arr;
+        if (node.collision) {
+          if (2 * at.data < arr.length) {
+            c.key = arr[2 * at.data];
+            c.value = arr[2 * at.data + 1];
+            at.data++;
+            seen++;
+            return true;
+          }
+          stack.pop();
+          continue;
+        }
+        let descended = false;
+        while (at.slot < 32) {
+          const bit = 1 << at.slot;
+          at.slot++;
+          if ((node.dataMap & bit) !== 0) {
+            c.key = arr[2 * at.data];
+            c.value = arr[2 * at.data + 1];
+            at.data++;
+            seen++;
+            return true;
+          }
+          if ((node.nodeMap & bit) !== 0) {
+            const child = arr[arr.length - 1 - at.child] as HamtNode;
+            at.child++;
+            stack.push({ node: child, slot: 0, data: 0, child: 0 });
+            descended = true;
+            break;
+          }
+        }
+        if (!descended) stack.pop();
+      }
+      if (seen !== map.size) throw new Error(`snapshot walk: ${seen} of ${map.size} PMap entries`);
+      return false;
+    },
+  };
+  return c;
+}
+
+/** Trie node of an {@link IntMap} (persistent/int-map.ts). */
+interface IntTrieNode {
+  readonly slots: readonly unknown[];
+}
+
+/** The parts of an {@link IntMap} its walk reads (persistent/int-map.ts). */
+interface IntMapParts {
+  readonly low: IntTrieNode | null;
+  readonly lowShift: number;
+  readonly highs: readonly { readonly high: number; readonly node: IntTrieNode }[];
+  readonly size: number;
+}
+
+/** IntMap layout: keys split at 2^30; a high part's trie has six 5-bit levels (top shift 25). */
+const INT_LOW_SPAN = 1_073_741_824;
+const INT_TOP_SHIFT = 25;
+
+interface IntAt {
+  readonly node: IntTrieNode;
+  readonly base: number;
+  readonly shift: number;
+  i: number;
+}
+
+/**
+ * The entries of an {@link IntMap} in `forEach` order (ascending keys: the low trie, then each
+ * high part's), resumable. Checked against the map's size at the end.
+ */
+function intMapCursor(map: IntMap<unknown>): EntryCursor {
+  const m = map as unknown as IntMapParts;
+  const roots: IntAt[] = [];
+  if (m.low !== null) roots.push({ node: m.low, base: 0, shift: m.lowShift, i: 0 });
+  for (const r of m.highs)
+    roots.push({ node: r.node, base: r.high * INT_LOW_SPAN, shift: INT_TOP_SHIFT, i: 0 });
+  let root = 0;
+  const stack: IntAt[] = [];
+  let seen = 0;
+  const c: EntryCursor = {
+    key: undefined,
+    value: undefined,
+    next() {
+      for (;;) {
+        if (stack.length === 0) {
+          const r = roots[root++];
+          if (r === undefined) break;
+          stack.push(r);
+        }
+        const at = stack[stack.length - 1] as IntAt;
+        let descended = false;
+        while (at.i < 32) {
+          const i = at.i++;
+          const s = at.node.slots[i];
+          if (s === undefined) continue;
+          if (at.shift === 0) {
+            c.key = at.base + i;
+            c.value = s;
+            seen++;
+            return true;
+          }
+          stack.push({
+            node: s as IntTrieNode,
+            base: at.base + i * 2 ** at.shift,
+            shift: at.shift - 5,
+            i: 0,
+          });
+          descended = true;
+          break;
+        }
+        if (!descended) stack.pop();
+      }
+      if (seen !== m.size) throw new Error(`snapshot walk: ${seen} of ${m.size} IntMap entries`);
+      return false;
+    },
+  };
+  return c;
+}
+
+/** A map's entries as alternating key and value items, each after `separator`. */
+function pairsFrame(cursor: EntryCursor, separator: string | null, close: string): Frame {
+  let valueDue = false;
+  return {
+    close,
+    next(out) {
+      if (valueDue) {
+        valueDue = false;
+        if (separator !== null) out.push(separator);
+        return cursor.value;
+      }
+      if (!cursor.next()) return END;
+      valueDue = true;
+      if (separator !== null) out.push(separator);
+      return cursor.key;
+    },
+  };
+}
+
+/** A map's values, each after the text of its key (`key=`). */
+function keyedFrame(cursor: EntryCursor, close: string): Frame {
+  return {
+    close,
+    next(out) {
+      if (!cursor.next()) return END;
+      out.push(`${cursor.key as number}=`);
+      return cursor.value;
+    },
+  };
+}
+
+/** A {@link TimeIdSet}'s pairs in order, each written whole by `entry`. */
+function timeIdFrame(
+  set: TimeIdSet,
+  entry: (time: number, id: number) => string,
+  close: string,
+): Frame {
+  const keys = set.tree.keys();
+  return {
+    close,
+    next(out) {
+      const n = keys.next();
+      if (n.done === true) return END;
+      const [t, id] = n.value;
+      out.push(entry(t, id));
+      return WROTE;
+    },
+  };
 }
 
 /** Walks a value iteratively, `budget` values per step. */
@@ -76,7 +310,7 @@ class Walk {
     this.format = format;
     this.out.push(head);
     // The tail is the closing text of an empty frame under the root's.
-    this.stack.push({ items: [], prefix: () => null, close: tail, i: 0 });
+    this.stack.push({ next: () => END, close: tail });
     this.visit(root);
   }
 
@@ -94,21 +328,21 @@ class Walk {
     if (this.done) return null;
     let left = budget;
     const stack = this.stack;
+    const out = this.out;
     while (left > 0 && stack.length > 0) {
       const f = stack[stack.length - 1] as Frame;
-      if (f.i === f.items.length) {
-        this.out.push(f.close);
+      const item = f.next(out);
+      if (item === END) {
+        out.push(f.close);
         stack.pop();
         continue;
       }
-      const p = f.prefix(f.i);
-      if (p !== null) this.out.push(p);
-      this.visit(f.items[f.i++]);
       left--;
+      if (item !== WROTE) this.visit(item);
     }
     if (stack.length === 0) this.done = true;
-    const text = this.out.join('');
-    this.out.length = 0;
+    const text = out.join('');
+    out.length = 0;
     return text;
   }
 }
@@ -121,8 +355,6 @@ function plainRecord(value: object): Record<string, unknown> {
   }
   return value as Record<string, unknown>;
 }
-
-const comma = (): string => ',';
 
 function snapshotNumber(n: number): string {
   if (Number.isFinite(n) && !Object.is(n, -0)) return String(n);
@@ -149,34 +381,21 @@ const SNAPSHOT_FORMAT: Format = {
         throw new TypeError(`cannot snapshot a ${typeof value}`);
     }
     if (value === null) return 'null';
-    if (Array.isArray(value)) {
-      return { open: '["a"', frame: { items: value, prefix: comma, close: ']', i: 0 } };
-    }
-    if (value instanceof PMap || value instanceof IntMap) {
-      const items: unknown[] = [];
-      (value as PMap<PKey, unknown>).forEach((v, k) => {
-        items.push(k, v);
-      });
-      const open = value instanceof PMap ? '["m"' : '["i"';
-      return { open, frame: { items, prefix: comma, close: ']', i: 0 } };
-    }
+    if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
+    if (value instanceof PMap)
+      return { open: '["m"', frame: pairsFrame(pmapCursor(value), ',', ']') };
+    if (value instanceof IntMap)
+      return { open: '["i"', frame: pairsFrame(intMapCursor(value), ',', ']') };
     if (isTimeIdSet(value)) {
-      const entries = timeIdEntries(value);
-      let text = '["t"';
-      for (const [t, id] of entries) text += `,${snapshotNumber(t)},${snapshotNumber(id)}`;
-      return `${text}]`;
+      const entry = (t: number, id: number) => `,${snapshotNumber(t)},${snapshotNumber(id)}`;
+      return { open: '["t"', frame: timeIdFrame(value, entry, ']') };
     }
     const record = plainRecord(value);
     const keys = Object.keys(record);
     const items = keys.map((k) => (k === 'edit' ? null : record[k]));
     return {
       open: '{',
-      frame: {
-        items,
-        prefix: (i) => `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:`,
-        close: '}',
-        i: 0,
-      },
+      frame: listFrame(items, (i) => `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:`, '}'),
     };
   },
 };
@@ -204,39 +423,15 @@ const CANONICAL_FORMAT: Format = {
         throw new TypeError(`cannot hash a ${typeof value}`);
     }
     if (value === null) return 'N';
-    if (Array.isArray(value)) {
-      return {
-        open: `[${value.length}:`,
-        frame: { items: value, prefix: () => null, close: ']', i: 0 },
-      };
-    }
-    if (value instanceof PMap) {
-      const items: unknown[] = [];
-      (value as PMap<PKey, unknown>).forEach((v, k) => {
-        items.push(k, v);
-      });
-      return {
-        open: `{${value.size}:`,
-        frame: { items, prefix: () => null, close: '}', i: 0 },
-      };
-    }
-    if (value instanceof IntMap) {
-      const keys: number[] = [];
-      const items: unknown[] = [];
-      (value as IntMap<unknown>).forEach((v, k) => {
-        keys.push(k);
-        items.push(v);
-      });
-      return {
-        open: `#${value.size}:`,
-        frame: { items, prefix: (i) => `${keys[i]}=`, close: '#', i: 0 },
-      };
-    }
+    if (Array.isArray(value))
+      return { open: `[${value.length}:`, frame: listFrame(value, null, ']') };
+    if (value instanceof PMap)
+      return { open: `{${value.size}:`, frame: pairsFrame(pmapCursor(value), null, '}') };
+    if (value instanceof IntMap)
+      return { open: `#${value.size}:`, frame: keyedFrame(intMapCursor(value), '#') };
     if (isTimeIdSet(value)) {
-      const entries = timeIdEntries(value);
-      let text = `<${entries.length}:`;
-      for (const [t, id] of entries) text += `${t},${id};`;
-      return `${text}>`;
+      const entry = (t: number, id: number) => `${t},${id};`;
+      return { open: `<${timeIdSetSize(value)}:`, frame: timeIdFrame(value, entry, '>') };
     }
     const record = value as Record<string, unknown>;
     const keys = Object.keys(record)
@@ -244,12 +439,11 @@ const CANONICAL_FORMAT: Format = {
       .sort();
     return {
       open: `(${keys.length}:`,
-      frame: {
-        items: keys.map((k) => record[k]),
-        prefix: (i) => `${keys[i]}=`,
-        close: ')',
-        i: 0,
-      },
+      frame: listFrame(
+        keys.map((k) => record[k]),
+        (i) => `${keys[i]}=`,
+        ')',
+      ),
     };
   },
 };
