@@ -6,6 +6,11 @@
 //   BENCH_OPS     timed operations per workload (default 1,000,000; the workload's own size)
 //   BENCH_ROUNDS  rounds per engine (default 3)
 //   BENCH_BATCH   commands per reduceAll call for the batched engine runs (default 256)
+//
+// `pnpm bench` runs this with `--max-semi-space-size=64`, as `pnpm start` runs the venue: the
+// engine allocates short-lived events and copies at a high rate, and a larger young generation
+// lets more of them die before a scavenge copies them. Both engines run in this one process under
+// the same flags; the header prints them.
 
 import { runEngine, runNob } from './book-engines.mjs';
 import { summaryBench } from './summary-bench.mjs';
@@ -37,7 +42,7 @@ const engines = {
 };
 
 console.log(
-  `# Order book: ${ops.toLocaleString('en-US')} timed ops per workload, ${rounds} rounds, batch ${batch}, Node ${process.version}`,
+  `# Order book: ${ops.toLocaleString('en-US')} timed ops per workload, ${rounds} rounds, batch ${batch}, Node ${process.version}${process.execArgv.length ? ` ${process.execArgv.join(' ')}` : ''}`,
 );
 const results = {};
 for (const [name, opts] of Object.entries(WORKLOADS)) {
