@@ -53,6 +53,7 @@ import { FileJournal } from './journal/file-journal.js';
 import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
 import { createMarketDataService } from './marketdata/index.js';
 import { RandomWalkFeed } from './price-feed.js';
+import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
@@ -81,6 +82,12 @@ export interface StartVenueOptions {
   readonly snapshots?: Partial<SnapshotPolicy> | false;
   /** Called after the venue closed itself on a fatal error (the CLI exits non-zero). */
   readonly onFatal?: (error: unknown) => void;
+  /**
+   * After a restart from a snapshot, the read models are rebuilt in the background from the
+   * journal records before it (`read/backfill.ts`); `chunkRecords` re-reduced per event-loop
+   * turn (default 1,024). `false`: no backfill (history starts at the snapshot).
+   */
+  readonly historyBackfill?: { readonly chunkRecords?: number } | false;
 }
 
 /** A running venue. */
@@ -97,6 +104,8 @@ export interface Venue {
   readonly created: boolean;
   readonly context: VenueContext;
   readonly app: FastifyInstance;
+  /** The read-model backfill of a restart from a snapshot (`null`: none was needed). */
+  readonly historyBackfill: HistoryBackfill | null;
   /** Stops accepting work, waits for the engine, closes everything. */
   close(): Promise<void>;
 }
@@ -193,6 +202,27 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       idleTimeoutMs: config.limits.idleTimeoutMs,
     },
   });
+  // After a snapshot, the read models get the history before it in the background: the backfill
+  // keeps every batch from the tail replay on, re-reduces records 1..snapshot seq aside, then
+  // swaps rebuilt read models in (docs/durability.md).
+  const fileJournal = journal instanceof FileJournal ? journal : null;
+  const backfill =
+    snapshot !== null &&
+    snapshot.seq > 0 &&
+    fileJournal !== null &&
+    options.historyBackfill !== false
+      ? new HistoryBackfill({
+          host,
+          snapshot: { seq: snapshot.seq, hash: snapshot.hash },
+          records: () => fileJournal.readSync(0),
+          rebuilds: [historyRebuild(history), reportStreamsRebuild(streams), marketData.rebuild()],
+          log,
+          ...(options.historyBackfill?.chunkRecords === undefined
+            ? {}
+            : { chunkRecords: options.historyBackfill.chunkRecords }),
+          onEnd: () => fileJournal.forget(fileJournal.lastSeq),
+        })
+      : null;
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
   if (snapshot !== null)
     log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
@@ -200,7 +230,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     log(
       `replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`,
     );
-  if (journal instanceof FileJournal) journal.forget(journal.lastSeq);
+  if (fileJournal !== null && backfill === null) fileJournal.forget(fileJournal.lastSeq);
   const snapshotter =
     snapshotDir === null
       ? null
@@ -402,6 +432,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const close = (): Promise<void> => {
     closing ??= (async () => {
       for (const t of timers) clearInterval(t);
+      backfill?.cancel();
       await trading.close();
       await marketData.close();
       for (const c of extraClosers) await c();
@@ -420,6 +451,9 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     void close().finally(() => options.onFatal?.(e));
   };
 
+  // Serving already: the backfill runs between requests and engine batches.
+  void backfill?.start();
+
   return {
     rest: `http://${hostName}:${address.port}/api`,
     ws: `ws://${hostName}:${address.port}/ws`,
@@ -430,6 +464,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     created,
     context: ctx,
     app,
+    historyBackfill: backfill,
     close,
   };
 }

@@ -21,6 +21,7 @@ import type { Duplex } from 'node:stream';
 import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
+import type { ProjectionRebuild } from '../read/backfill.js';
 import {
   type Candle,
   type CandleChanges,
@@ -122,6 +123,12 @@ export interface MarketDataService {
   ): WireCandle[] | undefined;
   /** Every instrument's ticker now. */
   tickers(): WireTicker[];
+  /**
+   * Fresh ticker and candle projections for a history backfill (`read/backfill.ts`): they are
+   * fed batches from the journal's first record on and push nothing; `commit` makes them the
+   * service's projections (ticker and candle channels then get their next paced snapshot).
+   */
+  rebuild(): ProjectionRebuild;
   /** Open sockets. */
   readonly connections: number;
   /** Updates skipped because their socket was above the soft buffer cap (a metric). */
@@ -177,8 +184,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       cancelHeadroom: 1,
     });
 
-  const tickerProjection = new TickerProjection(options.funding);
-  const candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
+  let tickerProjection = new TickerProjection(options.funding);
+  let candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
   tickerProjection.seedFrom(host.state);
   candleProjection.seedFrom(host.state, now());
 
@@ -635,6 +642,31 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
     tickers() {
       return tickerProjection.tickers(host.state, now());
+    },
+
+    rebuild() {
+      const ticker = new TickerProjection(options.funding);
+      const candles = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
+      return {
+        apply(batch) {
+          ticker.apply(batch);
+          candles.apply(batch);
+        },
+        commit() {
+          if (closing) return;
+          // Candles that ended by now: the live projection pushes its closes as usual, the
+          // rebuilt one closes the same intervals silently (a candle is closed once on the wire).
+          const time = now();
+          sendClosed(candleProjection.advance(time));
+          candles.advance(time);
+          tickerProjection = ticker;
+          candleProjection = candles;
+          for (const ch of channels.values()) {
+            const c = ch.topic.channel;
+            if (c === 'tickers' || c === 'ticker' || c === 'candles') ch.pacer?.request();
+          }
+        },
+      };
     },
 
     get connections() {

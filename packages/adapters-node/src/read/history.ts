@@ -115,6 +115,21 @@ export class HistoryStore {
     });
   }
 
+  /** An empty store with the same retention limits (a history backfill builds one). */
+  emptyCopy(): HistoryStore {
+    return new HistoryStore({ maxClosedOrders: this.maxClosed, maxTrades: this.maxTrades });
+  }
+
+  /**
+   * Replaces every row of this store with `other`'s (which must have seen every batch this one
+   * saw, and the history before it: see `backfill.ts`). Rows seeded by {@link seedWorkingOrders}
+   * go with the rest, so nothing is listed twice.
+   */
+  adopt(other: HistoryStore): void {
+    this.accounts.clear();
+    for (const [address, h] of other.accounts) this.accounts.set(address, h);
+  }
+
   /** Applies a committed batch. */
   apply(batch: CommittedBatch): void {
     const specOf = specsOf(batch.state);

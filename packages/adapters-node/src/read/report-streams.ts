@@ -79,6 +79,19 @@ export class ReportStreams {
     }
   }
 
+  /** Empty buffers with the same limits and no subscribers (a history backfill builds some). */
+  emptyCopy(): ReportStreams {
+    return new ReportStreams({ capacity: this.capacity, maxAgeMs: this.maxAgeMs });
+  }
+
+  /**
+   * Takes the replay buffers of `other` (which must have seen every batch this one saw, and the
+   * history before it: see `backfill.ts`) in place of this one's; subscribers stay.
+   */
+  adoptReports(other: ReportStreams): void {
+    for (const [account, b] of other.accounts) this.buffer(account).reports = b.reports;
+  }
+
   /** Reports of `account` after `fromSeq`, or a resync flag when the buffer is too short. */
   since(account: string, fromSeq: number, currentSeq: number): Replay {
     const b = this.accounts.get(account);

@@ -1,0 +1,182 @@
+/**
+ * The history backfill on its own (the venue-level tests over sockets are in
+ * `test/backfill.e2e.test.ts`): it rebuilds the history of a full replay with live batches
+ * arriving meanwhile, refuses a prefix whose state hash is not the snapshot's, and stops when
+ * cancelled, leaving the read models as they were.
+ */
+import {
+  type Command,
+  createEngineState,
+  type EngineState,
+  type JournalRecord,
+  reduceAll,
+  stateHash,
+} from '@perp/core';
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { describe, expect, it } from 'vitest';
+import type { BatchListener, CommittedBatch } from '../engine/host.js';
+import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './backfill.js';
+import { HistoryStore } from './history.js';
+import { ReportStreams } from './report-streams.js';
+
+/** A command log with trades, cancels and open orders on both sides of `cut`. */
+function journal(): { commands: Command[]; cut: number } {
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  const [a, b] = [wallet(1), wallet(2)];
+  for (const w of [a, b]) {
+    v.open(w);
+    v.fund(w, '100000');
+  }
+  v.oracle({ 'BTC-PERP': '65000' });
+  const round = (i: number) => {
+    v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: String(65000 + i) });
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(65000 + i), tif: 'IOC' });
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(60000 + i) });
+  };
+  for (let i = 0; i < 5; i++) round(i);
+  const cut = v.log.length;
+  for (let i = 5; i < 10; i++) round(i);
+  return { commands: [...v.log], cut };
+}
+
+class FakeHost {
+  state: EngineState;
+  readonly listeners = new Set<BatchListener>();
+  constructor(state: EngineState) {
+    this.state = state;
+  }
+  subscribe(listener: BatchListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+  run(commands: readonly Command[]): void {
+    const r = reduceAll(this.state, commands);
+    this.state = r.state;
+    const batch: CommittedBatch = { commands, events: r.events, state: r.state };
+    for (const l of this.listeners) l(batch);
+  }
+}
+
+const records = (commands: readonly Command[]): JournalRecord[] =>
+  commands.map((command, i) => ({ seq: i + 1, command }));
+
+function view(h: HistoryStore, time: number): unknown {
+  return [wallet(1), wallet(2)].map((w) => [
+    h.orders(w, { limit: 500 }, time),
+    h.trades(w, { limit: 500 }, time),
+  ]);
+}
+
+/** A venue restarted from a snapshot at `cut`: live read models fed the tail only. */
+function restarted(commands: Command[], cut: number) {
+  const genesis = createEngineState({}, (commands[0] as Command).time);
+  const snapState = reduceAll(genesis, commands.slice(0, cut)).state;
+  const host = new FakeHost(snapState);
+  const history = new HistoryStore();
+  const streams = new ReportStreams();
+  history.seedWorkingOrders(snapState);
+  host.subscribe((b) => history.apply(b));
+  host.subscribe((b) => streams.apply(b));
+  return { host, history, streams, snapState };
+}
+
+describe('history backfill', () => {
+  it('rebuilds the history of a full replay while live batches arrive', async () => {
+    const { commands, cut } = journal();
+    const { host, history, streams, snapState } = restarted(commands, cut);
+    const lines: string[] = [];
+    const backfill = new HistoryBackfill({
+      host,
+      snapshot: { seq: cut, hash: stateHash(snapState) },
+      records: () => records(commands),
+      rebuilds: [historyRebuild(history), reportStreamsRebuild(streams)],
+      log: (l) => lines.push(l),
+      chunkRecords: 1,
+    });
+    const tail = commands.slice(cut);
+    host.run(tail.slice(0, 3));
+    void backfill.start();
+    // The rest of the tail arrives live, one command per turn, while the backfill runs.
+    for (const c of tail.slice(3)) {
+      await new Promise((r) => setImmediate(r));
+      host.run([c]);
+    }
+    expect(await backfill.done).toBe('complete');
+    expect(host.listeners.size).toBe(2);
+
+    const full = new HistoryStore();
+    const fullStreams = new ReportStreams();
+    const genesis = createEngineState({}, (commands[0] as Command).time);
+    const r = reduceAll(genesis, commands);
+    const batch = { commands, events: r.events, state: r.state };
+    full.apply(batch);
+    fullStreams.apply(batch);
+    const now = (commands[commands.length - 1] as Command).time + 1;
+    expect(view(history, now)).toEqual(view(full, now));
+    for (const w of [wallet(1), wallet(2)]) {
+      const seq = r.state.accounts.get(w)?.reportSeq ?? 0;
+      expect(streams.since(w, 0, seq)).toEqual(fullStreams.since(w, 0, seq));
+      expect(streams.since(w, 0, seq).resyncRequired).toBe(false);
+    }
+    expect(lines[0]).toBe(
+      `history backfill: re-reducing journal records 1..${cut} in the background to rebuild the read models from before the snapshot`,
+    );
+    expect(lines[1]).toMatch(/^history backfill: done, \d+ journal records re-reduced in/);
+  });
+
+  it('gives up on a state hash that is not the snapshot’s and keeps the read models', async () => {
+    const { commands, cut } = journal();
+    const { host, history, streams } = restarted(commands, cut);
+    host.run(commands.slice(cut));
+    const now = (commands[commands.length - 1] as Command).time + 1;
+    const before = JSON.stringify(view(history, now));
+    const lines: string[] = [];
+    const backfill = new HistoryBackfill({
+      host,
+      snapshot: { seq: cut, hash: `0x${'0'.repeat(64)}` },
+      records: () => records(commands),
+      rebuilds: [historyRebuild(history), reportStreamsRebuild(streams)],
+      log: (l) => lines.push(l),
+    });
+    expect(await backfill.start()).toBe('abandoned');
+    expect(JSON.stringify(view(history, now))).toBe(before);
+    expect(host.listeners.size).toBe(2);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^history backfill abandoned: re-reducing journal records 1\\.\\.${cut} gives state hash 0x[0-9a-f]{64}, the snapshot has 0x0{64}; the read models keep only what followed the snapshot$`,
+      ),
+    );
+  });
+
+  it('stops when cancelled and when the journal is shorter than the snapshot', async () => {
+    const { commands, cut } = journal();
+    const { host, history, snapState } = restarted(commands, cut);
+    let ended = 0;
+    const cancelled = new HistoryBackfill({
+      host,
+      snapshot: { seq: cut, hash: stateHash(snapState) },
+      records: () => records(commands),
+      rebuilds: [historyRebuild(history)],
+      log: () => {},
+      chunkRecords: 1,
+      onEnd: () => ended++,
+    });
+    const run = cancelled.start();
+    cancelled.cancel();
+    expect(await run).toBe('cancelled');
+    expect(ended).toBe(1);
+    expect(host.listeners.size).toBe(2);
+
+    const lines: string[] = [];
+    const short = new HistoryBackfill({
+      host,
+      snapshot: { seq: cut, hash: stateHash(snapState) },
+      records: () => records(commands.slice(0, cut - 1)),
+      rebuilds: [historyRebuild(history)],
+      log: (l) => lines.push(l),
+    });
+    expect(await short.start()).toBe('abandoned');
+    expect(lines[1]).toContain(`the journal ends before seq ${cut}`);
+  });
+});

@@ -1,0 +1,254 @@
+/**
+ * History backfill after a restart from a snapshot (docs/durability.md, "Read models after a
+ * snapshot restart"). Recovery reduces only the journal records after the snapshot, so the read
+ * models (order and trade history, report replay buffers, tickers, candles) start with what
+ * followed it. The journal still holds every record since genesis and the core is deterministic,
+ * so this rebuilds them completely, in the background, while the venue serves:
+ *
+ * 1. It listens to the host from before the tail replay and keeps every committed batch (the
+ *    tail replay, then live batches) until it is done.
+ * 2. It re-reduces records 1..snapshot seq from `createEngineState({}, time of record 1)`, as a
+ *    full replay does, a slice of records per event-loop turn (`setImmediate` between slices),
+ *    and hands the events to fresh, empty projections (never to the live state, never to
+ *    clients) in batches of 4,096 records aligned as a full replay's, so they see what a full
+ *    replay's projections saw.
+ * 3. It checks that the state it reached has the snapshot's hash (hashed in slices too); if not,
+ *    it logs an error and gives up, leaving the read models as they are.
+ * 4. It feeds the fresh projections the kept batches, in slices, then, in the same turn as the
+ *    last one (no batch can come in between), makes them the live read models (`commit`).
+ *
+ * The result is the read models of a full replay of the same journal, with every live batch that
+ * arrived during the backfill in its place.
+ *
+ * @module
+ */
+import {
+  type Command,
+  createEngineState,
+  type EngineEvent,
+  type EngineState,
+  type JournalRecord,
+  reduceAll,
+  StateHasher,
+} from '@perp/core';
+import type { CommittedBatch } from '../engine/host.js';
+import type { HistoryStore } from './history.js';
+import type { ReportStreams } from './report-streams.js';
+
+/** A read model rebuilt aside: fed batches from genesis, then swapped in. */
+export interface ProjectionRebuild {
+  /** Applies one batch to the rebuilt copy (never visible, never pushed). */
+  apply(batch: CommittedBatch): void;
+  /** Makes the rebuilt copy the live read model; called once, between two host batches. */
+  commit(): void;
+}
+
+/** Rebuilds the order and trade history aside; `commit` replaces the live store's rows. */
+export function historyRebuild(live: HistoryStore): ProjectionRebuild {
+  const rebuilt = live.emptyCopy();
+  return { apply: (batch) => rebuilt.apply(batch), commit: () => live.adopt(rebuilt) };
+}
+
+/** Rebuilds the report replay buffers aside; `commit` swaps them in under the live subscribers. */
+export function reportStreamsRebuild(live: ReportStreams): ProjectionRebuild {
+  const rebuilt = live.emptyCopy();
+  return { apply: (batch) => rebuilt.apply(batch), commit: () => live.adoptReports(rebuilt) };
+}
+
+/** Batch size of a full replay at start-up (`venue.ts`): prefix batches are cut the same way. */
+export const REPLAY_BATCH_RECORDS = 4096;
+
+/** Options of a {@link HistoryBackfill}. */
+export interface HistoryBackfillOptions {
+  /** The committed batches of the live venue, from before its tail replay on. */
+  readonly host: { subscribe(listener: (batch: CommittedBatch) => void): () => void };
+  /** The snapshot recovery started from. */
+  readonly snapshot: { readonly seq: number; readonly hash: string };
+  /** Journal records from seq 1 on (at least up to the snapshot's seq), decoded as read. */
+  readonly records: () => Iterable<JournalRecord>;
+  /** The read models to rebuild. */
+  readonly rebuilds: readonly ProjectionRebuild[];
+  readonly log: (line: string) => void;
+  /** Records reduced per event-loop turn (default 1,024). */
+  readonly chunkRecords?: number;
+  /** Longest a hashing or merging slice holds the event loop, ms (default 10). */
+  readonly sliceMs?: number;
+  /** Called once when the backfill ends, whatever the outcome (releases the journal's copy). */
+  readonly onEnd?: () => void;
+}
+
+/** How a backfill ended. */
+export type BackfillOutcome = 'complete' | 'abandoned' | 'cancelled';
+
+/** Where a backfill is. */
+export interface BackfillProgress {
+  readonly phase: 'pending' | 'reducing' | 'hashing' | 'merging' | BackfillOutcome;
+  /** Records 1..`reduced` re-reduced so far. */
+  readonly reduced: number;
+  /** The snapshot's seq: records to re-reduce. */
+  readonly total: number;
+  /** Live batches kept for the merge and not merged yet. */
+  readonly pendingBatches: number;
+}
+
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** See the module comment. */
+export class HistoryBackfill {
+  private readonly options: HistoryBackfillOptions;
+  private kept: CommittedBatch[] = [];
+  private unsubscribe: (() => void) | null;
+  private phase: BackfillProgress['phase'] = 'pending';
+  private reduced = 0;
+  private cancelled = false;
+  private started: Promise<BackfillOutcome> | null = null;
+  private resolveDone!: (outcome: BackfillOutcome) => void;
+  /** Settles when the backfill ended: complete, abandoned (logged) or cancelled. */
+  readonly done: Promise<BackfillOutcome>;
+
+  /** Starts keeping the host's batches at once; {@link start} begins the work. */
+  constructor(options: HistoryBackfillOptions) {
+    this.options = options;
+    this.unsubscribe = options.host.subscribe((batch) => {
+      this.kept.push(batch);
+    });
+    this.done = new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+  }
+
+  get progress(): BackfillProgress {
+    return {
+      phase: this.phase,
+      reduced: this.reduced,
+      total: this.options.snapshot.seq,
+      pendingBatches: this.kept.length,
+    };
+  }
+
+  /** Runs the backfill in the background; {@link done} tells how it ended. */
+  start(): Promise<BackfillOutcome> {
+    this.started ??= this.run().then(
+      (outcome) => this.end(outcome),
+      (error: unknown) => {
+        this.options.log(
+          `history backfill abandoned: ${error instanceof Error ? error.message : String(error)}; the read models keep only what followed the snapshot`,
+        );
+        return this.end('abandoned');
+      },
+    );
+    return this.started;
+  }
+
+  /** Stops at the next slice (the venue is closing); the read models stay as they are. */
+  cancel(): void {
+    this.cancelled = true;
+    if (this.started === null) this.end('cancelled');
+  }
+
+  private end(outcome: BackfillOutcome): BackfillOutcome {
+    if (this.phase === 'complete' || this.phase === 'abandoned' || this.phase === 'cancelled')
+      return this.phase;
+    this.phase = outcome;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.kept = [];
+    this.options.onEnd?.();
+    this.resolveDone(outcome);
+    return outcome;
+  }
+
+  private async run(): Promise<BackfillOutcome> {
+    const { snapshot, rebuilds, log } = this.options;
+    const chunk = Math.max(1, Math.floor(this.options.chunkRecords ?? 1024));
+    const sliceMs = this.options.sliceMs ?? 10;
+    const total = snapshot.seq;
+    const t0 = performance.now();
+    log(
+      `history backfill: re-reducing journal records 1..${total} in the background to rebuild the read models from before the snapshot`,
+    );
+
+    // ---- re-reduce the prefix ------------------------------------------------------------
+    this.phase = 'reducing';
+    const records = this.options.records()[Symbol.iterator]();
+    let state: EngineState | null = null;
+    let commands: Command[] = [];
+    let events: EngineEvent[][] = [];
+    while (this.reduced < total) {
+      if (this.cancelled) return 'cancelled';
+      // A slice never crosses a batch boundary: batches are those of a full replay.
+      const n = Math.min(chunk, REPLAY_BATCH_RECORDS - commands.length, total - this.reduced);
+      const slice: Command[] = [];
+      for (let i = 0; i < n; i++) {
+        const next = records.next();
+        const expected = this.reduced + slice.length + 1;
+        if (next.done === true)
+          throw new Error(`the journal ends before seq ${expected}, below the snapshot's seq`);
+        if (next.value.seq !== expected)
+          throw new Error(`journal record ${next.value.seq} read where ${expected} was expected`);
+        slice.push(next.value.command);
+      }
+      state ??= createEngineState({}, (slice[0] as Command).time);
+      const result = reduceAll(state, slice);
+      state = result.state;
+      this.reduced += n;
+      for (const c of slice) commands.push(c);
+      for (const e of result.events) events.push(e);
+      if (commands.length === REPLAY_BATCH_RECORDS || this.reduced === total) {
+        const batch: CommittedBatch = { commands, events, state };
+        for (const r of rebuilds) r.apply(batch);
+        commands = [];
+        events = [];
+      }
+      await yieldToLoop();
+    }
+    if (state === null) return 'abandoned';
+
+    // ---- the state must be the snapshot's ------------------------------------------------
+    this.phase = 'hashing';
+    const hasher = new StateHasher(state);
+    for (;;) {
+      if (this.cancelled) return 'cancelled';
+      const until = performance.now() + sliceMs;
+      let finished = false;
+      do finished = hasher.step(512);
+      while (!finished && performance.now() < until);
+      if (finished) break;
+      await yieldToLoop();
+    }
+    state = null;
+    if (hasher.hash !== snapshot.hash) {
+      log(
+        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hasher.hash}, the snapshot has ${snapshot.hash}; the read models keep only what followed the snapshot`,
+      );
+      return 'abandoned';
+    }
+
+    // ---- the batches since the snapshot, then the swap -------------------------------------
+    this.phase = 'merging';
+    let merged = 0;
+    for (;;) {
+      if (this.cancelled) return 'cancelled';
+      const until = performance.now() + sliceMs;
+      let i = 0;
+      while (i < this.kept.length) {
+        const batch = this.kept[i++] as CommittedBatch;
+        for (const r of rebuilds) r.apply(batch);
+        if (performance.now() >= until) break;
+      }
+      merged += i;
+      this.kept.splice(0, i);
+      if (this.kept.length === 0) {
+        // Same turn as the last merged batch: the rebuilt read models have seen every batch.
+        for (const r of rebuilds) r.commit();
+        break;
+      }
+      await yieldToLoop();
+    }
+    const seconds = ((performance.now() - t0) / 1000).toFixed(1);
+    log(
+      `history backfill: done, ${total} journal records re-reduced in ${seconds} s (state hash matches the snapshot), ${merged} later batches merged; the read models now reach back to the first record`,
+    );
+    return 'complete';
+  }
+}
