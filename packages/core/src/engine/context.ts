@@ -34,6 +34,50 @@ export type ReportDraft = DistributiveOmit<
   'type' | 'seq' | 'execId' | 'account' | 'time'
 >;
 
+/**
+ * The root record of a write session: a shallow copy of `state` (and of its counters) owned by
+ * `edit`. Written out field by field: every copy gets one object shape, and the compiler checks
+ * that a new state field is not forgotten. An object spread of the root cost about twice as much.
+ */
+function ownedCopy(state: EngineState, edit: Edit): EngineState {
+  return {
+    edit,
+    time: state.time,
+    commandCount: state.commandCount,
+    counters: {
+      order: state.counters.order,
+      trade: state.counters.trade,
+      exec: state.counters.exec,
+      command: state.counters.command,
+      liquidation: state.counters.liquidation,
+      auction: state.counters.auction,
+    },
+    settings: state.settings,
+    markets: state.markets,
+    symbols: state.symbols,
+    accounts: state.accounts,
+    orders: state.orders,
+    nextOfAccount: state.nextOfAccount,
+    prevOfAccount: state.prevOfAccount,
+    cloids: state.cloids,
+    cloidLog: state.cloidLog,
+    expiries: state.expiries,
+    referralCodes: state.referralCodes,
+    referrals: state.referrals,
+    nonces: state.nonces,
+    nonceLog: state.nonceLog,
+    pending: state.pending,
+    fundingDue: state.fundingDue,
+    auctions: state.auctions,
+    trades: state.trades,
+    tradeLogHead: state.tradeLogHead,
+    feePool: state.feePool,
+    insuranceFund: state.insuranceFund,
+    totalDeposits: state.totalDeposits,
+    totalWithdrawals: state.totalWithdrawals,
+  };
+}
+
 /** The mutable context handlers write through. */
 export class Ctx {
   readonly edit: Edit;
@@ -67,7 +111,7 @@ export class Ctx {
 
   constructor(state: EngineState) {
     this.edit = newEdit();
-    this.state = { ...state, edit: this.edit, counters: { ...state.counters } };
+    this.state = ownedCopy(state, this.edit);
     this.events = [];
     this.time = state.time;
   }
