@@ -1,0 +1,43 @@
+/**
+ * Smoke test of `pnpm bench` (`bench/run.mjs`): one tiny round of every engine on both workloads
+ * against the built `dist/`. The script itself checks each run's final book against the
+ * workload's reference book and fails on a refused command; here it must exit 0 and print a
+ * figure for every engine. No timing is asserted: figures of a run this small mean nothing.
+ */
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const script = fileURLToPath(new URL('../bench/run.mjs', import.meta.url));
+
+describe('pnpm bench (smoke)', () => {
+  it('runs every engine on W1 and W2 and every final book matches the reference', async () => {
+    const { code, stdout, stderr } = await new Promise<{
+      code: number;
+      stdout: string;
+      stderr: string;
+    }>((resolve) => {
+      execFile(
+        process.execPath,
+        ['--max-semi-space-size=64', script],
+        {
+          timeout: 120_000,
+          env: { ...process.env, BENCH_OPS: '20000', BENCH_ROUNDS: '1' },
+        },
+        (error, out, err) =>
+          resolve({
+            code: error === null ? 0 : ((error.code as number) ?? 1),
+            stdout: out,
+            stderr: err,
+          }),
+      );
+    });
+    expect(stderr).not.toMatch(/differs from the reference|refused commands/);
+    expect(code).toBe(0);
+    for (const workload of ['W1', 'W2']) expect(stdout).toContain(`## ${workload}`);
+    const rows = stdout.split('\n').filter((l) => /^\| (nodejs-order-book|engine,) /.test(l));
+    expect(rows).toHaveLength(8);
+    for (const row of rows) expect(row).toMatch(/\| [\d,]+ \| \d+\.\d\dx \|$/);
+    expect(stdout).toMatch(/account with 50 positions \| [\d,]+ summaries\/s/);
+  }, 150_000);
+});
