@@ -35,6 +35,15 @@ import { removeTimeId } from '../persistent/sorted-set.js';
 import { applyStoredLeg, applyTradedLeg, newStoredTrade, storeTrade } from '../risk/trades.js';
 import { releaseCloidOnEnd } from './cloids.js';
 import { activateChildren } from './managed.js';
+import {
+  emptySwept,
+  fillEquityDelta,
+  type GuardSide,
+  guardMark,
+  type SweptScope,
+  scopeEquity,
+  solventQuantity,
+} from './solvency.js';
 import { removeTrigger } from './triggers-index.js';
 
 /** Why a working order ended (research 6.4.3 `reason`). */
@@ -249,23 +258,45 @@ export function reducibleBy(ctx: Ctx, order: Order): bigint {
 }
 
 /**
- * Engine-rules section 5: a resting maker whose fill would leave its scope below initial margin
- * is cancelled. A fill that only reduces the maker's position is always allowed.
+ * Match-time margin check of a resting maker (engine-rules section 5): a fill that increases
+ * its position must leave its scope's available-to-open at or above zero (initial margin). A
+ * fill that only reduces it is exempt from that, but not from the solvency guard
+ * (`solvency.ts`): it must not leave the scope's equity below zero at the mark. `prior` is what
+ * fills a read-only sweep already counted for this maker's scope (FOK pre-check).
  */
-export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
+export function makerMarginAllows(
+  ctx: Ctx,
+  market: Market,
+  maker: Order,
+  qty: bigint,
+  prior?: SweptScope,
+): boolean {
   const account = ctx.account(maker.account)!;
-  const size = sizeOf(account, maker.market, maker.marginMode);
+  const size = sizeOf(account, maker.market, maker.marginMode) + (prior?.sizeDelta ?? 0n);
   const signed = maker.side === 'Buy' ? qty : -qty;
   const after = size + signed;
   const absBefore = size < 0n ? -size : size;
   const absAfter = after < 0n ? -after : after;
-  if (absAfter <= absBefore) return true;
   const spec = market.spec;
   const price = maker.price;
+  const buy = maker.side === 'Buy';
+  if (absAfter <= absBefore) {
+    // Reducing: only the solvency guard (an increasing fill passing the check below keeps
+    // equity at or above initial margin and holds, so above zero).
+    const mark = guardMark(market);
+    if (mark === null) return true;
+    const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
+    return (
+      d >= 0n ||
+      scopeEquity(ctx.state, account, maker.marginMode, maker.market) +
+        (prior?.equityDelta ?? 0n) +
+        d >=
+        0n
+    );
+  }
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
   const resting = holdsMargin(maker) ? qty : 0n;
-  const buy = maker.side === 'Buy';
   const metrics = measureScope(
     ctx.state,
     account,
@@ -273,21 +304,46 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     maker.market,
     {
       market: maker.market,
-      sizeDelta: signed,
-      cashDelta: (signed > 0n ? -quote : quote) - fee,
-      buyQtyDelta: buy ? -resting : 0n,
-      buyNotionalDelta: buy ? -resting * price : 0n,
-      sellQtyDelta: buy ? 0n : -resting,
-      sellNotionalDelta: buy ? 0n : -resting * price,
+      sizeDelta: signed + (prior?.sizeDelta ?? 0n),
+      cashDelta: (signed > 0n ? -quote : quote) - fee + (prior?.cashDelta ?? 0n),
+      buyQtyDelta: (buy ? -resting : 0n) - (prior?.buyQty ?? 0n),
+      buyNotionalDelta: (buy ? -resting * price : 0n) - (prior?.buyNotional ?? 0n),
+      sellQtyDelta: (buy ? 0n : -resting) - (prior?.sellQty ?? 0n),
+      sellNotionalDelta: (buy ? 0n : -resting * price) - (prior?.sellNotional ?? 0n),
     },
     true,
   );
   return availableToOpen(metrics) >= 0n;
 }
 
+/** The solvency guard's view of a taker's scope in `market` (`solvency.ts`). */
+function takerGuard(
+  ctx: Ctx,
+  market: Market,
+  taker: Order,
+  mark: bigint,
+  size: bigint,
+  equityDelta: bigint,
+): GuardSide {
+  const spec = market.spec;
+  return {
+    spec,
+    mark,
+    size,
+    buy: taker.side === 'Buy',
+    rate: spec.takerFeeRate,
+    equity: () =>
+      scopeEquity(ctx.state, ctx.account(taker.account)!, taker.marginMode, taker.market) +
+      equityDelta,
+  };
+}
+
 /**
  * Quantity a taker could fill right now up to `limit`, honouring self-trade prevention,
- * reduce-only clamps and maker margin checks; read-only (used by FOK).
+ * reduce-only clamps, the solvency guard and maker margin checks exactly as {@link matchTaker}
+ * applies them; read-only (used by FOK). Fills already counted are carried forward per scope,
+ * so a maker with several orders, or the taker after some fills, is checked as matching would
+ * see it.
  */
 export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: bigint): bigint {
   const buy = taker.side === 'Buy';
@@ -297,8 +353,14 @@ export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: 
     const room = reducibleBy(ctx, taker);
     if (room < need) need = room;
   }
+  const checks = ctx.state.settings.marginChecks;
+  const mark = checks ? guardMark(market) : null;
+  const spec = market.spec;
+  let takerSize = sizeOf(ctx.account(taker.account)!, taker.market, taker.marginMode);
+  let takerEquity = 0n; // equity change of the fills counted so far
+  const swept = new Map<string, SweptScope>();
   let total = 0n;
-  for (let li = levels.length - 1; li >= 0 && total < need; li--) {
+  sweep: for (let li = levels.length - 1; li >= 0 && total < need; li--) {
     const level = levels[li] as Level;
     if (!crosses(buy, limit, level.price)) break;
     for (let slot = level.head; slot < level.tail && total < need; slot++) {
@@ -306,31 +368,86 @@ export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: 
       if (id === 0) continue;
       const maker = ctx.order(id)!;
       if (maker.account === taker.account) continue;
+      const key = `${maker.account}|${maker.marginMode}`;
+      const prior = swept.get(key);
       let qty = leavesOf(maker);
       if (qty > need - total) qty = need - total;
       if (maker.reduceOnly) {
-        const room = reducibleBy(ctx, maker);
+        const s =
+          sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode) +
+          (prior?.sizeDelta ?? 0n);
+        const room = maker.side === 'Buy' ? (s < 0n ? -s : 0n) : s > 0n ? s : 0n;
         if (room < qty) qty = room;
       }
       if (qty === 0n) continue;
-      if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) continue;
+      if (
+        mark !== null &&
+        fillEquityDelta(spec, takerSize, buy, qty, level.price, mark, spec.takerFeeRate) < 0n
+      ) {
+        const guard = takerGuard(ctx, market, taker, mark, takerSize, takerEquity);
+        const solvent = solventQuantity(guard, qty, level.price);
+        if (solvent === 0n) break sweep; // matching cancels the taker here
+        qty = solvent;
+      }
+      const entry = prior ?? emptySwept();
+      if (prior === undefined) swept.set(key, entry);
+      const makerBuy = maker.side === 'Buy';
+      if (checks && !makerMarginAllows(ctx, market, maker, qty, prior)) {
+        // Matching cancels this maker: its whole remainder stops holding margin.
+        if (holdsMargin(maker)) sweptResting(entry, makerBuy, leavesOf(maker), maker.price);
+        continue;
+      }
       total += qty;
+      const makerSize = sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode);
+      const price = level.price;
+      const quote = quoteAmount(spec, qty, price);
+      const makerFee = feeAmount(spec, qty, price, spec.makerFeeRate);
+      entry.equityDelta += fillEquityDelta(
+        spec,
+        makerSize + entry.sizeDelta,
+        makerBuy,
+        qty,
+        price,
+        mark ?? price,
+        spec.makerFeeRate,
+      );
+      entry.cashDelta += (makerBuy ? -quote : quote) - makerFee;
+      entry.sizeDelta += makerBuy ? qty : -qty;
+      if (holdsMargin(maker)) sweptResting(entry, makerBuy, qty, price);
+      if (mark !== null) {
+        takerEquity += fillEquityDelta(spec, takerSize, buy, qty, price, mark, spec.takerFeeRate);
+      }
+      takerSize += buy ? qty : -qty;
     }
   }
   return total < need ? total : leavesOf(taker);
+}
+
+function sweptResting(entry: SweptScope, buy: boolean, qty: bigint, price: bigint): void {
+  if (buy) {
+    entry.buyQty += qty;
+    entry.buyNotional += qty * price;
+  } else {
+    entry.sellQty += qty;
+    entry.sellNotional += qty * price;
+  }
 }
 
 /**
  * Matches the working taker `takerId` against the opposite side of a writable market up to
  * `limit` (its price, or the slippage cap of a market-style trigger order), filling at the
  * makers' prices in price-time order. Stops when the taker is done, the book no longer crosses,
- * or a reduce-only taker has nothing left to reduce.
+ * or a reduce-only taker has nothing left to reduce. With margin checks on, each fill is
+ * clamped by the solvency guard (`solvency.ts`) to the whole lots that keep the taker's scope
+ * equity at or above zero at the mark; when not one lot fits, the taker's remainder is
+ * cancelled (InsufficientMargin): its limit still crosses, so it must not rest.
  */
 export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: bigint): void {
   const first = ctx.order(takerId)!;
   const buy = first.side === 'Buy';
   const takerAccount = first.account;
   const levels = ownSide(market, !buy);
+  const mark = ctx.state.settings.marginChecks ? guardMark(market) : null;
   for (;;) {
     const taker = ctx.order(takerId);
     if (taker === undefined || leavesOf(taker) === 0n || levels.length === 0) return;
@@ -338,6 +455,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
     if (!crosses(buy, limit, (levels[li] as Level).price)) return;
     const level = ctx.writableLevel(market, levels, li);
     let blocked = false;
+    let insolvent = false;
     while (level.count > 0) {
       const t = ctx.order(takerId);
       if (t === undefined || leavesOf(t) === 0n) break;
@@ -370,6 +488,20 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
         }
         if (room < qty) qty = room;
       }
+      if (mark !== null) {
+        // The solvency guard; the whole fill's equity change first (the common case: >= 0).
+        const size = sizeOf(ctx.account(takerAccount)!, t.market, t.marginMode);
+        const spec = market.spec;
+        if (fillEquityDelta(spec, size, buy, qty, level.price, mark, spec.takerFeeRate) < 0n) {
+          const guard = takerGuard(ctx, market, t, mark, size, 0n);
+          const solvent = solventQuantity(guard, qty, level.price);
+          if (solvent === 0n) {
+            insolvent = true;
+            break;
+          }
+          qty = solvent;
+        }
+      }
       if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) {
         cancelOrder(ctx, makerId, 'InsufficientMargin');
         continue;
@@ -382,6 +514,11 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
       if (at >= 0) levels.splice(at, 1);
     } else {
       compact(level);
+    }
+    if (insolvent) {
+      // Not one more lot keeps the taker's scope solvent and its limit still crosses.
+      cancelOrder(ctx, takerId, 'InsufficientMargin');
+      return;
     }
     if (blocked) return;
   }
