@@ -1,22 +1,24 @@
 /**
  * Risk-engine properties over random markets, price shocks and many accounts: conservation
  * (pools, fee pool and insurance fund, exactly), no scope left liquidatable outside a live
- * auction, no negative equity left by a liquidation (in the liquidated scope, unless the loss
- * exceeded the fund and what ADL could transfer, or in any ADL counterparty's), an insurance
- * fund that never goes negative and pays a deficit before ADL passes any loss beyond the mark
- * to counterparties (rule 7.5), funding summing to zero up to its documented residue, claim
- * reservations matching live claims, isolated liquidation leaving every other pool alone, and a
- * bust equal to the history without that trade. Runs are moderate by default; FC_NUM_RUNS
- * raises them.
+ * auction, no negative equity in any scope after any command (the solvency guard of order fills;
+ * the exceptions are a scope in its own live auction and a venue shortfall: a liquidation whose
+ * loss exceeded the fund and what ADL could transfer), an insurance fund that never goes
+ * negative and pays a deficit before ADL passes any loss beyond the mark to counterparties
+ * (rule 7.5), funding summing to zero up to its documented residue, claim reservations matching
+ * live claims, isolated liquidation leaving every other pool alone, and a bust equal to the
+ * history without that trade. Runs are moderate by default; FC_NUM_RUNS raises them.
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  type Account,
   type EngineEvent,
   type EngineState,
   type Instrument,
   isLiquidatable,
   liveAuctions,
+  type MarginMode,
   nextPosition,
   notionalScale,
   type Outcome,
@@ -190,11 +192,19 @@ function indexOf(v: TestVenue, m: number): number {
   return Number(v.state.markets.get(m + 1)!.prices.index!) / 1e18;
 }
 
-/** What `checkRisk` needs from the state before the command: marks and the insurance fund. */
+/**
+ * What `checkRisk` needs from the state before the command: marks, the insurance fund, and the
+ * live auctions (one may end in the command, finishing its liquidation).
+ */
 interface Before {
   readonly marks: Map<number, bigint>;
   readonly fund: bigint;
+  readonly auctions: Map<number, { readonly liquidationId: number; readonly scope: string }>;
 }
+
+/** A margin scope's key: `account|market`, market 0 for the cross scope. */
+const scopeKey = (account: string, mode: MarginMode, market: number): string =>
+  `${account}|${mode === 'Cross' ? 0 : market}`;
 
 function before(state: EngineState): Before {
   const marks = new Map<number, bigint>();
@@ -202,14 +212,40 @@ function before(state: EngineState): Before {
     const mark = valuationPrice(m);
     if (mark !== null) marks.set(id, mark);
   });
-  return { marks, fund: state.insuranceFund };
+  const auctions: Before['auctions'] = new Map();
+  state.auctions.forEach((a) => {
+    auctions.set(a.auctionId, {
+      liquidationId: a.liquidationId,
+      scope: scopeKey(a.account, a.mode, a.market),
+    });
+  });
+  return { marks, fund: state.insuranceFund, auctions };
 }
 
 /** One ADL fill may cost its counterparty this much beyond the mark: sub-micro rounding only. */
 const ADL_ROUNDING = 2n;
 
+/**
+ * Scopes a liquidation left with a deficit nothing could pay (the venue's shortfall), by
+ * {@link scopeKey}, with the equity it was left at. One map per run.
+ */
+type Shortfalls = Map<string, bigint>;
+
+/** Every margin scope of an account: cross (0) and each isolated pool or position's market. */
+function scopesOf(a: Account): number[] {
+  const scopes = new Set<number>([0]);
+  for (const pool of a.isolated) scopes.add(pool.market);
+  for (const p of a.positions) if (p.mode === 'Isolated') scopes.add(p.market);
+  return [...scopes];
+}
+
 /** The checks that hold after every command, beyond TestVenue's invariants. */
-function checkRisk(state: EngineState, events: readonly EngineEvent[], prior?: Before): void {
+function checkRisk(
+  state: EngineState,
+  events: readonly EngineEvent[],
+  shortfalls: Shortfalls,
+  prior: Before,
+): void {
   // Conservation, exactly: every pool, the fee pool and the insurance fund.
   expect(totalCollateral(state)).toBe(state.totalDeposits - state.totalWithdrawals);
   // The insurance fund never goes negative.
@@ -239,16 +275,29 @@ function checkRisk(state: EngineState, events: readonly EngineEvent[], prior?: B
   // never goes below zero, and while it holds anything no ADL fill costs its counterparty more
   // than rounding beyond the mark (the fund pays the deficit first, rule 7.5).
   // The fund when each liquidation of the command was done (a liquidation runs to its end
-  // before the next one starts).
+  // before the next one starts), and the scope of each: one that started in the command, or
+  // whose auction ended in it, or that filled in it.
   const fundAfter = new Map<number, bigint>();
-  if (prior !== undefined) {
+  const liquidated = new Map<number, string>();
+  {
     let fund = prior.fund;
     let current: number | undefined;
     const marks = new Map(prior.marks);
+    const working = (id: number, scope: string): void => {
+      if (current !== undefined && current !== id) fundAfter.set(current, fund);
+      current = id;
+      liquidated.set(id, scope);
+    };
     for (const e of events) {
       if (e.type === 'liquidationStarted') {
-        if (current !== undefined) fundAfter.set(current, fund);
-        current = e.liquidationId;
+        working(e.liquidationId, scopeKey(e.account, e.marginMode, e.market));
+      }
+      if (e.type === 'executionReport' && e.kind === 'Liquidation') {
+        working(e.liquidationId, scopeKey(e.account, e.marginMode, e.market));
+      }
+      if (e.type === 'auction' && e.auction.status === 'Ended') {
+        const a = prior.auctions.get(e.auction.auctionId);
+        if (a !== undefined) working(a.liquidationId, a.scope);
       }
       if (e.type === 'markChanged') marks.set(e.market, e.mark);
       if (e.type === 'insurance') {
@@ -275,34 +324,6 @@ function checkRisk(state: EngineState, events: readonly EngineEvent[], prior?: B
     expect(fund).toBe(state.insuranceFund);
   }
   for (const e of events) {
-    // No negative equity left by a liquidation, in the liquidated scope or in the scope of any
-    // ADL counterparty (flat or not), unless its own auction is still running. The exception
-    // is a liquidated scope whose loss was larger than everything that could pay it: the fund
-    // was empty when its liquidation was done (and paid before any ADL fill went beyond the
-    // mark, checked above) and ADL could transfer no more (counterparties capped at their equity, or a short's buy-back at the
-    // price floor); what is left is the venue's shortfall, counted in `seen.shortfalls`.
-    const scope =
-      e.type === 'liquidationStarted'
-        ? { account: e.account, mode: e.marginMode, market: e.market }
-        : e.type === 'executionReport' && e.kind === 'ADL'
-          ? {
-              account: e.account,
-              mode: e.marginMode,
-              market: e.marginMode === 'Cross' ? 0 : e.market,
-            }
-          : undefined;
-    if (scope !== undefined && !scopeInAuction(state, scope.account, scope.mode, scope.market)) {
-      const a = state.accounts.get(scope.account)!;
-      const equity = scopeRisk(state, a, scope.mode, scope.market).equity;
-      const shortfall =
-        e.type === 'liquidationStarted' && equity < 0n && fundAfter.get(e.liquidationId) === 0n;
-      if (shortfall) seen.shortfalls!++;
-      if (equity < 0n && !shortfall) {
-        throw new Error(
-          `${e.type === 'liquidationStarted' ? 'liquidated' : 'ADL counterparty'} scope ${scope.account} ${scope.mode} ${scope.market} left at ${equity}`,
-        );
-      }
-    }
     if (e.type === 'fundingSettled') {
       const s = e.settlement;
       const paid = s.payments.reduce((t, p) => t + p.payment, 0n);
@@ -312,6 +333,36 @@ function checkRisk(state: EngineState, events: readonly EngineEvent[], prior?: B
       expect(s.residue).toBeLessThanOrEqual(BigInt(s.payments.length));
     }
   }
+  // No negative equity anywhere after any command: every scope of every account, flat or not,
+  // traded, liquidated or deleveraged (the solvency guard keeps order fills from leaving one
+  // below zero, docs/risk-engine.md; ADL never leaves a counterparty negative). Two exceptions:
+  // - a scope whose own liquidation auction is still running;
+  // - the venue's shortfall: a liquidated scope whose loss was larger than everything that could
+  //   pay it. Its liquidation was done in this command with the insurance fund empty (having
+  //   paid before any ADL fill went beyond the mark, checked above) and ADL could transfer no
+  //   more (counterparties capped at their equity, or a short's buy-back at the price floor).
+  //   It may stay negative afterwards only exactly as its liquidation left it.
+  const shortNow = new Set<string>();
+  for (const [id, scope] of liquidated) if (fundAfter.get(id) === 0n) shortNow.add(scope);
+  state.accounts.forEach((a) => {
+    for (const s of scopesOf(a)) {
+      const mode = s === 0 ? 'Cross' : 'Isolated';
+      const key = scopeKey(a.address, mode, s);
+      const equity = scopeRisk(state, a, mode, s).equity;
+      if (equity >= 0n) {
+        shortfalls.delete(key);
+        continue;
+      }
+      if (scopeInAuction(state, a.address, mode, s)) continue;
+      if (shortNow.has(key)) {
+        seen.shortfalls!++;
+        shortfalls.set(key, equity);
+        continue;
+      }
+      if (shortfalls.get(key) === equity) continue;
+      throw new Error(`${a.address} ${mode} ${s} left at negative equity ${equity}`);
+    }
+  });
 }
 
 function runStep(v: TestVenue, s: Step): EngineEvent[] {
@@ -429,7 +480,7 @@ describe('risk properties over random markets, price shocks and many accounts', 
     }
   });
 
-  it('conservation, no scope left liquidatable, no negative equity after liquidation, funding residue', () => {
+  it('conservation, no scope left liquidatable, no negative equity in any scope, funding residue', () => {
     fc.assert(
       fc.property(
         fc.array(marketArb, { minLength: 2, maxLength: 2 }),
@@ -440,23 +491,24 @@ describe('risk properties over random markets, price shocks and many accounts', 
         fc.array(stepArb, { minLength: 30, maxLength: 120, size: 'max' }),
         (params, funds, steps) => {
           const v = setup(params, funds);
+          const shortfalls: Shortfalls = new Map();
           for (const s of steps) {
             const prior = before(v.state);
             const events = runStep(v, s);
             count(events);
-            checkRisk(v.state, events, prior);
+            checkRisk(v.state, events, shortfalls, prior);
           }
           // Let every auction end and a funding hour pass; the checks still hold.
           const prior = before(v.state);
           const last = v.advance(2 * HOUR);
           count(last);
-          checkRisk(v.state, last, prior);
+          checkRisk(v.state, last, shortfalls, prior);
           // Auctions started by that tick (funding can trigger liquidations) end 30 s later.
           for (let i = 0; i < 5 && liveAuctions(v.state).length > 0; i++) {
             const p = before(v.state);
             const more = v.advance(31_000);
             count(more);
-            checkRisk(v.state, more, p);
+            checkRisk(v.state, more, shortfalls, p);
           }
           expect(liveAuctions(v.state)).toEqual([]);
         },
