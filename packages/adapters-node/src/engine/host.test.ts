@@ -190,6 +190,36 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     await journal.close();
   });
 
+  it('a broken invariant refuses its batch and the queue; what was applied before it is still written and answered, then onFatal', async () => {
+    const fs = new HeldFs();
+    const { host, journal, fatal, seen } = setup(fs);
+    const first = track(host.submit({ type: 'openAccount', account: wallet(1) }));
+    await until(() => fs.held === 1);
+    const second = track(host.submit({ type: 'openAccount', account: wallet(2) }));
+    await until(() => host.backlog.waiting === 1);
+    // An unknown command makes the reducer throw an InvariantError.
+    const broken = track(host.submit({ type: 'no such command' } as never));
+    await until(() => broken.settled);
+    expect(String(broken.error)).toContain('unknown command');
+    expect(host.failed).toBe(true);
+    await expect(host.submit({ type: 'tick' })).rejects.toBeInstanceOf(HostStoppedError);
+    // Not reported yet: the two valid groups are still on their way to the disk.
+    expect(fatal).toHaveLength(0);
+    expect(first.settled || second.settled).toBe(false);
+    for (let i = 0; i < 4; i++) {
+      await until(() => fs.held === 1);
+      fs.release();
+    }
+    await until(() => first.settled && second.settled);
+    expect([first, second].map((t) => (t.value as CommandResult).seq)).toEqual([1, 2]);
+    expect(seen.map((s) => s.seq)).toEqual([1, 2]);
+    await host.idle();
+    expect(fatal).toHaveLength(1);
+    expect(String(fatal[0])).toContain('unknown command');
+    expect(fs.calls.map((c) => c.op)).toEqual(['write', 'sync', 'write', 'sync']);
+    await journal.close();
+  });
+
   for (const op of ['sync', 'write'] as const) {
     it(`a failed ${op} refuses the group in flight and the next one, never retried, host stops`, async () => {
       const fs = new HeldFs();

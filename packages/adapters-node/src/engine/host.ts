@@ -104,7 +104,7 @@ export class EngineHost {
   private inFlight: Reduced[] | null = null;
   private scheduled = false;
   private stopped: unknown = undefined;
-  /** Set once onFatal was called (or is due once the drain ends). */
+  /** Whether onFatal was called (after a halt, once the batches before it were answered). */
   private fatalReported = false;
   private readonly listeners = new Set<BatchListener>();
   private idleWaiters: (() => void)[] = [];
