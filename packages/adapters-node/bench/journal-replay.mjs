@@ -8,6 +8,13 @@
 //   BENCH_WORKLOAD W1 or W2 (default W2, the workload performance-anchors M6 measured)
 //   BENCH_ROUNDS   replay rounds per engine, median reported (default 3)
 //   BENCH_ACKS     acknowledged commands per latency run (default 2,000)
+//   BENCH_OPEN     open-loop ack phases, rate/s x seconds, comma-separated (default 1000x2,4000x2)
+//   BENCH_ONLY     sections to run, comma-separated: replay, snapshot (one-shot encode/decode/
+//                  hash), stall (background snapshot write under an event-loop delay monitor),
+//                  acks (default: all four)
+//   BENCH_JSON     1: print one JSON line with every figure at the end
+//
+// ab-durability.mjs runs the stall and acks sections of two builds alternately.
 //
 // Replay, ours: read the journal file, check every frame's CRC and seq, decode every record
 // (bigint-safe JSON), and reduce them in batches of 4,096 with margin checks on over 1,000
@@ -28,6 +35,8 @@ import {
   decodeSnapshot,
   encodeSnapshot,
   reduceAll,
+  SnapshotEncoder,
+  StateHasher,
   stateHash,
 } from '@perp/core';
 import { SystemClock } from '../dist/engine/clock.js';
@@ -46,7 +55,15 @@ const OPS = Number(process.env.BENCH_OPS ?? 1_000_000);
 const WORKLOAD = process.env.BENCH_WORKLOAD ?? 'W2';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const ACKS = Number(process.env.BENCH_ACKS ?? 2_000);
+const OPEN = (process.env.BENCH_OPEN ?? '1000x2,4000x2')
+  .split(',')
+  .filter((x) => x !== '')
+  .map((x) => x.split('x').map(Number));
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'replay,snapshot,stall,acks').split(','));
+const JSON_OUT = process.env.BENCH_JSON === '1';
 const BATCH = 4096;
+/** Every figure, for BENCH_JSON. */
+const figures = { acks: [], open: [] };
 
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -250,151 +267,315 @@ try {
       `our journal: ${fmt(commands.length)} records, ${fmt(bytes / 1e6)} MB (${(bytes / commands.length).toFixed(0)} B/record)`,
     );
   }
-  const live = reduceAll(createEngineState({}, commands[0].time), commands).state;
-  const liveHash = stateHash(live);
+  const needState = ONLY.has('replay') || ONLY.has('snapshot') || ONLY.has('stall');
+  const live = needState
+    ? reduceAll(createEngineState({}, commands[0].time), commands).state
+    : null;
+  const liveHash = needState ? stateHash(live) : null;
 
-  const nob = nobJournal(w);
-  const nobPath = join(dir, 'nob-journal.json');
-  const nobText = JSON.stringify(nob.journal);
-  writeFileSync(nobPath, nobText);
-  console.log(
-    `nodejs-order-book journal: ${fmt(nob.journal.length)} entries, ${fmt(nobText.length / 1e6)} MB as JSON`,
-  );
-
-  const bookOnlyHash = stateHash(
-    reduceAll(createEngineState({ marginChecks: false }, commands[0].time), commands).state,
-  );
-  const rates = { ours: [], bookOnly: [], nobMemory: [], nobFile: [] };
-  for (let r = 0; r < ROUNDS; r++) {
-    gc();
-    const ours = replayOurs(ourPath);
-    if (stateHash(ours.state) !== liveHash)
-      throw new Error('our replay differs from the live state');
-    rates.ours.push(ours.n / ours.s);
-    gc();
-    const book = replayOurs(ourPath, { marginChecks: false });
-    if (stateHash(book.state) !== bookOnlyHash) throw new Error('our book-only replay differs');
-    rates.bookOnly.push(book.n / book.s);
-    gc();
-    const m = replayNobMemory(nob.journal);
-    if (!sameDepth(m.ob.depth(), nob.depth))
-      throw new Error('nodejs-order-book memory replay differs');
-    rates.nobMemory.push(m.n / m.s);
-    gc();
-    const f = replayNobFile(nobPath);
-    if (!sameDepth(f.ob.depth(), nob.depth))
-      throw new Error('nodejs-order-book file replay differs');
-    rates.nobFile.push(f.n / f.s);
-  }
-  const ours = median(rates.ours);
-  const bookOnly = median(rates.bookOnly);
-  const nobMem = median(rates.nobMemory);
-  const nobFile = median(rates.nobFile);
-  gc();
-  const phases = replayPhases(ourPath);
-  const total = phases.open + phases.decode + phases.reduce;
-  const pct = (x) => `${((x / total) * 100).toFixed(0)} %`;
-  console.log('\n## Replay rate (read + decode + reduce; medians)');
-  console.log('| replay | entries/s | x nob in memory | x nob from file |');
-  console.log('|---|---:|---:|---:|');
-  const row = (name, rate) =>
+  if (ONLY.has('replay')) {
+    const nob = nobJournal(w);
+    const nobPath = join(dir, 'nob-journal.json');
+    const nobText = JSON.stringify(nob.journal);
+    writeFileSync(nobPath, nobText);
     console.log(
-      `| ${name} | ${fmt(rate)} | ${(rate / nobMem).toFixed(2)}x | ${(rate / nobFile).toFixed(2)}x |`,
+      `nodejs-order-book journal: ${fmt(nob.journal.length)} entries, ${fmt(nobText.length / 1e6)} MB as JSON`,
     );
-  row('ours: file, CRC/seq check, JSON decode, reduceAll (margin on, 1,000 accounts)', ours);
-  row('ours, margin checks off (book only, like nodejs-order-book)', bookOnly);
-  row('nodejs-order-book: journal array in memory (its native replay)', nobMem);
-  row('nodejs-order-book: JSON file, JSON.parse, replay', nobFile);
-  console.log(
-    `\nOur replay's time (margin on, one run): open + frame/CRC check ${(phases.open * 1e3).toFixed(0)} ms (${pct(phases.open)}), decode ${(phases.decode * 1e3).toFixed(0)} ms (${pct(phases.decode)}), reduce ${(phases.reduce * 1e3).toFixed(0)} ms (${pct(phases.reduce)}; the engine alone: ${fmt(phases.n / phases.reduce)} commands/s).`,
-  );
-  console.log(
-    `Target G9 (ours >= 3x nodejs-order-book's replay): ${ours / nobMem >= 3 ? 'met' : 'NOT met'}: ${(ours / nobMem).toFixed(2)}x its in-memory replay, ${(ours / nobFile).toFixed(2)}x its file replay.`,
-  );
+
+    const bookOnlyHash = stateHash(
+      reduceAll(createEngineState({ marginChecks: false }, commands[0].time), commands).state,
+    );
+    const rates = { ours: [], bookOnly: [], nobMemory: [], nobFile: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      gc();
+      const ours = replayOurs(ourPath);
+      if (stateHash(ours.state) !== liveHash)
+        throw new Error('our replay differs from the live state');
+      rates.ours.push(ours.n / ours.s);
+      gc();
+      const book = replayOurs(ourPath, { marginChecks: false });
+      if (stateHash(book.state) !== bookOnlyHash) throw new Error('our book-only replay differs');
+      rates.bookOnly.push(book.n / book.s);
+      gc();
+      const m = replayNobMemory(nob.journal);
+      if (!sameDepth(m.ob.depth(), nob.depth))
+        throw new Error('nodejs-order-book memory replay differs');
+      rates.nobMemory.push(m.n / m.s);
+      gc();
+      const f = replayNobFile(nobPath);
+      if (!sameDepth(f.ob.depth(), nob.depth))
+        throw new Error('nodejs-order-book file replay differs');
+      rates.nobFile.push(f.n / f.s);
+    }
+    const ours = median(rates.ours);
+    const bookOnly = median(rates.bookOnly);
+    const nobMem = median(rates.nobMemory);
+    const nobFile = median(rates.nobFile);
+    gc();
+    const phases = replayPhases(ourPath);
+    const total = phases.open + phases.decode + phases.reduce;
+    const pct = (x) => `${((x / total) * 100).toFixed(0)} %`;
+    console.log('\n## Replay rate (read + decode + reduce; medians)');
+    console.log('| replay | entries/s | x nob in memory | x nob from file |');
+    console.log('|---|---:|---:|---:|');
+    const row = (name, rate) =>
+      console.log(
+        `| ${name} | ${fmt(rate)} | ${(rate / nobMem).toFixed(2)}x | ${(rate / nobFile).toFixed(2)}x |`,
+      );
+    row('ours: file, CRC/seq check, JSON decode, reduceAll (margin on, 1,000 accounts)', ours);
+    row('ours, margin checks off (book only, like nodejs-order-book)', bookOnly);
+    row('nodejs-order-book: journal array in memory (its native replay)', nobMem);
+    row('nodejs-order-book: JSON file, JSON.parse, replay', nobFile);
+    console.log(
+      `\nOur replay's time (margin on, one run): open + frame/CRC check ${(phases.open * 1e3).toFixed(0)} ms (${pct(phases.open)}), decode ${(phases.decode * 1e3).toFixed(0)} ms (${pct(phases.decode)}), reduce ${(phases.reduce * 1e3).toFixed(0)} ms (${pct(phases.reduce)}; the engine alone: ${fmt(phases.n / phases.reduce)} commands/s).`,
+    );
+    console.log(
+      `Target G9 (ours >= 3x nodejs-order-book's replay): ${ours / nobMem >= 3 ? 'met' : 'NOT met'}: ${(ours / nobMem).toFixed(2)}x its in-memory replay, ${(ours / nobFile).toFixed(2)}x its file replay.`,
+    );
+
+    figures.replay = { ours, bookOnly, nobMem, nobFile };
+  }
 
   // Snapshot restore: what a restart pays instead of the full replay above.
-  gc();
-  let t0 = process.hrtime.bigint();
-  const text = encodeSnapshot(live);
-  const encodeS = seconds(t0);
-  t0 = process.hrtime.bigint();
-  const restored = decodeSnapshot(text);
-  const decodeS = seconds(t0);
-  t0 = process.hrtime.bigint();
-  const restoredHash = stateHash(restored);
-  const hashS = seconds(t0);
-  if (restoredHash !== liveHash) throw new Error('snapshot round trip changed the state');
-  console.log('\n## Snapshot of the final state');
-  console.log(
-    `| snapshot size | encode | decode | verify hash | full replay of ${fmt(commands.length)} records |`,
-  );
-  console.log('|---:|---:|---:|---:|---:|');
-  console.log(
-    `| ${fmt(text.length / 1e3)} kB | ${(encodeS * 1e3).toFixed(0)} ms | ${(decodeS * 1e3).toFixed(0)} ms | ${(hashS * 1e3).toFixed(0)} ms | ${((commands.length / ours) * 1e3).toFixed(0)} ms |`,
-  );
+  if (ONLY.has('snapshot')) {
+    gc();
+    let t0 = process.hrtime.bigint();
+    const text = encodeSnapshot(live);
+    const encodeS = seconds(t0);
+    t0 = process.hrtime.bigint();
+    const restored = decodeSnapshot(text);
+    const decodeS = seconds(t0);
+    t0 = process.hrtime.bigint();
+    const restoredHash = stateHash(restored);
+    const hashS = seconds(t0);
+    if (restoredHash !== liveHash) throw new Error('snapshot round trip changed the state');
+    console.log('\n## Snapshot of the final state');
+    console.log(
+      `| snapshot size | encode | decode | verify hash | full replay of ${fmt(commands.length)} records |`,
+    );
+    console.log('|---:|---:|---:|---:|---:|');
+    console.log(
+      `| ${fmt(text.length / 1e3)} kB | ${(encodeS * 1e3).toFixed(0)} ms | ${(decodeS * 1e3).toFixed(0)} ms | ${(hashS * 1e3).toFixed(0)} ms | ${figures.replay ? `${((commands.length / figures.replay.ours) * 1e3).toFixed(0)} ms` : '-'} |`,
+    );
+    figures.snapshot = { bytes: text.length, encodeS, decodeS, hashS };
+  }
 
   // The background snapshot write of the same state: how long does it hold the event loop?
-  gc();
-  const stalls = monitorEventLoopDelay({ resolution: 1 });
-  const ticker = setInterval(() => {}, 1);
-  stalls.enable();
-  const written = await new Snapshotter({ dir, log: () => {} }).write(live, commands.length);
-  stalls.disable();
-  clearInterval(ticker);
-  if (written?.hash !== liveHash) throw new Error('snapshot file hash differs');
-  console.log(
-    `\nBackground snapshot write (encode + hash + CRC + write + fsync + rename): ${(written.ms / 1e3).toFixed(1)} s; event-loop delay while it ran: p99 ${(stalls.percentile(99) / 1e6).toFixed(1)} ms, max ${(stalls.max / 1e6).toFixed(1)} ms.`,
-  );
-
-  // ---- acknowledgement latency with fsync on ----------------------------------------------------
-  console.log(
-    `\n## Acknowledgement latency: EngineHost.submit -> resolved (reduce + write + fdatasync) in ${dir}`,
-  );
-  console.log('| clients in flight | acks | p50 | p99 | max | acks/s | records per fsync |');
-  console.log('|---:|---:|---:|---:|---:|---:|---:|');
-  const setup = commands.slice(0, 2 * 1000 + 1000 + 2);
-  const flow = commands.slice(setup.length);
-  for (const clients of [1, 16, 128]) {
-    const path = join(dir, `acks-${clients}.log`);
-    const journal = FileJournal.open(path, { log: () => {} });
-    let syncs = 0;
-    const host = new EngineHost({
-      state: reduceAll(createEngineState({}, T0), setup).state,
-      journal: {
-        append: (cs) => {
-          syncs++;
-          return journal.append(cs);
-        },
-        read: (a) => journal.read(a),
-        get lastSeq() {
-          return journal.lastSeq;
-        },
-        close: () => journal.close(),
-      },
-      clock: new SystemClock(T0 + 10_000_000),
-    });
-    const lat = [];
-    let next = 0;
-    const total = Math.min(flow.length, clients === 1 ? ACKS : ACKS * 4);
-    const started = process.hrtime.bigint();
-    const worker = async () => {
-      while (next < total) {
-        // In order: each order id a cancel names is the one the host assigns here too.
-        const { time: _t, ...input } = flow[next++];
-        const t = process.hrtime.bigint();
-        await host.submit(input);
-        lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+  if (ONLY.has('stall')) {
+    // First the walk alone, synchronously: the duration of each step of 512 values, as the
+    // snapshotter calls them (a step that expands a large map at once is the long one).
+    // Wall time and this process's CPU time per step: on a shared VM another process can take
+    // the core in the middle of a step (wall), which the CPU time leaves out.
+    const stepTimes = (step) => {
+      gc();
+      const wall = [];
+      const cpu = [];
+      for (let done = false; !done; ) {
+        const c = process.cpuUsage();
+        const t = performance.now();
+        done = step();
+        wall.push(performance.now() - t);
+        const d = process.cpuUsage(c);
+        cpu.push((d.user + d.system) / 1e3);
       }
+      const top = (xs) => {
+        xs.sort((a, b) => a - b);
+        return {
+          p999: xs[Math.min(xs.length - 1, Math.floor(0.999 * xs.length))],
+          max: xs[xs.length - 1],
+        };
+      };
+      const w = top(wall);
+      const c = top(cpu);
+      return { steps: wall.length, p999: w.p999, max: w.max, cpuP999: c.p999, cpuMax: c.max };
     };
-    await Promise.all(Array.from({ length: clients }, worker));
-    const wall = seconds(started);
-    await journal.close();
-    lat.sort((a, b) => a - b);
-    const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+    // Each walk BENCH_STEP_WALKS times (default 3): noise (another process taking the core, a
+    // GC) lengthens a random step of one walk, while a step that is long by construction is long
+    // in every walk, so the shortest of the walks' longest steps is the robust figure.
+    const walks = Number(process.env.BENCH_STEP_WALKS ?? 3);
+    const repeat = (make) => {
+      const runs = Array.from({ length: walks }, () => stepTimes(make()));
+      const best = runs.reduce((a, b) => (b.max < a.max ? b : a));
+      return { ...best, longestPerWalk: runs.map((r) => r.max), floor: best.max };
+    };
+    const encodeSteps = repeat(() => {
+      const encoder = new SnapshotEncoder(live);
+      return () => encoder.step(512) === null;
+    });
+    const hashSteps = repeat(() => {
+      const hasher = new StateHasher(live);
+      return () => hasher.step(512);
+    });
     console.log(
-      `| ${clients} | ${fmt(lat.length)} | ${q(0.5).toFixed(2)} ms | ${q(0.99).toFixed(2)} ms | ${lat[lat.length - 1].toFixed(2)} ms | ${fmt(lat.length / wall)} | ${(lat.length / syncs).toFixed(1)} |`,
+      `\nWalk steps of 512 values, ${walks} walks each: encode ${fmt(encodeSteps.steps)} steps, longest step per walk ${encodeSteps.longestPerWalk.map((x) => x.toFixed(1)).join(' / ')} ms; hash ${fmt(hashSteps.steps)} steps, longest per walk ${hashSteps.longestPerWalk.map((x) => x.toFixed(1)).join(' / ')} ms.`,
+    );
+    gc();
+    const stalls = monitorEventLoopDelay({ resolution: 1 });
+    const ticker = setInterval(() => {}, 1);
+    stalls.enable();
+    const written = await new Snapshotter({ dir, log: () => {} }).write(live, commands.length);
+    stalls.disable();
+    clearInterval(ticker);
+    if (written?.hash !== liveHash) throw new Error('snapshot file hash differs');
+    const ms = (q) => stalls.percentile(q) / 1e6;
+    figures.stall = {
+      encodeSteps,
+      hashSteps,
+      writeS: written.ms / 1e3,
+      bytes: written.bytes,
+      p50: ms(50),
+      p99: ms(99),
+      p999: ms(99.9),
+      max: stalls.max / 1e6,
+    };
+    console.log(
+      `\nBackground snapshot write (encode + hash + CRC + write + fsync + rename): ${(written.ms / 1e3).toFixed(1)} s, ${fmt(written.bytes / 1e6)} MB; event-loop delay while it ran: p50 ${ms(50).toFixed(2)} ms, p99 ${ms(99).toFixed(2)} ms, p99.9 ${ms(99.9).toFixed(2)} ms, max ${(stalls.max / 1e6).toFixed(1)} ms.`,
     );
   }
+
+  // ---- acknowledgement latency with fsync on ----------------------------------------------------
+  if (ONLY.has('acks')) {
+    console.log(
+      `\n## Acknowledgement latency: EngineHost.submit -> resolved (reduce + write + fdatasync) in ${dir}`,
+    );
+    const setup = commands.slice(0, 2 * 1000 + 1000 + 2);
+    const flow = commands.slice(setup.length);
+    const setupState = reduceAll(createEngineState({}, T0), setup).state;
+    /** A host over a fresh FileJournal, counting appends (one append = one write + fdatasync). */
+    const freshHost = (name) => {
+      const journal = FileJournal.open(join(dir, `acks-${name}.log`), { log: () => {} });
+      const counter = { syncs: 0 };
+      const host = new EngineHost({
+        state: setupState,
+        journal: {
+          append: (cs) => {
+            counter.syncs++;
+            return journal.append(cs);
+          },
+          read: (a) => journal.read(a),
+          get lastSeq() {
+            return journal.lastSeq;
+          },
+          close: () => journal.close(),
+        },
+        clock: new SystemClock(T0 + 10_000_000),
+      });
+      return { host, journal, counter };
+    };
+    const quantiles = (lat) => {
+      lat.sort((a, b) => a - b);
+      const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+      return { n: lat.length, p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1] };
+    };
+    // The event loop while acks run: a synchronous flush holds it for the whole fsync. A 1 ms
+    // timer counts the turns that reached the timers phase (about 1,000/s when the loop is free;
+    // 0 when the run never yielded, and then the delay histogram has no sample either).
+    const loopMonitor = () => {
+      const h = monitorEventLoopDelay({ resolution: 1 });
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 1);
+      const t0 = performance.now();
+      h.enable();
+      return () => {
+        h.disable();
+        clearInterval(ticker);
+        const wallS = (performance.now() - t0) / 1e3;
+        const sampled = h.count > 0;
+        return {
+          p99: sampled ? h.percentile(99) / 1e6 : null,
+          max: sampled ? h.max / 1e6 : null,
+          ticksPerSecond: ticks / wallS,
+        };
+      };
+    };
+    const loopText = (l) =>
+      l.p99 === null
+        ? `held (${fmt(l.ticksPerSecond)} ticks/s)`
+        : `${l.p99.toFixed(1)} / ${l.max.toFixed(1)} ms, ${fmt(l.ticksPerSecond)} ticks/s`;
+
+    console.log(
+      '\nClosed loop: each client submits its next command when the previous one is acknowledged.',
+    );
+    console.log(
+      '| clients in flight | acks | p50 | p99 | max | acks/s | records per fsync | event loop: delay p99 / max, 1 ms timer ticks/s |',
+    );
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const clients of [1, 16, 128]) {
+      const { host, journal, counter } = freshHost(`closed-${clients}`);
+      const lat = [];
+      let next = 0;
+      const total = Math.min(flow.length, clients === 1 ? ACKS : ACKS * 4);
+      const stop = loopMonitor();
+      const started = process.hrtime.bigint();
+      const worker = async () => {
+        while (next < total) {
+          // In order: each order id a cancel names is the one the host assigns here too.
+          const { time: _t, ...input } = flow[next++];
+          const t = process.hrtime.bigint();
+          await host.submit(input);
+          lat.push(Number(process.hrtime.bigint() - t) / 1e6);
+        }
+      };
+      await Promise.all(Array.from({ length: clients }, worker));
+      const wall = seconds(started);
+      const loop = stop();
+      await journal.close();
+      const r = {
+        clients,
+        ...quantiles(lat),
+        perSecond: lat.length / wall,
+        perFsync: lat.length / counter.syncs,
+        loop,
+      };
+      figures.acks.push(r);
+      console.log(
+        `| ${clients} | ${fmt(r.n)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${r.max.toFixed(2)} ms | ${fmt(r.perSecond)} | ${r.perFsync.toFixed(1)} | ${loopText(loop)} |`,
+      );
+    }
+
+    // Open loop: commands arrive on a schedule whatever the host does (as requests from many
+    // connections do); latency counts from the scheduled arrival, so time the event loop was held
+    // (arrivals not even read) counts too.
+    console.log(
+      '\nOpen loop: commands arrive at a fixed rate; latency from the scheduled arrival to the ack.',
+    );
+    console.log(
+      '| offered/s | acks | p50 | p99 | max | records per fsync | event loop: delay p99 / max, 1 ms timer ticks/s |',
+    );
+    console.log('|---:|---:|---:|---:|---:|---:|---:|');
+    for (const [rate, secs] of OPEN) {
+      const { host, journal, counter } = freshHost(`open-${rate}`);
+      const total = Math.min(flow.length, Math.round(rate * secs));
+      const lat = [];
+      const pending = [];
+      const stop = loopMonitor();
+      const t0 = performance.now();
+      let sent = 0;
+      await new Promise((resolve) => {
+        const tick = () => {
+          const now = performance.now();
+          const due = Math.min(total, Math.floor(((now - t0) / 1e3) * rate) + 1);
+          for (; sent < due; sent++) {
+            const at = t0 + (sent / rate) * 1e3;
+            const { time: _t, ...input } = flow[sent];
+            pending.push(host.submit(input).then(() => lat.push(performance.now() - at)));
+          }
+          if (sent < total) setTimeout(tick, 1);
+          else resolve();
+        };
+        tick();
+      });
+      await Promise.all(pending);
+      const loop = stop();
+      await journal.close();
+      const r = { rate, ...quantiles(lat), perFsync: lat.length / counter.syncs, loop };
+      figures.open.push(r);
+      console.log(
+        `| ${fmt(rate)} | ${fmt(r.n)} | ${r.p50.toFixed(2)} ms | ${r.p99.toFixed(2)} ms | ${r.max.toFixed(2)} ms | ${r.perFsync.toFixed(1)} | ${loopText(loop)} |`,
+      );
+    }
+  }
+  if (JSON_OUT) console.log(JSON.stringify(figures));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
