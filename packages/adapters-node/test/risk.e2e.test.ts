@@ -247,4 +247,21 @@ describe('risk events through the service', () => {
     expect(forced.body).toMatchObject({ wallet: carol.address, marginMode: 'Cross' });
     expect(['Healthy', 'Auction', 'Closed']).toContain(forced.body.result);
   });
+
+  it("reports the venue's solvency to the operator: its pools, deposits and no scope below zero", async () => {
+    expect((await t.api('GET', '/admin/solvency')).status).toBe(401);
+    const res = await t.admin('GET', '/admin/solvency');
+    expect(res.status).toBe(200);
+    // Three wallets funded 100 + 10,000 + 10,000; nothing withdrawn; every liquidation above
+    // (the auction Carol claimed, the forced one) ended without a deficit left over.
+    expect(res.body).toMatchObject({
+      totalDeposits: '20100',
+      totalWithdrawals: '0',
+      totalDebt: '0',
+      debts: [],
+    });
+    // The insurance fund holds the funding residue and liquidation fees: never negative.
+    expect(res.body.insuranceFund).toMatch(/^\d+(\.\d{1,6})?$/);
+    expect(res.body.feePool).toMatch(/^\d+(\.\d{1,6})?$/);
+  });
 });

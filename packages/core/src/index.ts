@@ -78,7 +78,15 @@ export {
   predictedRate,
   premiumSample,
 } from './risk/funding.js';
-export { isLiquidatable, type ScopeRisk, scopeInAuction, scopeRisk } from './risk/health.js';
+export {
+  isLiquidatable,
+  type ScopeDebt,
+  type ScopeRisk,
+  type SolvencyReport,
+  scopeInAuction,
+  scopeRisk,
+  solvencyReport,
+} from './risk/health.js';
 export {
   adlQueue,
   auctionEvents,

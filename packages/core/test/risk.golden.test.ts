@@ -20,6 +20,7 @@ import {
   type Outcome,
   ratio,
   rcmp,
+  solvencyReport,
 } from '../src/index.js';
 import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
 
@@ -536,6 +537,104 @@ describe('ADL never leaves a counterparty with a deficit of its own', () => {
     expect(v.state.accounts.get(X)!.positions).toEqual([]);
     expect(v.state.accounts.get(X)!.crossCash).toBe(0n);
     expect(v.state.insuranceFund).toBe(0n);
+  });
+});
+
+describe('rule 7.5, last resort: the fee pool pays what the fund and ADL could not', () => {
+  const X = wallet(0x79);
+  const U = wallet(0x7a);
+
+  /**
+   * X (cross) is long 100 A @ 100 from U; U (cross, 1,030) is also long 100 B @ 100 from MM as
+   * taker at a 0.3% fee, so the fee pool holds 30 and U's cash is 1,000. Both marks gap to 70 in
+   * one command: U's gain on A and loss on B cancel (equity 1,000), X's equity is
+   * 1,000 - 3,000 = -2,000 with nothing bid above its bankruptcy price 90.
+   */
+  function crash(): { v: TestVenue; events: EngineEvent[] } {
+    const v = new TestVenue();
+    for (const [id, symbol, takerFeeRate] of [
+      [3, 'A-PERP', '0'],
+      [5, 'B-PERP', '0.003'],
+    ] as const) {
+      v.list({
+        id,
+        symbol,
+        tickSize: '0.5',
+        lotSize: '1',
+        quantityDecimals: 0,
+        maxLeverage: 20,
+        defaultLeverage: 20,
+        openInterestCap: '1000000',
+        makerFeeRate: '0',
+        takerFeeRate,
+        liquidation: { feeRate: '0' },
+      });
+    }
+    for (const w of [X, U, MM]) v.open(w);
+    v.fund(X, '1000');
+    v.fund(U, '1030');
+    v.fund(MM, '1000000');
+    v.oracle({ 'A-PERP': '100', 'B-PERP': '100' });
+    v.expectOk(v.place(U, 'A-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(X, 'A-PERP', { side: 'Buy', qty: '100', price: '100' }));
+    v.expectOk(v.place(MM, 'B-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(U, 'B-PERP', { side: 'Buy', qty: '100', price: '100' }));
+    expect(v.state.feePool).toBe(usd('30'));
+    expect(v.state.accounts.get(U)!.crossCash).toBe(usd('1000'));
+    // Quotes one tick under 70 on both books put the book median on the index (markTo's trick).
+    for (const symbol of ['A-PERP', 'B-PERP']) {
+      v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '1', price: '69.5' }));
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: '70' }));
+    }
+    const events = v.oracle({ 'A-PERP': '70', 'B-PERP': '70' });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('70'));
+    expect(v.state.markets.get(5)!.prices.mark).toBe(px('70'));
+    return { v, events };
+  }
+
+  it("ADL is capped at U's equity (100 @ 80), the fee pool pays its 30, 970 stays as X's debt", () => {
+    const { v, events } = crash();
+    // The fund is empty (no liquidation fee): it pays nothing.
+    expect(insuranceOf(events)).toEqual([]);
+    // U buys back at most its 1,000 of equity beyond the mark: 70 + 1,000 / 100 = 80, not 90.
+    const adl = reportsOf(events, 'ADL');
+    expect(adl.map((r) => [r.account, r.market, r.fill.quantity, r.fill.price])[0]).toEqual([
+      U,
+      3,
+      100n,
+      px('80'),
+    ]);
+    // X: 1,000 + (80 - 100) x 100 = -1,000; the fee pool pays its 30, the rest is reported.
+    const backstops = events.filter((e) => e.type === 'backstop');
+    expect(backstops).toEqual([
+      {
+        type: 'backstop',
+        account: X,
+        marginMode: 'Cross',
+        market: 0,
+        amount: usd('30'),
+        feePool: 0n,
+        debt: usd('970'),
+        time: v.time,
+      },
+    ]);
+    expect(v.state.accounts.get(X)!.positions).toEqual([]);
+    expect(v.state.accounts.get(X)!.crossCash).toBe(usd('-970'));
+    expect(v.state.feePool).toBe(0n);
+    // U ends at exactly zero, not below: its B long went on to its own liquidation at 70.
+    expect(summary(v, U).crossMarginSummary.accountValue).toBe('0');
+    expect(v.state.accounts.get(X)!.crossCash + v.state.accounts.get(U)!.crossCash).toBe(
+      usd('-970'),
+    );
+    // The operator's view: the one scope below zero and the venue's empty pools.
+    expect(solvencyReport(v.state)).toEqual({
+      insuranceFund: 0n,
+      feePool: 0n,
+      totalDeposits: usd('1002030'),
+      totalWithdrawals: 0n,
+      debts: [{ account: X, marginMode: 'Cross', market: 0, debt: usd('970'), inAuction: false }],
+      totalDebt: usd('970'),
+    });
   });
 });
 

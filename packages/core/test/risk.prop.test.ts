@@ -231,6 +231,19 @@ const ADL_ROUNDING = 2n;
  */
 type Shortfalls = Map<string, bigint>;
 
+/** Whether the scope of a {@link scopeKey} holds no position. */
+function scopeIsFlat(state: EngineState, key: string): boolean {
+  let flat = true;
+  state.accounts.forEach((a) => {
+    for (const s of scopesOf(a)) {
+      const mode = s === 0 ? 'Cross' : 'Isolated';
+      if (scopeKey(a.address, mode, s) !== key) continue;
+      flat = !a.positions.some((p) => p.mode === mode && (mode === 'Cross' || p.market === s));
+    }
+  });
+  return flat;
+}
+
 /** Every margin scope of an account: cross (0) and each isolated pool or position's market. */
 function scopesOf(a: Account): number[] {
   const scopes = new Set<number>([0]);
@@ -279,6 +292,8 @@ function checkRisk(
   // whose auction ended in it, or that filled in it.
   const fundAfter = new Map<number, bigint>();
   const liquidated = new Map<number, string>();
+  // Scopes left owing what neither the fund nor the fee pool could pay (`backstop` events).
+  const debtNow = new Set<string>();
   {
     let fund = prior.fund;
     let current: number | undefined;
@@ -306,6 +321,20 @@ function checkRisk(
         if (e.reason === 'Deficit') expect(e.delta).toBeLessThan(0n);
         else expect(e.delta).toBeGreaterThan(0n);
         fund = e.balance;
+      }
+      if (e.type === 'backstop') {
+        // The fee pool pays only after the fund is empty, never more than it holds, and a debt
+        // is left only when it is empty too.
+        expect(fund).toBe(0n);
+        expect(e.amount).toBeGreaterThanOrEqual(0n);
+        expect(e.feePool).toBeGreaterThanOrEqual(0n);
+        expect(e.debt).toBeGreaterThanOrEqual(0n);
+        if (e.debt > 0n) {
+          expect(e.feePool).toBe(0n);
+          debtNow.add(scopeKey(e.account, e.marginMode, e.market));
+          seen.debts!++;
+        }
+        if (e.amount > 0n) seen.backstops!++;
       }
       if (e.type === 'executionReport' && e.kind === 'ADL') {
         const f = e.fill;
@@ -339,11 +368,16 @@ function checkRisk(
   // - a scope whose own liquidation auction is still running;
   // - the venue's shortfall: a liquidated scope whose loss was larger than everything that could
   //   pay it. Its liquidation was done in this command with the insurance fund empty (having
-  //   paid before any ADL fill went beyond the mark, checked above) and ADL could transfer no
-  //   more (counterparties capped at their equity, or a short's buy-back at the price floor).
-  //   It may stay negative afterwards only exactly as its liquidation left it.
+  //   paid before any ADL fill went beyond the mark, checked above), ADL could transfer no
+  //   more (counterparties capped at their equity, or a short's buy-back at the price floor),
+  //   and, once the scope is flat, the fee pool, the last resort, was empty too (its `backstop`
+  //   event reports the debt). It may stay negative afterwards only exactly as its liquidation
+  //   left it.
   const shortNow = new Set<string>();
-  for (const [id, scope] of liquidated) if (fundAfter.get(id) === 0n) shortNow.add(scope);
+  for (const [id, scope] of liquidated) {
+    if (fundAfter.get(id) !== 0n) continue;
+    if (debtNow.has(scope) || !scopeIsFlat(state, scope)) shortNow.add(scope);
+  }
   state.accounts.forEach((a) => {
     for (const s of scopesOf(a)) {
       const mode = s === 0 ? 'Cross' : 'Isolated';
@@ -447,6 +481,8 @@ const seen: Record<string, number> = {
   funding: 0,
   busts: 0,
   deficits: 0,
+  backstops: 0,
+  debts: 0,
   shortfalls: 0,
 };
 

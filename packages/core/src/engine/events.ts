@@ -490,6 +490,27 @@ export interface InsuranceChanged {
   readonly time: number;
 }
 
+/**
+ * The last resort of rule 7.5: a liquidated scope, flat, still owed more than the insurance fund
+ * held; the venue's fee pool (its own trading revenue) paid what it could. Emitted whenever such
+ * a deficit remains after the fund, even when the fee pool paid nothing, so a `debt` above zero
+ * (the venue's shortfall, left on the account) is always reported.
+ */
+export interface BackstopPaid {
+  readonly type: 'backstop';
+  readonly account: string;
+  readonly marginMode: MarginMode;
+  /** Market id for an isolated scope, 0 for cross. */
+  readonly market: number;
+  /** Paid from the fee pool into the scope's pool, micro-units (>= 0). */
+  readonly amount: bigint;
+  /** Fee pool balance after the payment. */
+  readonly feePool: bigint;
+  /** What stays unpaid on the scope's pool, micro-units (>= 0). */
+  readonly debt: bigint;
+  readonly time: number;
+}
+
 /** Every event. */
 export type EngineEvent =
   | ExecutionReport
@@ -503,4 +524,5 @@ export type EngineEvent =
   | LiquidationStarted
   | FundingSettled
   | TradeBusted
-  | InsuranceChanged;
+  | InsuranceChanged
+  | BackstopPaid;

@@ -1013,9 +1013,10 @@ function absorbDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket:
 
 /**
  * A flat scope with negative cash (the cash legs' rounding, or a loss larger than the fund and
- * the equity of every counterparty ADL reached): the insurance fund pays it, as far as it holds.
- * The fund never goes below zero; what it cannot pay stays in the pool as the account's debt,
- * the venue's shortfall in plain sight (docs/risk-engine.md).
+ * the equity of every counterparty ADL reached): the insurance fund pays it, as far as it holds;
+ * then, as the last resort, the venue's fee pool (its own trading revenue) pays the rest, as far
+ * as it holds, with a `backstop` event. Neither goes below zero; what both cannot pay stays in
+ * the pool as the account's debt, the venue's shortfall in plain sight (docs/risk-engine.md).
  */
 function coverDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: number): void {
   const account = ctx.account(address)!;
@@ -1025,6 +1026,27 @@ function coverDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: 
   const fund = ctx.state.insuranceFund;
   const paid = -cash < fund ? -cash : fund;
   if (paid > 0n) payFromFund(ctx, address, mode, scopeMarket, paid);
+  const owed = -cash - paid;
+  if (owed === 0n) return;
+  const pool = ctx.state.feePool > 0n ? ctx.state.feePool : 0n;
+  const backstop = owed < pool ? owed : pool;
+  if (backstop > 0n) {
+    const w = ctx.writableAccount(address);
+    if (mode === 'Cross') w.crossCash += backstop;
+    else setIsolatedCash(w, scopeMarket, isolatedCash(w, scopeMarket) + backstop);
+    ctx.state.feePool -= backstop;
+    ctx.accountChanged(address);
+  }
+  ctx.emit({
+    type: 'backstop',
+    account: address,
+    marginMode: mode,
+    market: scopeMarket,
+    amount: backstop,
+    feePool: ctx.state.feePool,
+    debt: owed - backstop,
+    time: ctx.time,
+  });
 }
 
 // ---- the process ----------------------------------------------------------------------------------
