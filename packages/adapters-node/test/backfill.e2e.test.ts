@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallet as plainWallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
@@ -26,6 +27,16 @@ function tempDir(): string {
 }
 
 const SNAPSHOTS = { everyRecords: 5, everyMs: 0 } as const;
+// Rate limits have their own tests; here the trading loops would hit the 20 requests/s per wallet.
+const CONFIG = {
+  ...DEFAULT_CONFIG,
+  limits: {
+    ...DEFAULT_CONFIG.limits,
+    walletRequestsPerSecond: 100_000,
+    signedRequestsPer5Minutes: 100_000,
+    publicReadsPerSecond: 100_000,
+  },
+};
 const INTERVALS = ['1m', '5m', '1h', '1d'] as const;
 
 interface Traders {
@@ -140,13 +151,13 @@ async function readModels(t: TestVenue, x: Traders): Promise<Record<string, unkn
 }
 
 async function restart(dir: string, options: StartVenueOptions = {}): Promise<TestVenue> {
-  return startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS, ...options });
+  return startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS, config: CONFIG, ...options });
 }
 
 describe('history backfill after a restart from a snapshot', () => {
   it('serves the read models of a full replay of the same journal', async () => {
     const dir = tempDir();
-    let t = await startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS });
+    let t = await restart(dir);
     await t.oracle({ 'BTC-PERP': '65000' });
     let x = await traders(t, true);
     // Before the snapshot: trades, a filled and a cancelled order, an order left open.
@@ -218,7 +229,7 @@ describe('history backfill after a restart from a snapshot', () => {
 
   it('keeps every trade made while a slow backfill runs, in order', async () => {
     const dir = tempDir();
-    let t = await startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS });
+    let t = await restart(dir);
     await t.oracle({ 'BTC-PERP': '65000' });
     let x = await traders(t, true);
     await trade(x, 65000);
