@@ -301,7 +301,12 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       const res = await http('POST', `${rest}/referral/apply`, r.body, r.headers);
       if (res.status !== 201)
         fail(`invite: ${res.status} ${JSON.stringify(res.body)}`, options.seed, 0);
-      await fundWallet(rest, adminToken, net, w, '1000000');
+      try {
+        await fundWallet(rest, adminToken, net, w, '1000000');
+      } catch (e) {
+        // The child's log says why the service refused (a 500 logs its stack there).
+        fail(`funding: ${(e as Error).message}\n${child.stderr.join('\n')}`, options.seed, 0);
+      }
     }
 
     for (cycle = 1; cycle <= options.cycles; cycle++) {

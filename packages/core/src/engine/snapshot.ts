@@ -17,7 +17,7 @@
  * so a slice stays short however large one collection is (the trade records of a long-running
  * venue: a million entries would otherwise be one step of tens of milliseconds).
  *
- * Text form: `{"v":2,"state":<value>}` where a value is a JSON primitive, a JSON object (a
+ * Text form: `{"v":3,"state":<value>}` where a value is a JSON primitive, a JSON object (a
  * record), or a tagged array `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"`
  * PMap (key, value, ...), `"i"` IntMap (key, value, ...), `"t"` TimeIdSet (time, id, ...), `"u"`
  * undefined, `"f"` a number JSON cannot hold (`"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`).
