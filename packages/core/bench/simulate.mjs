@@ -36,11 +36,11 @@ console.log(`events hash  ${a.eventsHash}`);
 console.log(`deterministic: ${same ? 'yes' : 'NO'}`);
 console.log('');
 console.log(
-  '| trades | liquidations | book fills | auctions | claims settled | ADL fills | funding payments | deficits paid |',
+  '| trades | liquidations | book fills | auctions | claims settled | ADL fills | funding payments | deficits paid by the fund | by the fee pool | debt left (USD) |',
 );
-console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 console.log(
-  `| ${a.trades} | ${a.liquidations} | ${a.marketSteps} | ${a.auctions} | ${a.claims} | ${a.adlFills} | ${a.fundingPayments} | ${a.deficits} |`,
+  `| ${a.trades} | ${a.liquidations} | ${a.marketSteps} | ${a.auctions} | ${a.claims} | ${a.adlFills} | ${a.fundingPayments} | ${a.deficits} | ${a.backstops} | ${formatCollateral(a.debt)} |`,
 );
 console.log('');
 console.log('insurance fund by minute (USD):');

@@ -11,6 +11,7 @@ import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import type { EngineEvent } from '../engine/events.js';
 import { canonicalText, stateHash } from '../engine/state-hash.js';
+import { solvencyReport } from '../risk/health.js';
 import { liveAuctions } from '../risk/liquidation.js';
 import { px, wallet } from './builders.js';
 import { checkInvariants } from './invariants.js';
@@ -46,6 +47,10 @@ export interface SimulationResult {
   readonly adlFills: number;
   readonly fundingPayments: number;
   readonly deficits: number;
+  /** Deficits the fee pool paid after the insurance fund (`backstop` events with an amount). */
+  readonly backstops: number;
+  /** Debt left on liquidated scopes at the end (what fund, ADL and fee pool could not pay). */
+  readonly debt: bigint;
   /** Insurance fund at the end of every simulated minute, micro-units. */
   readonly insurancePath: readonly bigint[];
   readonly venue: TestVenue;
@@ -84,6 +89,7 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
     adlFills: 0,
     fundingPayments: 0,
     deficits: 0,
+    backstops: 0,
   };
   const record = (events: readonly EngineEvent[]): void => {
     hash.update(utf8ToBytes(canonicalText(events)));
@@ -91,6 +97,7 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
       if (e.type === 'trade') stats.trades++;
       else if (e.type === 'liquidationStarted') stats.liquidations++;
       else if (e.type === 'insurance' && e.reason === 'Deficit') stats.deficits++;
+      else if (e.type === 'backstop' && e.amount > 0n) stats.backstops++;
       else if (e.type === 'executionReport') {
         if (e.kind === 'Liquidation' && e.method === 'Market') stats.marketSteps++;
         else if (e.kind === 'ADL') stats.adlFills++;
@@ -152,8 +159,10 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
   };
   const insurancePath: bigint[] = [];
   const steps = o.minutes * 60;
+  // Setting up many takers takes a simulated millisecond per command: the steps start after it.
+  const first = Math.max(start, v.time);
   for (let s = 0; s < steps; s++) {
-    const t = start + (s + 1) * 1000;
+    const t = first + (s + 1) * 1000;
     const minute = s / 60;
     // Index path: noise, then a linear crash, then a drift.
     for (let mi = 0; mi < MARKETS.length; mi++) {
@@ -254,6 +263,7 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
     eventsHash: `0x${bytesToHex(hash.digest())}`,
     commands: v.log.length,
     ...stats,
+    debt: solvencyReport(v.state).totalDebt,
     insurancePath,
     venue: v,
   };
