@@ -102,6 +102,13 @@ export class Ctx {
    */
   private readonly accountCache: Map<string, Account> = new Map();
   /**
+   * The last account looked up, in front of {@link accountCache}: a command reads the same one
+   * or two accounts many times, and comparing the same string object is cheaper than a hash
+   * look-up. Updated by every method that stores an account version.
+   */
+  private lastAddress: string | null = null;
+  private lastAccount: Account | undefined = undefined;
+  /**
    * Trade-log pruning cursor seen by `pruneTrades` in this session and the time of the record it
    * stopped at: while the cursor stays there, nothing is due before that time plus retention.
    * Records never change their time, so this is a pure cache of the state.
@@ -234,10 +241,14 @@ export class Ctx {
 
   /** An account for reading. */
   account(address: string): Account | undefined {
-    const cached = this.accountCache.get(address);
-    if (cached !== undefined) return cached;
-    const a = this.state.accounts.get(address);
-    if (a !== undefined) this.accountCache.set(address, a);
+    if (address === this.lastAddress) return this.lastAccount;
+    let a = this.accountCache.get(address);
+    if (a === undefined) {
+      a = this.state.accounts.get(address);
+      if (a !== undefined) this.accountCache.set(address, a);
+    }
+    this.lastAddress = address;
+    this.lastAccount = a;
     return a;
   }
 
@@ -249,6 +260,8 @@ export class Ctx {
     const w = copyAccount(a, this.edit);
     this.state.accounts = this.state.accounts.set(this.edit, address, w);
     this.accountCache.set(address, w);
+    this.lastAddress = address;
+    this.lastAccount = w;
     return w;
   }
 
@@ -256,6 +269,8 @@ export class Ctx {
   putAccount(account: Account): void {
     this.state.accounts = this.state.accounts.set(this.edit, account.address, account);
     this.accountCache.set(account.address, account);
+    this.lastAddress = account.address;
+    this.lastAccount = account;
   }
 
   // ---- orders -----------------------------------------------------------------------------
