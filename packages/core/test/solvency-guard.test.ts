@@ -3,7 +3,7 @@
  * no order fill may leave the scope of either side with equity below zero at the mark. A taker's
  * fill is clamped to the whole lots that keep its scope solvent and its remainder is cancelled
  * (InsufficientMargin) when not one more lot fits; a resting maker whose fill would break it is
- * cancelled (InsufficientMargin) and matching continues; the FOK pre-check applies the same
+ * cancelled (InsufficientMargin) and matching continues; the FOK trial match applies the same
  * clamp, so FOK stays all-or-nothing. Book-only mode (margin checks off) has no guard.
  *
  * Figures: BTC tick 0.5, lot 0.001, maintenance 1.25%, taker fee 0.05%, maker fee 0.02%. A opens
@@ -291,7 +291,7 @@ describe('FOK with the guard', () => {
     expect(equity(v, A)).toBe(usd('8.85'));
   });
 
-  it('a maker that would be cancelled is skipped by the pre-check as by matching', () => {
+  it('a maker that would be cancelled is skipped by the FOK trial as by matching', () => {
     v.fund(A, '5000');
     openLong(v, '1');
     v.expectOk(v.place(A, BTC, { side: 'Sell', qty: '1', price: '40000', reduceOnly: true }));

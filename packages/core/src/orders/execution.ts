@@ -18,7 +18,7 @@ import {
   slotId,
   unrestOrder,
 } from '../book/levels.js';
-import type { Ctx } from '../engine/context.js';
+import { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
@@ -36,11 +36,9 @@ import { applyStoredLeg, applyTradedLeg, newStoredTrade, storeTrade } from '../r
 import { releaseCloidOnEnd } from './cloids.js';
 import { activateChildren } from './managed.js';
 import {
-  emptySwept,
   fillEquityDelta,
   type GuardSide,
   guardMark,
-  type SweptScope,
   scopeEquity,
   solventQuantity,
 } from './solvency.js';
@@ -261,18 +259,11 @@ export function reducibleBy(ctx: Ctx, order: Order): bigint {
  * Match-time margin check of a resting maker (engine-rules section 5): a fill that increases
  * its position must leave its scope's available-to-open at or above zero (initial margin). A
  * fill that only reduces it is exempt from that, but not from the solvency guard
- * (`solvency.ts`): it must not leave the scope's equity below zero at the mark. `prior` is what
- * fills a read-only sweep already counted for this maker's scope (FOK pre-check).
+ * (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
  */
-export function makerMarginAllows(
-  ctx: Ctx,
-  market: Market,
-  maker: Order,
-  qty: bigint,
-  prior?: SweptScope,
-): boolean {
+export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
   const account = ctx.account(maker.account)!;
-  const size = sizeOf(account, maker.market, maker.marginMode) + (prior?.sizeDelta ?? 0n);
+  const size = sizeOf(account, maker.market, maker.marginMode);
   const signed = maker.side === 'Buy' ? qty : -qty;
   const after = size + signed;
   const absBefore = size < 0n ? -size : size;
@@ -286,13 +277,7 @@ export function makerMarginAllows(
     const mark = guardMark(market);
     if (mark === null) return true;
     const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
-    return (
-      d >= 0n ||
-      scopeEquity(ctx.state, account, maker.marginMode, maker.market) +
-        (prior?.equityDelta ?? 0n) +
-        d >=
-        0n
-    );
+    return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
   }
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
@@ -304,12 +289,12 @@ export function makerMarginAllows(
     maker.market,
     {
       market: maker.market,
-      sizeDelta: signed + (prior?.sizeDelta ?? 0n),
-      cashDelta: (signed > 0n ? -quote : quote) - fee + (prior?.cashDelta ?? 0n),
-      buyQtyDelta: (buy ? -resting : 0n) - (prior?.buyQty ?? 0n),
-      buyNotionalDelta: (buy ? -resting * price : 0n) - (prior?.buyNotional ?? 0n),
-      sellQtyDelta: (buy ? 0n : -resting) - (prior?.sellQty ?? 0n),
-      sellNotionalDelta: (buy ? 0n : -resting * price) - (prior?.sellNotional ?? 0n),
+      sizeDelta: signed,
+      cashDelta: (signed > 0n ? -quote : quote) - fee,
+      buyQtyDelta: buy ? -resting : 0n,
+      buyNotionalDelta: buy ? -resting * price : 0n,
+      sellQtyDelta: buy ? 0n : -resting,
+      sellNotionalDelta: buy ? 0n : -resting * price,
     },
     true,
   );
@@ -317,14 +302,7 @@ export function makerMarginAllows(
 }
 
 /** The solvency guard's view of a taker's scope in `market` (`solvency.ts`). */
-function takerGuard(
-  ctx: Ctx,
-  market: Market,
-  taker: Order,
-  mark: bigint,
-  size: bigint,
-  equityDelta: bigint,
-): GuardSide {
+function takerGuard(ctx: Ctx, market: Market, taker: Order, mark: bigint, size: bigint): GuardSide {
   const spec = market.spec;
   return {
     spec,
@@ -333,104 +311,30 @@ function takerGuard(
     buy: taker.side === 'Buy',
     rate: spec.takerFeeRate,
     equity: () =>
-      scopeEquity(ctx.state, ctx.account(taker.account)!, taker.marginMode, taker.market) +
-      equityDelta,
+      scopeEquity(ctx.state, ctx.account(taker.account)!, taker.marginMode, taker.market),
   };
 }
 
 /**
- * Quantity a taker could fill right now up to `limit`, honouring self-trade prevention,
- * reduce-only clamps, the solvency guard and maker margin checks exactly as {@link matchTaker}
- * applies them; read-only (used by FOK). Fills already counted are carried forward per scope,
- * so a maker with several orders, or the taker after some fills, is checked as matching would
- * see it.
+ * FOK (engine-rules section 5): whether the working taker `takerId` would fill completely now
+ * up to `limit`. It is matched in a throw-away write session on top of this one: a new edit, so
+ * every record it writes is copied and this session's state is untouched (the reducer's own
+ * purity), and the answer is exact by construction: the same code decides every rule (self-trade
+ * prevention, reduce-only clamps, the solvency guard, maker margin checks, managed siblings).
+ * Nothing of the trial is kept: no events, ids or cancelled makers.
  */
-export function fillableQuantity(ctx: Ctx, market: Market, taker: Order, limit: bigint): bigint {
-  const buy = taker.side === 'Buy';
-  const levels = ownSide(market, !buy);
-  let need = leavesOf(taker);
-  if (taker.reduceOnly) {
-    const room = reducibleBy(ctx, taker);
-    if (room < need) need = room;
-  }
-  const checks = ctx.state.settings.marginChecks;
-  const mark = checks ? guardMark(market) : null;
-  const spec = market.spec;
-  let takerSize = sizeOf(ctx.account(taker.account)!, taker.market, taker.marginMode);
-  let takerEquity = 0n; // equity change of the fills counted so far
-  const swept = new Map<string, SweptScope>();
-  let total = 0n;
-  sweep: for (let li = levels.length - 1; li >= 0 && total < need; li--) {
-    const level = levels[li] as Level;
-    if (!crosses(buy, limit, level.price)) break;
-    for (let slot = level.head; slot < level.tail && total < need; slot++) {
-      const id = slotId(level, slot);
-      if (id === 0) continue;
-      const maker = ctx.order(id)!;
-      if (maker.account === taker.account) continue;
-      const key = `${maker.account}|${maker.marginMode}`;
-      const prior = swept.get(key);
-      let qty = leavesOf(maker);
-      if (qty > need - total) qty = need - total;
-      if (maker.reduceOnly) {
-        const s =
-          sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode) +
-          (prior?.sizeDelta ?? 0n);
-        const room = maker.side === 'Buy' ? (s < 0n ? -s : 0n) : s > 0n ? s : 0n;
-        if (room < qty) qty = room;
-      }
-      if (qty === 0n) continue;
-      if (
-        mark !== null &&
-        fillEquityDelta(spec, takerSize, buy, qty, level.price, mark, spec.takerFeeRate) < 0n
-      ) {
-        const guard = takerGuard(ctx, market, taker, mark, takerSize, takerEquity);
-        const solvent = solventQuantity(guard, qty, level.price);
-        if (solvent === 0n) break sweep; // matching cancels the taker here
-        qty = solvent;
-      }
-      const entry = prior ?? emptySwept();
-      if (prior === undefined) swept.set(key, entry);
-      const makerBuy = maker.side === 'Buy';
-      if (checks && !makerMarginAllows(ctx, market, maker, qty, prior)) {
-        // Matching cancels this maker: its whole remainder stops holding margin.
-        if (holdsMargin(maker)) sweptResting(entry, makerBuy, leavesOf(maker), maker.price);
-        continue;
-      }
-      total += qty;
-      const makerSize = sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode);
-      const price = level.price;
-      const quote = quoteAmount(spec, qty, price);
-      const makerFee = feeAmount(spec, qty, price, spec.makerFeeRate);
-      entry.equityDelta += fillEquityDelta(
-        spec,
-        makerSize + entry.sizeDelta,
-        makerBuy,
-        qty,
-        price,
-        mark ?? price,
-        spec.makerFeeRate,
-      );
-      entry.cashDelta += (makerBuy ? -quote : quote) - makerFee;
-      entry.sizeDelta += makerBuy ? qty : -qty;
-      if (holdsMargin(maker)) sweptResting(entry, makerBuy, qty, price);
-      if (mark !== null) {
-        takerEquity += fillEquityDelta(spec, takerSize, buy, qty, price, mark, spec.takerFeeRate);
-      }
-      takerSize += buy ? qty : -qty;
-    }
-  }
-  return total < need ? total : leavesOf(taker);
-}
-
-function sweptResting(entry: SweptScope, buy: boolean, qty: bigint, price: bigint): void {
-  if (buy) {
-    entry.buyQty += qty;
-    entry.buyNotional += qty * price;
-  } else {
-    entry.sellQty += qty;
-    entry.sellNotional += qty * price;
-  }
+export function fillsCompletely(ctx: Ctx, takerId: number, limit: bigint): boolean {
+  const trial = new Ctx(ctx.state);
+  trial.begin(ctx.time);
+  const market = trial.writableMarket(trial.order(takerId)!.market);
+  matchTaker(trial, market, takerId, limit);
+  return trial.events.some(
+    (e) =>
+      e.type === 'executionReport' &&
+      e.kind === 'OrderFilled' &&
+      'order' in e &&
+      e.order.orderId === takerId,
+  );
 }
 
 /**
@@ -493,7 +397,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
         const size = sizeOf(ctx.account(takerAccount)!, t.market, t.marginMode);
         const spec = market.spec;
         if (fillEquityDelta(spec, size, buy, qty, level.price, mark, spec.takerFeeRate) < 0n) {
-          const guard = takerGuard(ctx, market, t, mark, size, 0n);
+          const guard = takerGuard(ctx, market, t, mark, size);
           const solvent = solventQuantity(guard, qty, level.price);
           if (solvent === 0n) {
             insolvent = true;

@@ -6,7 +6,6 @@
  */
 
 import { admitRequest } from '../access/admission.js';
-import { leavesOf } from '../book/levels.js';
 import type { PlaceOrderCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import { type OrderView, viewOf } from '../engine/events.js';
@@ -18,7 +17,7 @@ import { scopeInAuction } from '../risk/health.js';
 import { cloidHolder, registerCloid } from './cloids.js';
 import {
   cancelOrder,
-  fillableQuantity,
+  fillsCompletely,
   matchTaker,
   reducibleBy,
   registerOrder,
@@ -157,7 +156,7 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
 }
 
 /**
- * Executes a working order that may take liquidity: FOK pre-check, matching, then by time in
+ * Executes a working order that may take liquidity: FOK trial match, matching, then by time in
  * force rest the remainder or cancel it. `limit` overrides the order's price (market-style
  * trigger orders, which never rest).
  */
@@ -165,10 +164,7 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
   const order = ctx.order(orderId)!;
   const market = ctx.writableMarket(order.market);
   const price = limit ?? order.price;
-  if (
-    order.timeInForce === 'FOK' &&
-    fillableQuantity(ctx, market, order, price) < leavesOf(order)
-  ) {
+  if (order.timeInForce === 'FOK' && !fillsCompletely(ctx, orderId, price)) {
     cancelOrder(ctx, orderId, 'FOK');
     return;
   }

@@ -147,31 +147,3 @@ export function solventQuantity(side: GuardSide, qty: bigint, price: bigint): bi
   }
   return lo * lot;
 }
-
-/**
- * What the fills a read-only sweep (the FOK pre-check) has already counted would change in one
- * account's scope in the swept market, so the next check of that scope sees it as matching
- * would: position, cash, equity, and the resting quantity (and notional) filled or cancelled.
- */
-export interface SweptScope {
-  sizeDelta: bigint;
-  cashDelta: bigint;
-  equityDelta: bigint;
-  buyQty: bigint;
-  buyNotional: bigint;
-  sellQty: bigint;
-  sellNotional: bigint;
-}
-
-/** A sweep's record of nothing counted yet. */
-export function emptySwept(): SweptScope {
-  return {
-    sizeDelta: 0n,
-    cashDelta: 0n,
-    equityDelta: 0n,
-    buyQty: 0n,
-    buyNotional: 0n,
-    sellQty: 0n,
-    sellNotional: 0n,
-  };
-}
