@@ -53,8 +53,8 @@ export interface SnapshotPolicy {
 /**
  * Defaults: a tail of at most 250,000 records to replay after a crash (a few seconds at the
  * engine's replay rate on a 2-core machine), and an hourly snapshot on a venue with some traffic.
- * A quiet venue rarely snapshots and recovers by full replay, which also rebuilds its complete
- * read-model history (see docs/durability.md).
+ * A quiet venue rarely snapshots and recovers by full replay. After a restart from a snapshot the
+ * read-model history before it is rebuilt by the background backfill (see docs/durability.md).
  */
 export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
   everyRecords: 250_000,
