@@ -390,7 +390,21 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     handler(req, socket, head);
   });
 
-  await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  try {
+    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  } catch (e) {
+    // The port is taken (or the host is not ours): release what was opened, so an embedding
+    // process is not left with worker threads, timers and an open journal.
+    backfill?.cancel();
+    await trading.close();
+    await marketData.close();
+    await app.close();
+    await host.idle();
+    await recovery.close();
+    await snapshotter?.close();
+    await journal.close();
+    throw e;
+  }
   const address = (app.server as Server).address() as AddressInfo;
   const hostName = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 

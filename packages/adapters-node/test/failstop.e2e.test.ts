@@ -6,6 +6,7 @@
  */
 import { MemoryJournal } from '@perp/adapters-memory';
 import { describe, expect, it } from 'vitest';
+import { startVenue } from '../src/venue.js';
 import { http } from './support/client.js';
 import { startTestVenue } from './support/fixture.js';
 
@@ -30,5 +31,21 @@ describe('fail-stop on a journal failure', () => {
     expect(String(fatal)).toContain('disk full');
     await expect(http('GET', `${t.rest}/time`)).rejects.toThrow();
     await t.close().catch(() => {});
+  });
+
+  it('a venue that cannot listen (port taken) releases what it opened and rejects', async () => {
+    const first = await startTestVenue();
+    const journal = new MemoryJournal();
+    let closed = 0;
+    const close = journal.close.bind(journal);
+    journal.close = async () => {
+      closed++;
+      await close();
+    };
+    await expect(
+      startVenue({ journal, port: first.venue.port, priceFeed: 'none', log: () => {} }),
+    ).rejects.toThrow(/EADDRINUSE|address already in use/);
+    expect(closed).toBe(1);
+    await first.close();
   });
 });
