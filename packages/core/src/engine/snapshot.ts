@@ -26,6 +26,7 @@
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import type { EntryCursor } from '../persistent/cursor.js';
 import { type Edit, newEdit } from '../persistent/edit.js';
 import { type PKey, PMap } from '../persistent/hamt.js';
 import { IntMap } from '../persistent/int-map.js';
@@ -89,163 +90,6 @@ function listFrame(
       return items[i++];
     },
   };
-}
-
-/** One entry at a time, in the map's canonical order; `key`/`value` hold the current entry. */
-interface EntryCursor {
-  next(): boolean;
-  key: unknown;
-  value: unknown;
-}
-
-/** Trie node of a {@link PMap} (persistent/hamt.ts), as its walk reads it. */
-interface HamtNode {
-  readonly dataMap: number;
-  readonly nodeMap: number;
-  readonly collision: boolean;
-  readonly arr: readonly unknown[];
-}
-
-/** A position in one HAMT node: next slot, data pairs and children consumed so far. */
-interface HamtAt {
-  readonly node: HamtNode;
-  slot: number;
-  data: number;
-  child: number;
-}
-
-/**
- * The entries of a {@link PMap} in `forEach` order (hash order: data and children interleaved by
- * slot; a collision node's pairs in array order), resumable: an explicit stack replaces the
- * recursion of `forEach`. Checked against the map's size at the end.
- */
-function pmapCursor(map: PMap<PKey, unknown>): EntryCursor {
-  const stack: HamtAt[] = [
-    { node: (map as unknown as { root: HamtNode }).root, slot: 0, data: 0, child: 0 },
-  ];
-  let seen = 0;
-  const c: EntryCursor = {
-    key: undefined,
-    value: undefined,
-    next() {
-      while (stack.length > 0) {
-        const at = stack[stack.length - 1] as HamtAt;
-        const { node } = at;
-        const arr = node.arr;
-        if (node.collision) {
-          if (2 * at.data < arr.length) {
-            c.key = arr[2 * at.data];
-            c.value = arr[2 * at.data + 1];
-            at.data++;
-            seen++;
-            return true;
-          }
-          stack.pop();
-          continue;
-        }
-        let descended = false;
-        while (at.slot < 32) {
-          const bit = 1 << at.slot;
-          at.slot++;
-          if ((node.dataMap & bit) !== 0) {
-            c.key = arr[2 * at.data];
-            c.value = arr[2 * at.data + 1];
-            at.data++;
-            seen++;
-            return true;
-          }
-          if ((node.nodeMap & bit) !== 0) {
-            const child = arr[arr.length - 1 - at.child] as HamtNode;
-            at.child++;
-            stack.push({ node: child, slot: 0, data: 0, child: 0 });
-            descended = true;
-            break;
-          }
-        }
-        if (!descended) stack.pop();
-      }
-      if (seen !== map.size) throw new Error(`snapshot walk: ${seen} of ${map.size} PMap entries`);
-      return false;
-    },
-  };
-  return c;
-}
-
-/** Trie node of an {@link IntMap} (persistent/int-map.ts). */
-interface IntTrieNode {
-  readonly slots: readonly unknown[];
-}
-
-/** The parts of an {@link IntMap} its walk reads (persistent/int-map.ts). */
-interface IntMapParts {
-  readonly low: IntTrieNode | null;
-  readonly lowShift: number;
-  readonly highs: readonly { readonly high: number; readonly node: IntTrieNode }[];
-  readonly size: number;
-}
-
-/** IntMap layout: keys split at 2^30; a high part's trie has six 5-bit levels (top shift 25). */
-const INT_LOW_SPAN = 1_073_741_824;
-const INT_TOP_SHIFT = 25;
-
-interface IntAt {
-  readonly node: IntTrieNode;
-  readonly base: number;
-  readonly shift: number;
-  i: number;
-}
-
-/**
- * The entries of an {@link IntMap} in `forEach` order (ascending keys: the low trie, then each
- * high part's), resumable. Checked against the map's size at the end.
- */
-function intMapCursor(map: IntMap<unknown>): EntryCursor {
-  const m = map as unknown as IntMapParts;
-  const roots: IntAt[] = [];
-  if (m.low !== null) roots.push({ node: m.low, base: 0, shift: m.lowShift, i: 0 });
-  for (const r of m.highs)
-    roots.push({ node: r.node, base: r.high * INT_LOW_SPAN, shift: INT_TOP_SHIFT, i: 0 });
-  let root = 0;
-  const stack: IntAt[] = [];
-  let seen = 0;
-  const c: EntryCursor = {
-    key: undefined,
-    value: undefined,
-    next() {
-      for (;;) {
-        if (stack.length === 0) {
-          const r = roots[root++];
-          if (r === undefined) break;
-          stack.push(r);
-        }
-        const at = stack[stack.length - 1] as IntAt;
-        let descended = false;
-        while (at.i < 32) {
-          const i = at.i++;
-          const s = at.node.slots[i];
-          if (s === undefined) continue;
-          if (at.shift === 0) {
-            c.key = at.base + i;
-            c.value = s;
-            seen++;
-            return true;
-          }
-          stack.push({
-            node: s as IntTrieNode,
-            base: at.base + i * 2 ** at.shift,
-            shift: at.shift - 5,
-            i: 0,
-          });
-          descended = true;
-          break;
-        }
-        if (!descended) stack.pop();
-      }
-      if (seen !== m.size) throw new Error(`snapshot walk: ${seen} of ${m.size} IntMap entries`);
-      return false;
-    },
-  };
-  return c;
 }
 
 /** A map's entries as alternating key and value items, each after `separator`. */
@@ -382,10 +226,9 @@ const SNAPSHOT_FORMAT: Format = {
     }
     if (value === null) return 'null';
     if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
-    if (value instanceof PMap)
-      return { open: '["m"', frame: pairsFrame(pmapCursor(value), ',', ']') };
+    if (value instanceof PMap) return { open: '["m"', frame: pairsFrame(value.cursor(), ',', ']') };
     if (value instanceof IntMap)
-      return { open: '["i"', frame: pairsFrame(intMapCursor(value), ',', ']') };
+      return { open: '["i"', frame: pairsFrame(value.cursor(), ',', ']') };
     if (isTimeIdSet(value)) {
       const entry = (t: number, id: number) => `,${snapshotNumber(t)},${snapshotNumber(id)}`;
       return { open: '["t"', frame: timeIdFrame(value, entry, ']') };
@@ -426,9 +269,9 @@ const CANONICAL_FORMAT: Format = {
     if (Array.isArray(value))
       return { open: `[${value.length}:`, frame: listFrame(value, null, ']') };
     if (value instanceof PMap)
-      return { open: `{${value.size}:`, frame: pairsFrame(pmapCursor(value), null, '}') };
+      return { open: `{${value.size}:`, frame: pairsFrame(value.cursor(), null, '}') };
     if (value instanceof IntMap)
-      return { open: `#${value.size}:`, frame: keyedFrame(intMapCursor(value), '#') };
+      return { open: `#${value.size}:`, frame: keyedFrame(value.cursor(), '#') };
     if (isTimeIdSet(value)) {
       const entry = (t: number, id: number) => `${t},${id};`;
       return { open: `<${timeIdSetSize(value)}:`, frame: timeIdFrame(value, entry, '>') };

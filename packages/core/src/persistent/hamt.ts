@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { EntryCursor } from './cursor.js';
 import type { Edit } from './edit.js';
 
 /** Keys a {@link PMap} accepts. */
@@ -171,6 +172,14 @@ interface WriteResult {
  * map itself belongs to that edit. An edit must be retired (never used again) once the version it
  * produced is handed to anyone else: that is what publishes it.
  */
+/** A cursor's position in one node: next slot, data pairs and children consumed so far. */
+interface HamtAt {
+  readonly node: Node;
+  slot: number;
+  data: number;
+  child: number;
+}
+
 export class PMap<K extends PKey, V> {
   /** @internal */ root: Node;
   /** Number of entries. */
@@ -237,6 +246,62 @@ export class PMap<K extends PKey, V> {
     const root = deleteIn(this.root, edit, 0, hashKey(key), key, result);
     if (!result.removed) return this;
     return this.with(edit, root, this.size - 1);
+  }
+
+  /**
+   * The entries in {@link forEach} order (hash order: data and children interleaved by slot; a
+   * collision node's pairs in array order), one per `next()`: an explicit stack replaces the
+   * recursion, so a caller can stop and resume between any two entries. Checked against `size`.
+   */
+  cursor(): EntryCursor {
+    const stack: HamtAt[] = [{ node: this.root, slot: 0, data: 0, child: 0 }];
+    const size = this.size;
+    let seen = 0;
+    const c: EntryCursor = {
+      key: undefined,
+      value: undefined,
+      next() {
+        while (stack.length > 0) {
+          const at = stack[stack.length - 1] as HamtAt;
+          const { node } = at;
+          const arr = node.arr;
+          if (node.collision) {
+            if (2 * at.data < arr.length) {
+              c.key = arr[2 * at.data];
+              c.value = arr[2 * at.data + 1];
+              at.data++;
+              seen++;
+              return true;
+            }
+            stack.pop();
+            continue;
+          }
+          let descended = false;
+          while (at.slot < 32) {
+            const bit = 1 << at.slot;
+            at.slot++;
+            if ((node.dataMap & bit) !== 0) {
+              c.key = arr[2 * at.data];
+              c.value = arr[2 * at.data + 1];
+              at.data++;
+              seen++;
+              return true;
+            }
+            if ((node.nodeMap & bit) !== 0) {
+              const child = arr[arr.length - 1 - at.child] as Node;
+              at.child++;
+              stack.push({ node: child, slot: 0, data: 0, child: 0 });
+              descended = true;
+              break;
+            }
+          }
+          if (!descended) stack.pop();
+        }
+        if (seen !== size) throw new Error(`PMap cursor: ${seen} of ${size} entries`);
+        return false;
+      },
+    };
+    return c;
   }
 
   /** Calls `fn` for every entry in canonical order (hash order, collisions sorted by key). */

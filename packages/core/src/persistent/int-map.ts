@@ -11,6 +11,7 @@
  *
  * @module
  */
+import type { EntryCursor } from './cursor.js';
 import type { Edit } from './edit.js';
 
 const LOW_SPAN = 1_073_741_824; // 2^30
@@ -149,6 +150,14 @@ function removeValue(
   return top.count === 0 ? null : top;
 }
 
+/** A cursor's position in one trie node: its key base, level shift and next slot. */
+interface IntAt {
+  readonly node: TrieNode;
+  readonly base: number;
+  readonly shift: number;
+  i: number;
+}
+
 /** Persistent integer-keyed map; see the module comment. */
 export class IntMap<V> {
   /** @internal Trie of keys below 2^30. */
@@ -260,6 +269,59 @@ export class IntMap<V> {
       return this;
     }
     return new IntMap<V>(this.low, this.lowShift, highs, this.size + delta, edit);
+  }
+
+  /**
+   * The entries in {@link forEach} order (ascending keys: the low trie, then each high part's),
+   * one per `next()`, resumable between any two entries. Checked against `size`.
+   */
+  cursor(): EntryCursor {
+    const roots: IntAt[] = [];
+    if (this.low !== null) roots.push({ node: this.low, base: 0, shift: this.lowShift, i: 0 });
+    for (const r of this.highs)
+      roots.push({ node: r.node, base: r.high * LOW_SPAN, shift: TOP_SHIFT, i: 0 });
+    const size = this.size;
+    let root = 0;
+    const stack: IntAt[] = [];
+    let seen = 0;
+    const c: EntryCursor = {
+      key: undefined,
+      value: undefined,
+      next() {
+        for (;;) {
+          if (stack.length === 0) {
+            const r = roots[root++];
+            if (r === undefined) break;
+            stack.push(r);
+          }
+          const at = stack[stack.length - 1] as IntAt;
+          let descended = false;
+          while (at.i < 32) {
+            const i = at.i++;
+            const s = at.node.slots[i];
+            if (s === undefined) continue;
+            if (at.shift === 0) {
+              c.key = at.base + i;
+              c.value = s;
+              seen++;
+              return true;
+            }
+            stack.push({
+              node: s as TrieNode,
+              base: at.base + i * 2 ** at.shift,
+              shift: at.shift - 5,
+              i: 0,
+            });
+            descended = true;
+            break;
+          }
+          if (!descended) stack.pop();
+        }
+        if (seen !== size) throw new Error(`IntMap cursor: ${seen} of ${size} entries`);
+        return false;
+      },
+    };
+    return c;
   }
 
   /** Calls `fn` for every entry in ascending key order. */
