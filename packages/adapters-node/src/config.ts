@@ -32,6 +32,11 @@ export interface LimitsConfig {
   readonly walletRequestsPerSecond: number;
   /** Signed requests per rolling 5 minutes per wallet (protocol.md: 3,000; cancels get twice). */
   readonly signedRequestsPer5Minutes: number;
+  /**
+   * How long `POST /referral/apply` waits for its command to be applied and durable before it
+   * answers 504 "Referral service timed out" (the outcome is then unknown to the client), ms.
+   */
+  readonly referralTimeoutMs: number;
 }
 
 /** The simulated index-price feed. */
@@ -113,6 +118,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     summaryCoalesceMs: 50,
     walletRequestsPerSecond: 20,
     signedRequestsPer5Minutes: 3_000,
+    referralTimeoutMs: 10_000,
   },
   priceFeed: {
     mode: 'simulated',

@@ -2,10 +2,13 @@
  * A journal that cannot persist stops the venue rather than acknowledging what is not durable:
  * the request that hit the failure gets the spec's transient answer (referral: 503 "Referral
  * service unavailable, please retry"; a signed write: 5xx), nothing of it is applied, and the
- * venue closes itself and reports the fatal error.
+ * venue closes itself and reports the fatal error. A journal that stalls makes a referral answer
+ * 504 (timed out) instead, and one that cannot listen releases what it opened.
  */
 import { MemoryJournal } from '@perp/adapters-memory';
+import type { Command } from '@perp/core';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
 import { startVenue } from '../src/venue.js';
 import { http } from './support/client.js';
 import { startTestVenue } from './support/fixture.js';
@@ -47,5 +50,41 @@ describe('fail-stop on a journal failure', () => {
     ).rejects.toThrow(/EADDRINUSE|address already in use/);
     expect(closed).toBe(1);
     await first.close();
+  });
+
+  it('answers 504 when a referral is not durable in time; it counts once the journal catches up', async () => {
+    /** A journal whose appends wait while a gate is set (a disk that stalls). */
+    class StallingJournal extends MemoryJournal {
+      gate: Promise<void> | null = null;
+      override async append(commands: readonly Command[]): Promise<number> {
+        if (this.gate !== null) await this.gate;
+        return super.append(commands);
+      }
+    }
+    const journal = new StallingJournal();
+    const limits = { ...DEFAULT_CONFIG.limits, referralTimeoutMs: 200 };
+    const t = await startTestVenue({ journal, config: { ...DEFAULT_CONFIG, limits } });
+    const alice = t.wallet(0);
+    const access = async () =>
+      (await t.api('GET', `/user/access-status/${alice.address}`)).body.hasAppAccess;
+    let release: () => void = () => {};
+    journal.gate = new Promise((r) => {
+      release = r;
+    });
+    const r = await alice.referral(t.venue.inviteCode!);
+    const res = await t.api('POST', '/referral/apply', r.body, r.headers);
+    expect(res).toMatchObject({
+      status: 504,
+      body: { error: 'Referral service timed out, please try again later' },
+    });
+    // Not durable, so not applied as far as anyone can see.
+    expect(await access()).toBe(false);
+    journal.gate = null;
+    release();
+    // The outcome of a timed-out request is unknown to the client: here it was applied once
+    // durable, so the wallet has access and a retry is not needed.
+    for (let i = 0; i < 100 && !(await access()); i++) await new Promise((w) => setTimeout(w, 20));
+    expect(await access()).toBe(true);
+    await t.close();
   });
 });

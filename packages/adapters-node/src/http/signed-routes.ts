@@ -323,7 +323,7 @@ export function registerSignedRoutes(
             timestamp,
           }),
         ),
-        10_000,
+        ctx.config.limits.referralTimeoutMs,
       );
     } catch (e) {
       if (e instanceof TimeoutError)
