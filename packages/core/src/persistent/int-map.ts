@@ -112,7 +112,8 @@ function grow(root: TrieNode, shift: number, edit: Edit | null, low: number): Tr
   return top;
 }
 
-const removalPath: TrieNode[] = new Array(6);
+/** Scratch of {@link removeValue}: the nodes on the removal path, cleared after each use. */
+const removalPath: (TrieNode | undefined)[] = new Array(6);
 
 /** Removes `low` (which must be present); returns the new root, `null` when it emptied. */
 function removeValue(
@@ -146,7 +147,8 @@ function removeValue(
     parent.count--;
     emptied = parent.count === 0;
   }
-  removalPath.fill(undefined as unknown as TrieNode);
+  // Drop the references, so the scratch keeps no node of an old version alive.
+  removalPath.fill(undefined);
   return top.count === 0 ? null : top;
 }
 
