@@ -140,22 +140,12 @@ export function newStoredTrade(
   };
 }
 
-/** Writes leg `which` of a stored trade that is still being built. */
-function setStoredLeg(
-  t: StoredTrade,
-  which: 0 | 1,
-  leg: Omit<TradeLeg, 'before'>,
-  before: PositionSnapshot,
-): void {
+/**
+ * Writes the position-before fields of leg `which` of a stored trade that is still being built.
+ * It reads `before` at once: a live position record may change right after.
+ */
+function setStoredBefore(t: StoredTrade, which: 0 | 1, before: PositionSnapshot): void {
   if (which === 0) {
-    t.account0 = leg.account;
-    t.mode0 = leg.mode;
-    t.orderId0 = leg.orderId;
-    t.liquidity0 = leg.liquidity;
-    t.signedQty0 = leg.signedQty;
-    t.fee0 = leg.fee;
-    t.penalty0 = leg.penalty;
-    t.realizedPnl0 = leg.realizedPnl;
     t.size0 = before.size;
     t.entryNotional0 = before.entryNotional;
     t.entryQty0 = before.entryQty;
@@ -163,14 +153,6 @@ function setStoredLeg(
     t.positionPnl0 = before.realizedPnl;
     t.funding0 = before.fundingSinceOpen;
   } else {
-    t.account1 = leg.account;
-    t.mode1 = leg.mode;
-    t.orderId1 = leg.orderId;
-    t.liquidity1 = leg.liquidity;
-    t.signedQty1 = leg.signedQty;
-    t.fee1 = leg.fee;
-    t.penalty1 = leg.penalty;
-    t.realizedPnl1 = leg.realizedPnl;
     t.size1 = before.size;
     t.entryNotional1 = before.entryNotional;
     t.entryQty1 = before.entryQty;
@@ -180,9 +162,32 @@ function setStoredLeg(
   }
 }
 
+/** Writes the fill fields of leg `which` of a stored trade that is still being built. */
+function setStoredFill(t: StoredTrade, which: 0 | 1, leg: Omit<TradeLeg, 'before'>): void {
+  if (which === 0) {
+    t.account0 = leg.account;
+    t.mode0 = leg.mode;
+    t.orderId0 = leg.orderId;
+    t.liquidity0 = leg.liquidity;
+    t.signedQty0 = leg.signedQty;
+    t.fee0 = leg.fee;
+    t.penalty0 = leg.penalty;
+    t.realizedPnl0 = leg.realizedPnl;
+  } else {
+    t.account1 = leg.account;
+    t.mode1 = leg.mode;
+    t.orderId1 = leg.orderId;
+    t.liquidity1 = leg.liquidity;
+    t.signedQty1 = leg.signedQty;
+    t.fee1 = leg.fee;
+    t.penalty1 = leg.penalty;
+    t.realizedPnl1 = leg.realizedPnl;
+  }
+}
+
 /**
  * {@link applyTradedLeg} for order fills: applies one side of a fill and writes its leg,
- * position-before included, into the stored trade being built, allocating no leg or snapshot.
+ * position-before included, into the stored trade being built, allocating no snapshot.
  */
 export function applyStoredLeg(
   t: StoredTrade,
@@ -195,44 +200,19 @@ export function applyStoredLeg(
   orderId: number,
   liquidity: 'Maker' | 'Taker',
 ): FillLeg {
-  // The position record changes in place: take the "before" fields first.
-  const p = positionOf(account, market.spec.id, mode) ?? FLAT;
-  const size = p.size;
-  const entryNotional = p.entryNotional;
-  const entryQty = p.entryQty;
-  const openedTime = p.openedTime;
-  const positionPnl = p.realizedPnl;
-  const funding = p.fundingSinceOpen;
+  // The position record changes in place: its "before" fields are taken first.
+  setStoredBefore(t, which, positionOf(account, market.spec.id, mode) ?? FLAT);
   const fill = applyFillLeg(account, market, mode, signedQty, t.price, t.quote, fee, t.time);
-  if (which === 0) {
-    t.account0 = account.address;
-    t.mode0 = mode;
-    t.orderId0 = orderId;
-    t.liquidity0 = liquidity;
-    t.signedQty0 = signedQty;
-    t.fee0 = fee;
-    t.realizedPnl0 = fill.realizedPnl;
-    t.size0 = size;
-    t.entryNotional0 = entryNotional;
-    t.entryQty0 = entryQty;
-    t.openedTime0 = openedTime;
-    t.positionPnl0 = positionPnl;
-    t.funding0 = funding;
-  } else {
-    t.account1 = account.address;
-    t.mode1 = mode;
-    t.orderId1 = orderId;
-    t.liquidity1 = liquidity;
-    t.signedQty1 = signedQty;
-    t.fee1 = fee;
-    t.realizedPnl1 = fill.realizedPnl;
-    t.size1 = size;
-    t.entryNotional1 = entryNotional;
-    t.entryQty1 = entryQty;
-    t.openedTime1 = openedTime;
-    t.positionPnl1 = positionPnl;
-    t.funding1 = funding;
-  }
+  setStoredFill(t, which, {
+    account: account.address,
+    mode,
+    orderId,
+    liquidity,
+    signedQty,
+    fee,
+    penalty: 0n,
+    realizedPnl: fill.realizedPnl,
+  });
   return fill;
 }
 
@@ -240,8 +220,10 @@ export function applyStoredLeg(
 export function storedOfTrade(r: TradeRecord): StoredTrade {
   const t = newStoredTrade(r.tradeId, r.market, r.time, r.source, r.price, r.quantity, r.quote);
   t.busted = r.busted;
-  setStoredLeg(t, 0, r.legs[0], r.legs[0].before);
-  setStoredLeg(t, 1, r.legs[1], r.legs[1].before);
+  for (const which of [0, 1] as const) {
+    setStoredBefore(t, which, r.legs[which].before);
+    setStoredFill(t, which, r.legs[which]);
+  }
   return t;
 }
 
