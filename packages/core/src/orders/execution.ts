@@ -393,18 +393,15 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
         if (room < qty) qty = room;
       }
       if (mark !== null) {
-        // The solvency guard; the whole fill's equity change first (the common case: >= 0).
+        // The solvency guard: it measures the scope only when the fill costs equity, and clamps
+        // only when the scope cannot pay for it.
         const size = sizeOf(ctx.account(takerAccount)!, t.market, t.marginMode);
-        const spec = market.spec;
-        if (fillEquityDelta(spec, size, buy, qty, level.price, mark, spec.takerFeeRate) < 0n) {
-          const guard = takerGuard(ctx, market, t, mark, size);
-          const solvent = solventQuantity(guard, qty, level.price);
-          if (solvent === 0n) {
-            insolvent = true;
-            break;
-          }
-          qty = solvent;
+        const solvent = solventQuantity(takerGuard(ctx, market, t, mark, size), qty, level.price);
+        if (solvent === 0n) {
+          insolvent = true;
+          break;
         }
+        qty = solvent;
       }
       if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) {
         cancelOrder(ctx, makerId, 'InsufficientMargin');
