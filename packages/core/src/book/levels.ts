@@ -6,9 +6,10 @@
  * @module
  */
 import type { Ctx } from '../engine/context.js';
-import { CHUNK_SHIFT, newChunk, newLevel, writableChunk } from '../engine/records.js';
+import { newLevel } from '../engine/records.js';
 import {
   LEVEL_CHUNK,
+  LEVEL_CHUNK_SHIFT,
   type Level,
   type LevelChunk,
   type Market,
@@ -17,6 +18,21 @@ import {
 import type { Edit } from '../persistent/edit.js';
 
 const CHUNK_MASK = LEVEL_CHUNK - 1;
+
+/** The chunk holding slot `slot` of a writable level, copied first if `edit` does not own it. */
+function writableChunk(level: Level, edit: Edit, slot: number): LevelChunk {
+  const index = (slot - level.base) >>> LEVEL_CHUNK_SHIFT;
+  const chunk = level.chunks[index] as LevelChunk;
+  if (chunk.edit === edit) return chunk;
+  const copy: LevelChunk = { edit, ids: chunk.ids.slice() };
+  level.chunks[index] = copy;
+  return copy;
+}
+
+/** A new, empty chunk. */
+function newChunk(edit: Edit): LevelChunk {
+  return { edit, ids: new Array<number>(LEVEL_CHUNK).fill(0) };
+}
 
 /** The levels an order of `side` rests on. */
 export function ownSide(market: Market, buy: boolean): Level[] {
@@ -51,7 +67,9 @@ export function leavesOf(order: Order): bigint {
 /** The order id in slot `slot` of a level (0: removed or never used). */
 export function slotId(level: Level, slot: number): number {
   const offset = slot - level.base;
-  return (level.chunks[offset >>> CHUNK_SHIFT] as LevelChunk).ids[offset & CHUNK_MASK] as number;
+  return (level.chunks[offset >>> LEVEL_CHUNK_SHIFT] as LevelChunk).ids[
+    offset & CHUNK_MASK
+  ] as number;
 }
 
 /** Empties slot `slot` of a writable level (the order left it). */
@@ -62,7 +80,7 @@ export function clearSlot(level: Level, edit: Edit, slot: number): void {
 /** Appends an order id to a writable level; returns its slot. */
 function pushSlot(level: Level, edit: Edit, orderId: number): number {
   const slot = level.tail;
-  if ((slot - level.base) >>> CHUNK_SHIFT === level.chunks.length)
+  if ((slot - level.base) >>> LEVEL_CHUNK_SHIFT === level.chunks.length)
     level.chunks.push(newChunk(edit));
   writableChunk(level, edit, slot).ids[(slot - level.base) & CHUNK_MASK] = orderId;
   level.tail = slot + 1;
@@ -117,7 +135,7 @@ export function unrestOrder(ctx: Ctx, market: Market, order: Order): void {
  */
 export function compact(level: Level): void {
   while (level.head < level.tail && slotId(level, level.head) === 0) level.head++;
-  const spentChunks = (level.head - level.base) >>> CHUNK_SHIFT;
+  const spentChunks = (level.head - level.base) >>> LEVEL_CHUNK_SHIFT;
   if (spentChunks > 0) {
     level.chunks.splice(0, spentChunks);
     level.base += spentChunks * LEVEL_CHUNK;

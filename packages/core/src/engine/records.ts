@@ -9,16 +9,7 @@
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit } from '../persistent/edit.js';
 import { PMap } from '../persistent/hamt.js';
-import {
-  type Account,
-  LEVEL_CHUNK,
-  type Level,
-  type LevelChunk,
-  type Market,
-  type Order,
-  type OrderTotals,
-  type Position,
-} from './types.js';
+import type { Account, Level, Market, Order, OrderTotals, Position } from './types.js';
 
 /** A new, empty market. */
 export function newMarket(edit: Edit, spec: Instrument): Market {
@@ -73,7 +64,7 @@ export function newLevel(edit: Edit, price: bigint): Level {
 
 /**
  * A copy of a level owned by `edit`, exactly as it was. Its chunks stay shared until written
- * ({@link writableChunk}); spent chunks are dropped only by `compact`, at the same commands
+ * (`book/levels.ts`); spent chunks are dropped only by `compact`, at the same commands
  * however they are batched, so the state (and its hash) after a command log does not depend on
  * where batch boundaries fell.
  */
@@ -89,24 +80,6 @@ export function copyLevel(l: Level, edit: Edit): Level {
     quantity: l.quantity,
   };
 }
-
-/** The chunk holding slot `slot` of a writable level, copied first if `edit` does not own it. */
-export function writableChunk(level: Level, edit: Edit, slot: number): LevelChunk {
-  const index = (slot - level.base) >>> CHUNK_SHIFT;
-  const chunk = level.chunks[index] as LevelChunk;
-  if (chunk.edit === edit) return chunk;
-  const copy: LevelChunk = { edit, ids: chunk.ids.slice() };
-  level.chunks[index] = copy;
-  return copy;
-}
-
-/** A new, empty chunk. */
-export function newChunk(edit: Edit): LevelChunk {
-  return { edit, ids: new Array<number>(LEVEL_CHUNK).fill(0) };
-}
-
-/** log2 of {@link LEVEL_CHUNK}. */
-export const CHUNK_SHIFT = 5;
 
 /** A new, empty account. */
 export function newAccount(edit: Edit, address: string, time: number): Account {

@@ -85,8 +85,10 @@ export interface LevelChunk extends Owned {
   readonly ids: number[];
 }
 
+/** log2 of {@link LEVEL_CHUNK}. */
+export const LEVEL_CHUNK_SHIFT = 5;
 /** Slots per {@link LevelChunk}: a power of two (slot -> chunk is a shift and a mask). */
-export const LEVEL_CHUNK = 32;
+export const LEVEL_CHUNK = 1 << LEVEL_CHUNK_SHIFT;
 
 /**
  * One price level: a FIFO of order ids in absolute slots (an order keeps its slot while it

@@ -284,13 +284,13 @@ export function tradeRecordOf(state: EngineState, tradeId: number): TradeRecord 
   return t === undefined ? undefined : tradeOfStored(t);
 }
 
-/** Every trade still in the log (the bust window), oldest first. */
+/** Every trade still in the log (the bust window), oldest first (IntMap walks ascending ids). */
 export function tradeRecords(state: EngineState): TradeRecord[] {
   const out: TradeRecord[] = [];
   state.trades.forEach((t) => {
     out.push(tradeOfStored(t));
   });
-  return out.sort((a, b) => a.tradeId - b.tradeId);
+  return out;
 }
 
 /** Stores a trade record (system fill paths and busts). */
