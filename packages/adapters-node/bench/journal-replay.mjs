@@ -30,7 +30,6 @@ import { dirname, join, resolve } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
-  buildInstrument,
   createEngineState,
   decodeSnapshot,
   encodeSnapshot,
@@ -49,6 +48,10 @@ const coreDir = resolve(here, '../../core');
 const { OrderBook } = createRequire(join(coreDir, 'package.json'))('nodejs-order-book');
 const { loadWorkload, WORKLOADS } = await import(
   pathToFileURL(join(coreDir, 'bench/workloads.mjs')).href
+);
+// The same order flow as commands for our engine, as the book benchmark maps it.
+const { engineFlow, T0 } = await import(
+  pathToFileURL(join(coreDir, 'bench/book-engines.mjs')).href
 );
 
 const OPS = Number(process.env.BENCH_OPS ?? 1_000_000);
@@ -69,97 +72,6 @@ const fmt = (x) => Math.round(x).toLocaleString('en-US');
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const seconds = (t0) => Number(process.hrtime.bigint() - t0) / 1e9;
 const gc = () => globalThis.gc?.();
-
-// ---- the same order flow as commands for our engine (as core/bench/book-engines.mjs maps it) ----
-
-const TICK = 10n ** 16n;
-const SPEC = (() => {
-  const r = buildInstrument({
-    id: 1,
-    symbol: 'BENCH-PERP',
-    tickSize: '0.01',
-    lotSize: '0.01',
-    quantityDecimals: 2,
-    maxLeverage: 50,
-    defaultLeverage: 10,
-    openInterestCap: '100000000',
-    makerFeeRate: '0',
-    takerFeeRate: '0',
-  });
-  if (!r.ok) throw new Error(r.error);
-  return r.instrument;
-})();
-const T0 = 1_767_225_600_000;
-const addr = (n) => `0x${n.toString(16).padStart(40, '0')}`;
-
-function engineCommands(w, accounts = 1000) {
-  const { type, side, price, size, id } = w.ops;
-  const makers = Math.floor(accounts * 0.9);
-  const makerAddr = Array.from({ length: makers }, (_, i) => addr(i + 1));
-  const takerAddr = Array.from({ length: accounts - makers }, (_, i) => addr(100_000 + i + 1));
-  let time = T0;
-  const out = [{ type: 'setInstrument', time, instrument: SPEC }];
-  for (const a of [...makerAddr, ...takerAddr]) {
-    out.push({ type: 'openAccount', time, account: a });
-    out.push({
-      type: 'deposit',
-      time,
-      account: a,
-      amount: 10_000_000_000_000n,
-      target: { mode: 'Cross', market: 0 },
-    });
-  }
-  for (let c = 1; c <= accounts; c++)
-    out.push({ type: 'settleDeposit', time, commandId: c, success: true });
-  out.push({ type: 'oracle', time, prices: [{ market: 1, price: 100_000n * TICK }] });
-  let nextOrderId = 0;
-  const orderIdOf = new Float64Array(w.maxId + 1);
-  let takerTurn = 0;
-  const order = (isBuy, p, q, tif) => ({
-    market: 1,
-    isBuy,
-    orderType: 0,
-    timeInForce: tif,
-    price: p,
-    triggerPrice: 0n,
-    quantity: q,
-    flags: 0,
-    expiry: 0n,
-    cloid: null,
-    parentCloid: null,
-  });
-  for (let i = 0; i < w.preload + w.n; i++) {
-    time++;
-    if (type[i] === 0) {
-      orderIdOf[id[i]] = ++nextOrderId;
-      out.push({
-        type: 'placeOrder',
-        time,
-        account: makerAddr[id[i] % makers],
-        order: order(side[i] === 0, BigInt(price[i]) * TICK, BigInt(size[i]), 0),
-      });
-    } else if (type[i] === 1) {
-      ++nextOrderId;
-      const buy = side[i] === 0;
-      out.push({
-        type: 'placeOrder',
-        time,
-        account: takerAddr[takerTurn++ % takerAddr.length],
-        order: order(buy, buy ? 200_000n * TICK : 50_000n * TICK, BigInt(size[i]), 2),
-      });
-    } else {
-      out.push({
-        type: 'cancelOrder',
-        time,
-        account: makerAddr[id[i] % makers],
-        market: 1,
-        orderId: BigInt(orderIdOf[id[i]]),
-        cloid: null,
-      });
-    }
-  }
-  return out;
-}
 
 function nobJournal(w) {
   const { type, side, price, size, id } = w.ops;
@@ -249,7 +161,9 @@ try {
   );
 
   // Our journal file, written as the host writes it (one framed record per command).
-  const commands = engineCommands(w);
+  const engine = engineFlow(w);
+  const commands = [...engine.setup];
+  for (let i = 0; i < w.preload + w.n; i++) commands.push(engine.at(i));
   const ourPath = join(dir, 'journal.log');
   {
     const chunk = [];
@@ -438,7 +352,7 @@ try {
     console.log(
       `\n## Acknowledgement latency: EngineHost.submit -> resolved (reduce + write + fdatasync) in ${dir}`,
     );
-    const setup = commands.slice(0, 2 * 1000 + 1000 + 2);
+    const setup = commands.slice(0, engine.setup.length);
     const flow = commands.slice(setup.length);
     const setupState = reduceAll(createEngineState({}, T0), setup).state;
     /** A host over a fresh FileJournal, counting appends (one append = one write + fdatasync). */

@@ -71,22 +71,23 @@ const SPEC = (() => {
   if (!r.ok) throw new Error(r.error);
   return r.instrument;
 })();
-const T0 = 1_767_225_600_000;
+/** Time of the set-up commands; op i runs at T0 + i + 1 ms. */
+export const T0 = 1_767_225_600_000;
 const addr = (n) => `0x${n.toString(16).padStart(40, '0')}`;
 
 /**
- * Our engine. `margin`: every pre-trade and match-time check on, orders spread over 1,000 funded
- * accounts (900 makers, 100 takers); otherwise margin checks off (book only). `batch`: commands
- * per reduceAll call (1 = one pure reduce per command).
+ * The workload as engine commands: `setup` (the instrument, funded accounts, a first oracle
+ * price) and `at(i)`, the command of op `i` (call it for i = 0, 1, ... in order: it numbers
+ * orders and advances the clock). `margin`: orders spread over `accounts` funded accounts (90%
+ * makers, 10% takers); otherwise one maker and one taker.
  */
-export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } = {}) {
+export function engineFlow(w, { margin = true, accounts = 1000 } = {}) {
   const { type, side, price, size, id } = w.ops;
   const makers = margin ? Math.floor(accounts * 0.9) : 1;
   const takers = margin ? accounts - makers : 1;
   const makerAddr = Array.from({ length: makers }, (_, i) => addr(i + 1));
   const takerAddr = Array.from({ length: takers }, (_, i) => addr(100_000 + i + 1));
   let time = T0;
-  let state = createEngineState({ marginChecks: margin }, time);
   const setup = [{ type: 'setInstrument', time, instrument: SPEC }];
   for (const a of [...makerAddr, ...takerAddr]) {
     setup.push({ type: 'openAccount', time, account: a });
@@ -98,17 +99,15 @@ export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } =
       target: { mode: 'Cross', market: 0 },
     });
   }
-  state = reduceAll(state, setup).state;
-  const settle = [];
   for (let c = 1; c <= makerAddr.length + takerAddr.length; c++)
-    settle.push({ type: 'settleDeposit', time, commandId: c, success: true });
-  settle.push({ type: 'oracle', time, prices: [{ market: 1, price: 100_000n * TICK }] });
-  state = reduceAll(state, settle).state;
+    setup.push({ type: 'settleDeposit', time, commandId: c, success: true });
+  setup.push({ type: 'oracle', time, prices: [{ market: 1, price: 100_000n * TICK }] });
 
+  // The set-up places no order: ids start at 1.
   const orderIdOf = new Float64Array(w.maxId + 1);
-  let nextOrderId = state.counters.order;
+  let nextOrderId = 0;
   let takerTurn = 0;
-  const cmdAt = (i) => {
+  const at = (i) => {
     time++;
     const t = type[i];
     if (t === OP_LIMIT) {
@@ -169,6 +168,18 @@ export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } =
       cloid: null,
     };
   };
+  return { setup, at };
+}
+
+/**
+ * Our engine. `margin`: every pre-trade and match-time check on, orders spread over 1,000 funded
+ * accounts (900 makers, 100 takers); otherwise margin checks off (book only). `batch`: commands
+ * per reduceAll call (1 = one pure reduce per command).
+ */
+export function runEngine(w, { margin = false, batch = 1000, accounts = 1000 } = {}) {
+  const flow = engineFlow(w, { margin, accounts });
+  const cmdAt = flow.at;
+  let state = reduceAll(createEngineState({ marginChecks: margin }, T0), flow.setup).state;
   let failures = 0;
   const countFailures = (events) => {
     for (const e of events) if (e.type === 'outcome' && !e.ok) failures++;
