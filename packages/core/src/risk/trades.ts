@@ -162,26 +162,40 @@ function setStoredBefore(t: StoredTrade, which: 0 | 1, before: PositionSnapshot)
   }
 }
 
-/** Writes the fill fields of leg `which` of a stored trade that is still being built. */
-function setStoredFill(t: StoredTrade, which: 0 | 1, leg: Omit<TradeLeg, 'before'>): void {
+/**
+ * Writes the fill fields of leg `which` of a stored trade that is still being built (fields as
+ * arguments: order fills call this once per leg and allocate nothing for it).
+ */
+function setStoredFill(
+  t: StoredTrade,
+  which: 0 | 1,
+  account: string,
+  mode: MarginMode,
+  orderId: number,
+  liquidity: 'Maker' | 'Taker',
+  signedQty: bigint,
+  fee: bigint,
+  penalty: bigint,
+  realizedPnl: bigint,
+): void {
   if (which === 0) {
-    t.account0 = leg.account;
-    t.mode0 = leg.mode;
-    t.orderId0 = leg.orderId;
-    t.liquidity0 = leg.liquidity;
-    t.signedQty0 = leg.signedQty;
-    t.fee0 = leg.fee;
-    t.penalty0 = leg.penalty;
-    t.realizedPnl0 = leg.realizedPnl;
+    t.account0 = account;
+    t.mode0 = mode;
+    t.orderId0 = orderId;
+    t.liquidity0 = liquidity;
+    t.signedQty0 = signedQty;
+    t.fee0 = fee;
+    t.penalty0 = penalty;
+    t.realizedPnl0 = realizedPnl;
   } else {
-    t.account1 = leg.account;
-    t.mode1 = leg.mode;
-    t.orderId1 = leg.orderId;
-    t.liquidity1 = leg.liquidity;
-    t.signedQty1 = leg.signedQty;
-    t.fee1 = leg.fee;
-    t.penalty1 = leg.penalty;
-    t.realizedPnl1 = leg.realizedPnl;
+    t.account1 = account;
+    t.mode1 = mode;
+    t.orderId1 = orderId;
+    t.liquidity1 = liquidity;
+    t.signedQty1 = signedQty;
+    t.fee1 = fee;
+    t.penalty1 = penalty;
+    t.realizedPnl1 = realizedPnl;
   }
 }
 
@@ -203,16 +217,18 @@ export function applyStoredLeg(
   // The position record changes in place: its "before" fields are taken first.
   setStoredBefore(t, which, positionOf(account, market.spec.id, mode) ?? FLAT);
   const fill = applyFillLeg(account, market, mode, signedQty, t.price, t.quote, fee, t.time);
-  setStoredFill(t, which, {
-    account: account.address,
+  setStoredFill(
+    t,
+    which,
+    account.address,
     mode,
     orderId,
     liquidity,
     signedQty,
     fee,
-    penalty: 0n,
-    realizedPnl: fill.realizedPnl,
-  });
+    0n,
+    fill.realizedPnl,
+  );
   return fill;
 }
 
@@ -222,7 +238,19 @@ export function storedOfTrade(r: TradeRecord): StoredTrade {
   t.busted = r.busted;
   for (const which of [0, 1] as const) {
     setStoredBefore(t, which, r.legs[which].before);
-    setStoredFill(t, which, r.legs[which]);
+    const l = r.legs[which];
+    setStoredFill(
+      t,
+      which,
+      l.account,
+      l.mode,
+      l.orderId,
+      l.liquidity,
+      l.signedQty,
+      l.fee,
+      l.penalty,
+      l.realizedPnl,
+    );
   }
   return t;
 }
