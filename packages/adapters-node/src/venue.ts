@@ -45,7 +45,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { HttpError } from './http/errors.js';
+import { HttpError, stoppedEngineAnswer } from './http/errors.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
@@ -343,7 +343,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     else done(null, parsed.value);
   });
   app.setErrorHandler((raw, _req, reply) => {
-    const error = raw instanceof Error ? raw : new Error(String(raw));
+    const error = stoppedEngineAnswer(raw) ?? (raw instanceof Error ? raw : new Error(String(raw)));
     if (error instanceof HttpError) {
       for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
       return reply.code(error.status).send({ error: error.message });

@@ -1,7 +1,8 @@
 /**
  * A journal that cannot persist stops the venue rather than acknowledging what is not durable:
  * the request that hit the failure gets the spec's transient answer (referral: 503 "Referral
- * service unavailable, please retry"; a signed write: 5xx), nothing of it is applied, and the
+ * service unavailable, please retry"; any other request 5002 LEDGER_UNAVAILABLE, HTTP 503 with
+ * Retry-After; `authenticate` 5003 EXCHANGE_ACCOUNT_ERROR), nothing of it is applied, and the
  * venue closes itself and reports the fatal error. A journal that stalls makes a referral answer
  * 504 (timed out) instead, and one that cannot listen releases what it opened.
  */
@@ -10,8 +11,15 @@ import type { Command } from '@perp/core';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { startVenue } from '../src/venue.js';
-import { http } from './support/client.js';
-import { startTestVenue } from './support/fixture.js';
+import { http, WsClient } from './support/client.js';
+import { btc, limitOrder, px, startTestVenue } from './support/fixture.js';
+
+/** Waits (bounded) until the venue reported its fatal error. */
+async function fatalReported(read: () => unknown): Promise<unknown> {
+  for (let i = 0; i < 100 && read() === undefined; i++)
+    await new Promise((res) => setTimeout(res, 20));
+  return read();
+}
 
 describe('fail-stop on a journal failure', () => {
   it('answers 503 on the referral that could not be made durable and closes the venue', async () => {
@@ -33,6 +41,45 @@ describe('fail-stop on a journal failure', () => {
       await new Promise((res2) => setTimeout(res2, 20));
     expect(String(fatal)).toContain('disk full');
     await expect(http('GET', `${t.rest}/time`)).rejects.toThrow();
+    await t.close().catch(() => {});
+  });
+
+  it('answers a signed order on the trading socket with 5002 LEDGER_UNAVAILABLE before closing', async () => {
+    const journal = new MemoryJournal();
+    let fatal: unknown;
+    const t = await startTestVenue({ journal, onFatal: (e) => (fatal = e) });
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const a = await t.connect(alice);
+    // Unfunded: the engine refuses it (4100), but that refusal consumes the nonce, so it must be
+    // journaled, and the journal fails.
+    const signature = await alice.sign('Order', limitOrder(true, px(65_000), btc(0.01)));
+    const seqBefore = journal.lastSeq;
+    journal.failNextAppend(new Error('disk full'));
+    const answer = await a.request({ type: 'placeOrder', signature });
+    expect(answer).toMatchObject({ type: 'error', code: 5002 });
+    expect(String(answer.message)).toMatch(/^LEDGER_UNAVAILABLE: .*retry after a delay/);
+    expect(journal.lastSeq).toBe(seqBefore);
+    expect(String(await fatalReported(() => fatal))).toContain('disk full');
+    await t.close().catch(() => {});
+  });
+
+  it('answers authenticate with 5003 EXCHANGE_ACCOUNT_ERROR when the account cannot be stored', async () => {
+    const journal = new MemoryJournal();
+    let fatal: unknown;
+    const t = await startTestVenue({ journal, onFatal: (e) => (fatal = e) });
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const ws = await WsClient.connect(t.venue.ws);
+    const signature = await alice.authenticate();
+    const seqBefore = journal.lastSeq;
+    journal.failNextAppend(new Error('disk full'));
+    const answer = await ws.request({ type: 'authenticate', signature });
+    expect(answer).toMatchObject({ type: 'error', code: 5003 });
+    expect(String(answer.message)).toMatch(/^EXCHANGE_ACCOUNT_ERROR: .*LEDGER_UNAVAILABLE/);
+    expect(journal.lastSeq).toBe(seqBefore);
+    expect(String(await fatalReported(() => fatal))).toContain('disk full');
+    await ws.close().catch(() => {});
     await t.close().catch(() => {});
   });
 

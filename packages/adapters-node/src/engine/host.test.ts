@@ -200,7 +200,10 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     // An unknown command makes the reducer throw an InvariantError.
     const broken = track(host.submit({ type: 'no such command' } as never));
     await until(() => broken.settled);
-    expect(String(broken.error)).toContain('unknown command');
+    // The request gets the spec's 5001; the broken invariant itself is the cause (for the log).
+    expect(broken.error).toBeInstanceOf(HostStoppedError);
+    expect((broken.error as HostStoppedError).code).toBe(5001);
+    expect(String((broken.error as HostStoppedError).cause)).toContain('unknown command');
     expect(host.failed).toBe(true);
     await expect(host.submit({ type: 'tick' })).rejects.toBeInstanceOf(HostStoppedError);
     // Not reported yet: the two valid groups are still on their way to the disk.
@@ -214,6 +217,8 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     expect([first, second].map((t) => (t.value as CommandResult).seq)).toEqual([1, 2]);
     expect(seen.map((s) => s.seq)).toEqual([1, 2]);
     await host.idle();
+    // Reported a turn after the last answers went out.
+    await until(() => fatal.length > 0);
     expect(fatal).toHaveLength(1);
     expect(String(fatal[0])).toContain('unknown command');
     expect(fs.calls.map((c) => c.op)).toEqual(['write', 'sync', 'write', 'sync']);
@@ -248,7 +253,13 @@ describe('EngineHost group commit over the asynchronous journal', () => {
         fs.release();
       }
       await until(() => inFlight.settled && next.every((t) => t.settled));
-      for (const t of [inFlight, ...next]) expect(String(t.error)).toContain('EIO');
+      // Each request gets the spec's 5002 (retry after a delay), the disk error as its cause.
+      for (const t of [inFlight, ...next]) {
+        expect(t.error).toBeInstanceOf(HostStoppedError);
+        expect((t.error as HostStoppedError).code).toBe(5002);
+        expect(String((t.error as HostStoppedError).cause)).toContain('EIO');
+      }
+      await until(() => fatal.length > 0);
       expect(fatal).toHaveLength(1);
       expect(host.failed).toBe(true);
       expect(host.state).toBe(before);

@@ -19,6 +19,7 @@ import {
   type Command,
   type EngineEvent,
   type EngineState,
+  ErrorCode,
   InvariantError,
   type JournalStore,
   type Outcome,
@@ -79,9 +80,26 @@ export interface EngineHostOptions {
   readonly onFatal?: (error: unknown) => void;
 }
 
-/** Thrown to requests submitted after the host stopped. */
+/**
+ * The answer of a request the host could not carry out because it stopped: the spec's server
+ * error for the reason (`code`), with the failure itself as `cause` for the operator's log. A
+ * journal that cannot persist is 5002 LEDGER_UNAVAILABLE (the venue is gone until restarted from
+ * its data directory: retry after a delay); a broken engine invariant is 5001 EXCHANGE_ERROR.
+ */
 export class HostStoppedError extends Error {
   override readonly name = 'HostStoppedError';
+  readonly code: typeof ErrorCode.LEDGER_UNAVAILABLE | typeof ErrorCode.EXCHANGE_ERROR;
+
+  constructor(cause: unknown) {
+    const broken = cause instanceof InvariantError;
+    super(
+      broken
+        ? 'EXCHANGE_ERROR: the matching engine stopped on an internal error; nothing of this request was applied'
+        : 'LEDGER_UNAVAILABLE: the engine stopped because its journal could not persist; nothing of this request was applied, retry after a delay',
+      { cause },
+    );
+    this.code = broken ? ErrorCode.EXCHANGE_ERROR : ErrorCode.LEDGER_UNAVAILABLE;
+  }
 }
 
 /** The single writer around the pure engine. */
@@ -154,7 +172,7 @@ export class EngineHost {
 
   /** Queues a command; resolves once it is applied and durable, with its events. */
   submit(input: CommandInput): Promise<CommandResult> {
-    if (this.stopped !== undefined) return Promise.reject(new HostStoppedError('engine stopped'));
+    if (this.stopped !== undefined) return Promise.reject(new HostStoppedError(this.stopped));
     const command = { ...input, time: this.clock.now() } as Command;
     return new Promise<CommandResult>((resolve, reject) => {
       this.queue.push({ command, resolve, reject });
@@ -303,10 +321,7 @@ export class EngineHost {
 
   /** Nothing is waiting or in flight: wakes idle waiters, and reports a halt once drained. */
   private drained(): void {
-    if (this.stopped !== undefined && !this.fatalReported) {
-      this.fatalReported = true;
-      this.onFatal?.(this.stopped);
-    }
+    if (this.stopped !== undefined && !this.fatalReported) this.reportFatal(this.stopped);
     this.checkIdle();
   }
 
@@ -316,8 +331,9 @@ export class EngineHost {
    */
   private halt(error: unknown, batch: Pending[]): void {
     this.stopped = error;
-    for (const p of batch) p.reject(error);
-    for (const p of this.queue) p.reject(error);
+    const refusal = new HostStoppedError(error);
+    for (const p of batch) p.reject(refusal);
+    for (const p of this.queue) p.reject(refusal);
     this.queue = [];
     this.startGroup();
   }
@@ -332,13 +348,21 @@ export class EngineHost {
     this.inFlight = null;
     this.waiting = [];
     this.head = this.current;
-    for (const r of unpublished) for (const p of r.batch) p.reject(error);
-    for (const p of this.queue) p.reject(error);
+    const refusal = new HostStoppedError(error);
+    for (const r of unpublished) for (const p of r.batch) p.reject(refusal);
+    for (const p of this.queue) p.reject(refusal);
     this.queue = [];
-    if (!this.fatalReported) {
-      this.fatalReported = true;
-      this.onFatal?.(error);
-    }
+    if (!this.fatalReported) this.reportFatal(error);
     this.checkIdle();
+  }
+
+  /**
+   * Reports the stop once, a turn later: the answers just settled (acknowledgements and
+   * refusals alike) run as microtasks first, so they reach their sockets before `onFatal`
+   * closes them.
+   */
+  private reportFatal(error: unknown): void {
+    this.fatalReported = true;
+    setImmediate(() => this.onFatal?.(error));
   }
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import { ErrorCode } from '@perp/core';
+import { HostStoppedError } from '../engine/host.js';
 
 /** An HTTP error answer. */
 export class HttpError extends Error {
@@ -41,4 +42,20 @@ export function statusOf(code: number): number {
     default:
       return 400;
   }
+}
+
+/** Seconds a client is told to wait before retrying on a stopped engine (5002, HTTP 503). */
+export const ENGINE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The HTTP answer of a request the engine host could not carry out because it stopped (the
+ * spec's 5001 or 5002), or `undefined` for any other error.
+ */
+export function stoppedEngineAnswer(error: unknown): HttpError | undefined {
+  if (!(error instanceof HostStoppedError)) return undefined;
+  const headers: Record<string, string> =
+    error.code === ErrorCode.LEDGER_UNAVAILABLE
+      ? { 'retry-after': String(ENGINE_RETRY_AFTER_SECONDS) }
+      : {};
+  return new HttpError(statusOf(error.code), error.message, headers);
 }

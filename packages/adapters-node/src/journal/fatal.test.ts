@@ -66,7 +66,10 @@ describe('fsync failure in a running venue', () => {
       headers: auth,
       body: JSON.stringify({ prices: { 'BTC-PERP': '65100' } }),
     });
-    expect(res.status).toBeGreaterThanOrEqual(500);
+    // The spec's 5002 answer: 503, retry after a delay (the venue comes back from its data dir).
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(((await res.json()) as { error: string }).error).toMatch(/^LEDGER_UNAVAILABLE: /);
     await fatalDone;
     expect(fatal).toHaveLength(1);
     expect(String(fatal[0])).toContain('EIO');
@@ -77,7 +80,7 @@ describe('fsync failure in a running venue', () => {
     expect(venue.context.host.journalSeq).toBe(seqBefore);
     // The failed fsync was tried once, never again.
     expect(syncsAfterFailure).toBe(1);
-    await expect(venue.context.host.submit({ type: 'tick' })).rejects.toThrow('engine stopped');
+    await expect(venue.context.host.submit({ type: 'tick' })).rejects.toThrow('LEDGER_UNAVAILABLE');
     // The venue closed itself: it no longer answers.
     await expect(fetch(`${venue.rest}/time`)).rejects.toThrow();
   });

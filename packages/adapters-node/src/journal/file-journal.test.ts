@@ -328,7 +328,12 @@ describe('fsync failure', () => {
     const first = await host.submit({ type: 'openAccount', account: wallet(1) });
     expect(first.seq).toBe(1);
     const before = host.state;
-    await expect(host.submit({ type: 'openAccount', account: wallet(2) })).rejects.toThrow('EIO');
+    const refused = await host.submit({ type: 'openAccount', account: wallet(2) }).catch((e) => e);
+    expect(refused).toBeInstanceOf(HostStoppedError);
+    expect((refused as HostStoppedError).code).toBe(5002);
+    expect(String((refused as HostStoppedError).cause)).toContain('EIO');
+    // onFatal runs a turn after the refusal went out.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(fatal).toHaveLength(1);
     expect(host.failed).toBe(true);
     expect(host.state).toBe(before);

@@ -12,6 +12,7 @@ import {
   accountOrders,
   accountSummary,
   DISCRIMINATOR,
+  ErrorCode,
   type ExecutionReport,
   formatCollateral,
   formatDecimal,
@@ -24,7 +25,7 @@ import {
   reject,
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import type { CommittedBatch } from '../engine/host.js';
+import { type CommandResult, type CommittedBatch, HostStoppedError } from '../engine/host.js';
 import { isRecord, parseJson } from '../http/json.js';
 import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
@@ -258,11 +259,24 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           return;
         }
       }
-      const r = await requests.submitFor(account, {
-        type: 'authenticate',
-        account,
-        nonce: v.value.payload.struct.nonce,
-      });
+      let r: CommandResult;
+      try {
+        r = await requests.submitFor(account, {
+          type: 'authenticate',
+          account,
+          nonce: v.value.payload.struct.nonce,
+        });
+      } catch (e) {
+        // Authentication creates or retrieves the account: when the engine cannot, that is the
+        // spec's 5003 (interface-spec, connection states).
+        if (!(e instanceof HostStoppedError)) throw e;
+        return error(
+          s,
+          id,
+          ErrorCode.EXCHANGE_ACCOUNT_ERROR,
+          `EXCHANGE_ACCOUNT_ERROR: the account could not be created or retrieved (${e.message})`,
+        );
+      }
       const o = r.outcome;
       if (!o.ok) return error(s, id, o.code, o.message);
       if (s.account !== account) {
@@ -532,6 +546,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     try {
       await handler(s, id, msg);
     } catch (e) {
+      // A stopped engine is the spec's 5002 (journal) or 5001 (engine) and is logged by the host.
+      if (e instanceof HostStoppedError) return error(s, id, e.code, e.message);
       error(s, id, 5000, 'INTERNAL_ERROR: the request failed; retry with backoff');
       console.error('trading message failed', e);
     }
