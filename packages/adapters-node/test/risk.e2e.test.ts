@@ -4,6 +4,7 @@
  * an auction that the `liquidations` channel shows and another wallet claims with a signed
  * `claimLiquidation`; a busted trade is reported, reversed and kept in the history, flagged.
  */
+import { parseDecimal } from '@perp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
 import { limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
@@ -263,5 +264,49 @@ describe('risk events through the service', () => {
     // The insurance fund holds the funding residue and liquidation fees: never negative.
     expect(res.body.insuranceFund).toMatch(/^\d+(\.\d{1,6})?$/);
     expect(res.body.feePool).toMatch(/^\d+(\.\d{1,6})?$/);
+  });
+
+  it('lets the operator seed the insurance fund from the fee pool and move it back, to the micro-unit', async () => {
+    const path = '/admin/insurance-fund/transfer';
+    expect((await t.api('POST', path, { direction: 'ToInsuranceFund', amount: '1' })).status).toBe(
+      401,
+    );
+    const before = (await t.admin('GET', '/admin/solvency')).body as Record<string, string>;
+    const micro = (x: string): bigint => {
+      const d = parseDecimal(x, 6);
+      if (!d.ok) throw new Error(`not a collateral amount: ${x}`);
+      return d.value;
+    };
+    const fee = micro(before.feePool as string);
+    const fund = micro(before.insuranceFund as string);
+    expect(fee).toBeGreaterThan(1n);
+    const part = '0.000001';
+    const seeded = await t.admin('POST', path, { direction: 'ToInsuranceFund', amount: part });
+    expect(seeded.status).toBe(200);
+    expect(micro(seeded.body.insuranceFund as string)).toBe(fund + 1n);
+    expect(micro(seeded.body.feePool as string)).toBe(fee - 1n);
+    const back = await t.admin('POST', path, { direction: 'ToFeePool', amount: part });
+    expect(back.body).toEqual({ insuranceFund: before.insuranceFund, feePool: before.feePool });
+    // Bad input is 400 before the engine; a source too small is the engine's 4000 message.
+    const hash = await t.stateHash();
+    for (const [body, error] of [
+      [{ direction: 'Up', amount: '1' }, 'direction must be ToInsuranceFund or ToFeePool'],
+      [
+        { direction: 'ToFeePool', amount: '0.0000001' },
+        'amount must be a positive decimal string with at most 6 decimals',
+      ],
+      [
+        { direction: 'ToFeePool', amount: '-1' },
+        'amount must be a positive decimal string with at most 6 decimals',
+      ],
+      [
+        { direction: 'ToInsuranceFund', amount: '100000000' },
+        `INVALID_REQUEST: the fee pool holds ${before.feePool}, less than 100000000`,
+      ],
+    ] as const) {
+      const res = await t.admin('POST', path, body);
+      expect(res).toMatchObject({ status: 400, body: { error: error } });
+    }
+    expect(await t.stateHash()).toEqual(hash);
   });
 });

@@ -550,7 +550,7 @@ describe('rule 7.5, last resort: the fee pool pays what the fund and ADL could n
    * one command: U's gain on A and loss on B cancel (equity 1,000), X's equity is
    * 1,000 - 3,000 = -2,000 with nothing bid above its bankruptcy price 90.
    */
-  function crash(): { v: TestVenue; events: EngineEvent[] } {
+  function crash(seedFund?: string): { v: TestVenue; events: EngineEvent[] } {
     const v = new TestVenue();
     for (const [id, symbol, takerFeeRate] of [
       [3, 'A-PERP', '0'],
@@ -585,6 +585,11 @@ describe('rule 7.5, last resort: the fee pool pays what the fund and ADL could n
     for (const symbol of ['A-PERP', 'B-PERP']) {
       v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '1', price: '69.5' }));
       v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: '70' }));
+    }
+    if (seedFund !== undefined) {
+      v.expectOk(
+        v.run({ type: 'insuranceTransfer', direction: 'ToInsuranceFund', amount: usd(seedFund) }),
+      );
     }
     const events = v.oracle({ 'A-PERP': '70', 'B-PERP': '70' });
     expect(v.state.markets.get(3)!.prices.mark).toBe(px('70'));
@@ -633,6 +638,27 @@ describe('rule 7.5, last resort: the fee pool pays what the fund and ADL could n
       totalDeposits: usd('1002030'),
       totalWithdrawals: 0n,
       debts: [{ account: X, marginMode: 'Cross', market: 0, debt: usd('970'), inAuction: false }],
+      totalDebt: usd('970'),
+    });
+  });
+
+  it('seeded from the fee pool, the fund pays first: the same 970 of debt, no backstop payment', () => {
+    const { v, events } = crash('30');
+    // The fund's 30 goes in before ADL, so X's bankruptcy price is 89.7 instead of 90 ...
+    expect(insuranceOf(events)).toEqual([['Deficit', usd('-30'), 0n]]);
+    // ... but U's equity still caps ADL at 80, and nothing is left to pay the rest.
+    const adl = reportsOf(events, 'ADL');
+    expect(adl.map((r) => [r.account, r.fill.quantity, r.fill.price])[0]).toEqual([
+      U,
+      100n,
+      px('80'),
+    ]);
+    const backstops = events.filter((e) => e.type === 'backstop');
+    expect(backstops).toMatchObject([{ account: X, amount: 0n, feePool: 0n, debt: usd('970') }]);
+    expect(v.state.accounts.get(X)!.crossCash).toBe(usd('-970'));
+    expect(solvencyReport(v.state)).toMatchObject({
+      insuranceFund: 0n,
+      feePool: 0n,
       totalDebt: usd('970'),
     });
   });

@@ -86,7 +86,8 @@ type Step =
   | { k: 'tick'; ms: number }
   | { k: 'claim'; w: number; frac: number }
   | { k: 'liquidate'; w: number; iso: boolean; m: number }
-  | { k: 'bust'; pick: number };
+  | { k: 'bust'; pick: number }
+  | { k: 'fund'; toFund: boolean; permille: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -144,6 +145,15 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('bust' as const), pick: fc.nat() }) },
+  {
+    weight: 1,
+    // The operator moves part of one venue pool into the other (above 1,000: more than it holds).
+    arbitrary: fc.record({
+      k: fc.constant('fund' as const),
+      toFund: fc.boolean(),
+      permille: fc.integer({ min: 1, max: 1100 }),
+    }),
+  },
 );
 
 const outcome = (events: readonly EngineEvent[]): Outcome =>
@@ -319,7 +329,11 @@ function checkRisk(
         expect(e.balance).toBe(fund + e.delta);
         expect(e.balance).toBeGreaterThanOrEqual(0n);
         if (e.reason === 'Deficit') expect(e.delta).toBeLessThan(0n);
-        else expect(e.delta).toBeGreaterThan(0n);
+        else if (e.reason === 'Transfer') {
+          // The operator's move: either way, never zero, the fee pool taking the other side.
+          expect(e.delta).not.toBe(0n);
+          seen.transfers!++;
+        } else expect(e.delta).toBeGreaterThan(0n);
         fund = e.balance;
       }
       if (e.type === 'backstop') {
@@ -466,6 +480,15 @@ function runStep(v: TestVenue, s: Step): EngineEvent[] {
       if (ids.length === 0) return v.advance(1);
       return v.run({ type: 'bustTrade', tradeId: ids[s.pick % ids.length]!, reason: 'test' });
     }
+    case 'fund': {
+      const source = s.toFund ? v.state.feePool : v.state.insuranceFund;
+      const amount = source > 0n ? (source * BigInt(s.permille)) / 1000n : 1n;
+      return v.run({
+        type: 'insuranceTransfer',
+        direction: s.toFund ? 'ToInsuranceFund' : 'ToFeePool',
+        amount: amount > 0n ? amount : 1n,
+      });
+    }
   }
 }
 
@@ -484,6 +507,7 @@ const seen: Record<string, number> = {
   backstops: 0,
   debts: 0,
   shortfalls: 0,
+  transfers: 0,
 };
 
 function count(events: readonly EngineEvent[]): void {
@@ -513,6 +537,7 @@ describe('risk properties over random markets, price shocks and many accounts', 
       expect(seen.funding).toBeGreaterThan(0);
       // The insurance fund paid deficits (rule 7.5), so its invariants are not vacuous.
       expect(seen.deficits).toBeGreaterThan(0);
+      expect(seen.transfers).toBeGreaterThan(0);
     }
   });
 

@@ -1,7 +1,9 @@
 /**
  * The operator surface (protocol.md section 8) behind `Authorization: Bearer <admin token>`:
  * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume, funding
- * settlement, manual liquidation, trade busts, the solvency report and the state hash. Everything that changes state goes through the engine host like any other command.
+ * settlement, manual liquidation, trade busts, transfers between the venue's fee pool and
+ * insurance fund, the solvency report and the state hash. Everything that changes state goes
+ * through the engine host like any other command.
  *
  * @module
  */
@@ -240,6 +242,33 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
         instrument: ctx.host.state.markets.get(o.market)?.spec.symbol ?? null,
         wallets: o.accounts,
         reason,
+      };
+    });
+
+    // Not in protocol.md section 8 (an addition): seeds the insurance fund from the venue's
+    // trading revenue (or moves a surplus back), docs/risk-engine.md "Venue pools".
+    admin.post('/api/admin/insurance-fund/transfer', async (req) => {
+      const b = body(req);
+      const direction = b.direction;
+      if (direction !== 'ToInsuranceFund' && direction !== 'ToFeePool')
+        throw new HttpError(400, 'direction must be ToInsuranceFund or ToFeePool');
+      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
+      if (amount === undefined || !amount.ok || amount.value <= 0n) {
+        throw new HttpError(
+          400,
+          'amount must be a positive decimal string with at most 6 decimals',
+        );
+      }
+      const r = await ctx.host.submit({
+        type: 'insuranceTransfer',
+        direction,
+        amount: amount.value,
+      });
+      const o = ok(r.outcome);
+      if (o.kind !== 'insuranceTransfer') throw new HttpError(500, 'unexpected outcome');
+      return {
+        insuranceFund: formatCollateral(o.insuranceFund),
+        feePool: formatCollateral(o.feePool),
       };
     });
 

@@ -283,6 +283,18 @@ export interface BustTradeCommand {
   readonly reason: string;
 }
 
+/**
+ * Operator: moves collateral between the venue's own pools (`POST /admin/insurance-fund/transfer`),
+ * from the fee pool into the insurance fund or back (see `risk/venue-funds.ts`).
+ */
+export interface InsuranceTransferCommand {
+  readonly type: 'insuranceTransfer';
+  readonly time: number;
+  readonly direction: 'ToInsuranceFund' | 'ToFeePool';
+  /** Micro-units, > 0. */
+  readonly amount: bigint;
+}
+
 /** Every command the engine accepts. */
 export type Command =
   | PlaceOrderCommand
@@ -306,4 +318,5 @@ export type Command =
   | SettleFundingCommand
   | LiquidateCommand
   | ClaimLiquidationCommand
-  | BustTradeCommand;
+  | BustTradeCommand
+  | InsuranceTransferCommand;

@@ -377,6 +377,14 @@ export type Outcome =
       readonly market: number;
       readonly accounts: readonly string[];
     }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'insuranceTransfer';
+      /** Both venue pools after the transfer, micro-units. */
+      readonly insuranceFund: bigint;
+      readonly feePool: bigint;
+    }
   | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'done' };
 
 /**
@@ -480,13 +488,16 @@ export interface TradeBusted {
   readonly time: number;
 }
 
-/** The insurance fund paid a deficit of a liquidated scope. */
+/**
+ * The insurance fund changed: a liquidation fee came in, a deficit was paid, a funding residue
+ * came in, or the operator moved collateral from or to the fee pool (`Transfer`).
+ */
 export interface InsuranceChanged {
   readonly type: 'insurance';
   /** Signed change, micro-units, and the balance after. */
   readonly delta: bigint;
   readonly balance: bigint;
-  readonly reason: 'LiquidationFee' | 'Deficit' | 'FundingResidue';
+  readonly reason: 'LiquidationFee' | 'Deficit' | 'FundingResidue' | 'Transfer';
   readonly time: number;
 }
 

@@ -31,6 +31,7 @@ import {
   settleAuctionsDue,
 } from '../risk/liquidation.js';
 import { pruneTrades } from '../risk/trades.js';
+import { insuranceTransfer } from '../risk/venue-funds.js';
 import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
@@ -103,6 +104,8 @@ function dispatch(ctx: Ctx, cmd: Command): void {
       return claimLiquidation(ctx, cmd);
     case 'bustTrade':
       return bustTrade(ctx, cmd);
+    case 'insuranceTransfer':
+      return insuranceTransfer(ctx, cmd);
     default: {
       const never: never = cmd;
       throw new InvariantError(`unknown command ${JSON.stringify(never)}`);

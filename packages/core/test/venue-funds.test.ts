@@ -1,0 +1,126 @@
+/**
+ * The operator's transfer between the venue's own pools (risk/venue-funds.ts): the fee pool
+ * seeds the insurance fund and a surplus goes back; neither pool goes below zero, refusals
+ * change nothing, and conservation holds (TestVenue checks it after every command).
+ */
+import { describe, expect, it } from 'vitest';
+import { type EngineEvent, type Outcome, stateHash } from '../src/index.js';
+import { TestVenue, usd, wallet } from '../src/testing/index.js';
+
+const TAKER = wallet(0x91);
+const MAKER = wallet(0x92);
+
+/** A venue whose fee pool holds 30 USD: one 10,000 USD taker fill at 0.3%. */
+function venueWithFees(): TestVenue {
+  const v = new TestVenue();
+  v.list({
+    id: 1,
+    symbol: 'A-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    defaultLeverage: 10,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0.003',
+  });
+  for (const w of [TAKER, MAKER]) {
+    v.open(w);
+    v.fund(w, '10000');
+  }
+  v.oracle({ 'A-PERP': '100' });
+  v.expectOk(v.place(MAKER, 'A-PERP', { side: 'Sell', qty: '100', price: '100' }));
+  v.expectOk(v.place(TAKER, 'A-PERP', { side: 'Buy', qty: '100', price: '100' }));
+  expect(v.state.feePool).toBe(usd('30'));
+  expect(v.state.insuranceFund).toBe(0n);
+  return v;
+}
+
+const outcomeOf = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome') as Outcome;
+
+describe('insurance transfer', () => {
+  it('moves collateral from the fee pool into the fund and back, to the micro-unit', () => {
+    const v = venueWithFees();
+    const deposits = v.state.totalDeposits;
+    const seeded = v.run({
+      type: 'insuranceTransfer',
+      direction: 'ToInsuranceFund',
+      amount: usd('20.000001'),
+    });
+    expect(seeded).toEqual([
+      {
+        type: 'insurance',
+        delta: usd('20.000001'),
+        balance: usd('20.000001'),
+        reason: 'Transfer',
+        time: v.time,
+      },
+      {
+        type: 'outcome',
+        ok: true,
+        kind: 'insuranceTransfer',
+        insuranceFund: usd('20.000001'),
+        feePool: usd('9.999999'),
+      },
+    ]);
+    const back = v.run({ type: 'insuranceTransfer', direction: 'ToFeePool', amount: usd('5') });
+    expect(back[0]).toMatchObject({ delta: usd('-5'), balance: usd('15.000001') });
+    expect(v.state.insuranceFund).toBe(usd('15.000001'));
+    expect(v.state.feePool).toBe(usd('14.999999'));
+    // Nothing entered or left the venue.
+    expect(v.state.totalDeposits).toBe(deposits);
+    expect(v.state.totalWithdrawals).toBe(0n);
+    // Both pools can be emptied exactly.
+    v.expectOk(
+      v.run({ type: 'insuranceTransfer', direction: 'ToFeePool', amount: usd('15.000001') }),
+    );
+    expect(v.state.insuranceFund).toBe(0n);
+    expect(v.state.feePool).toBe(usd('30'));
+  });
+
+  it.each([
+    ['a zero amount', 'ToInsuranceFund', 0n, 'INVALID_REQUEST: amount must be positive, got 0'],
+    [
+      'a negative amount',
+      'ToFeePool',
+      -1n,
+      'INVALID_REQUEST: amount must be positive, got -0.000001',
+    ],
+    [
+      'more than the fee pool holds',
+      'ToInsuranceFund',
+      usd('30.000001'),
+      'INVALID_REQUEST: the fee pool holds 30, less than 30.000001',
+    ],
+    [
+      'more than the fund holds',
+      'ToFeePool',
+      1n,
+      'INVALID_REQUEST: the insurance fund holds 0, less than 0.000001',
+    ],
+    [
+      'an unknown direction',
+      'Sideways',
+      usd('1'),
+      'INVALID_REQUEST: direction must be ToInsuranceFund or ToFeePool',
+    ],
+  ] as const)('refuses %s with 4000 and changes nothing', (_name, direction, amount, message) => {
+    const v = venueWithFees();
+    const before = v.state;
+    const hash = stateHash(before);
+    const events = v.run({
+      type: 'insuranceTransfer',
+      direction: direction as 'ToInsuranceFund',
+      amount,
+    });
+    expect(events).toEqual([
+      { type: 'outcome', ok: false, code: 4000, message, nonceConsumed: false },
+    ]);
+    expect(outcomeOf(events).ok).toBe(false);
+    // The reducer hands back the very input state: nothing to journal, nothing changed.
+    expect(v.state).toBe(before);
+    expect(stateHash(v.state)).toBe(hash);
+  });
+});
