@@ -309,4 +309,34 @@ describe('risk events through the service', () => {
     }
     expect(await t.stateHash()).toEqual(hash);
   });
+  it("pays fee-pool revenue into the operator's account, which withdraws it to the chain", async () => {
+    const path = '/admin/fee-pool/payout';
+    const dave = t.wallet(3);
+    expect((await t.api('POST', path, { wallet: dave.address, amount: '1' })).status).toBe(401);
+    // No trading account yet: 404 with the engine's message, and nothing changes.
+    const hash = await t.stateHash();
+    expect(await t.admin('POST', path, { wallet: dave.address, amount: '0.000001' })).toMatchObject(
+      { status: 404, body: { error: `ACCOUNT_NOT_FOUND: no trading account for ${dave.address}` } },
+    );
+    expect(await t.stateHash()).toEqual(hash);
+    await t.invite(dave);
+    const d = await t.connect(dave);
+    await d.request({ type: 'subscribeTrading' });
+    const pool = (await t.admin('GET', '/admin/solvency')).body.feePool as string;
+    const paid = await t.admin('POST', path, { wallet: dave.address, amount: pool });
+    expect(paid).toMatchObject({
+      status: 200,
+      body: { wallet: dave.address, amount: pool, feePool: '0' },
+    });
+    expect(
+      (await t.admin('POST', path, { wallet: dave.address, amount: '0.000001' })).body,
+    ).toEqual({ error: 'INVALID_REQUEST: the fee pool holds 0, less than 0.000001' });
+    const summary = await t.api('GET', `/account_summary?wallet=${dave.address}`);
+    expect(summary.body.withdrawable).toBe(pool);
+    const res = await t.withdraw(dave, pool);
+    expect(res.body).toMatchObject({ status: 'Submitted' });
+    await d.waitFor((m) => m.kind === 'WithdrawMargin' && m.status === 'Completed');
+    expect((await t.api('GET', `/chain/token/${dave.address}`)).body.balance).toBe(pool);
+    await d.close();
+  });
 });

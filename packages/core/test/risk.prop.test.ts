@@ -87,7 +87,8 @@ type Step =
   | { k: 'claim'; w: number; frac: number }
   | { k: 'liquidate'; w: number; iso: boolean; m: number }
   | { k: 'bust'; pick: number }
-  | { k: 'fund'; toFund: boolean; permille: number };
+  | { k: 'fund'; toFund: boolean; permille: number }
+  | { k: 'payout'; w: number; permille: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   {
@@ -151,6 +152,15 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       k: fc.constant('fund' as const),
       toFund: fc.boolean(),
+      permille: fc.integer({ min: 1, max: 1100 }),
+    }),
+  },
+  {
+    weight: 1,
+    // The operator pays part of the fee pool out into a trader's cross pool.
+    arbitrary: fc.record({
+      k: fc.constant('payout' as const),
+      w: fc.nat(N_TRADERS - 1),
       permille: fc.integer({ min: 1, max: 1100 }),
     }),
   },
@@ -489,6 +499,14 @@ function runStep(v: TestVenue, s: Step): EngineEvent[] {
         amount: amount > 0n ? amount : 1n,
       });
     }
+    case 'payout': {
+      const amount = (v.state.feePool * BigInt(s.permille)) / 1000n;
+      return v.run({
+        type: 'feePayout',
+        account: TRADERS[s.w]!,
+        amount: amount > 0n ? amount : 1n,
+      });
+    }
   }
 }
 
@@ -508,6 +526,7 @@ const seen: Record<string, number> = {
   debts: 0,
   shortfalls: 0,
   transfers: 0,
+  payouts: 0,
 };
 
 function count(events: readonly EngineEvent[]): void {
@@ -519,6 +538,7 @@ function count(events: readonly EngineEvent[]): void {
       seen.auctions!++;
     if (e.type === 'fundingSettled') seen.funding!++;
     if (e.type === 'tradeBusted') seen.busts!++;
+    if (e.type === 'outcome' && e.ok && e.kind === 'feePayout') seen.payouts!++;
     if (e.type === 'insurance' && e.reason === 'Deficit') seen.deficits!++;
     if (e.type === 'executionReport') {
       if (e.kind === 'ADL') seen.adl!++;
@@ -538,6 +558,7 @@ describe('risk properties over random markets, price shocks and many accounts', 
       // The insurance fund paid deficits (rule 7.5), so its invariants are not vacuous.
       expect(seen.deficits).toBeGreaterThan(0);
       expect(seen.transfers).toBeGreaterThan(0);
+      expect(seen.payouts).toBeGreaterThan(0);
     }
   });
 

@@ -1,10 +1,11 @@
 /**
- * The operator's transfer between the venue's own pools (risk/venue-funds.ts): the fee pool
- * seeds the insurance fund and a surplus goes back; neither pool goes below zero, refusals
- * change nothing, and conservation holds (TestVenue checks it after every command).
+ * The operator's moves of the venue's own money (risk/venue-funds.ts): the fee pool seeds the
+ * insurance fund and a surplus goes back; the fee pool pays revenue out into an account. No pool
+ * goes below zero, refusals change nothing, and conservation holds (TestVenue checks it after
+ * every command).
  */
 import { describe, expect, it } from 'vitest';
-import { type EngineEvent, type Outcome, stateHash } from '../src/index.js';
+import { accountSummary, type EngineEvent, type Outcome, stateHash } from '../src/index.js';
 import { TestVenue, usd, wallet } from '../src/testing/index.js';
 
 const TAKER = wallet(0x91);
@@ -122,5 +123,67 @@ describe('insurance transfer', () => {
     // The reducer hands back the very input state: nothing to journal, nothing changed.
     expect(v.state).toBe(before);
     expect(stateHash(v.state)).toBe(hash);
+  });
+});
+
+describe('fee payout', () => {
+  const OPERATOR = wallet(0x93);
+
+  it("pays revenue into an account's cross pool, which can then withdraw it", () => {
+    const v = venueWithFees();
+    v.open(OPERATOR);
+    const deposits = v.state.totalDeposits;
+    const events = v.run({ type: 'feePayout', account: OPERATOR, amount: usd('29.999999') });
+    expect(events).toEqual([
+      {
+        type: 'outcome',
+        ok: true,
+        kind: 'feePayout',
+        account: OPERATOR,
+        amount: usd('29.999999'),
+        feePool: 1n,
+      },
+      // Its balance changed: an account-summary push.
+      { type: 'accountChanged', account: OPERATOR, time: v.time },
+    ]);
+    expect(v.state.feePool).toBe(1n);
+    expect(v.state.accounts.get(OPERATOR)!.crossCash).toBe(usd('29.999999'));
+    expect(accountSummary(v.state, OPERATOR, v.time)!.withdrawable).toBe('29.999999');
+    expect(v.state.totalDeposits).toBe(deposits);
+    // Out of the venue like any collateral: all of it, and not a micro-unit more.
+    const withdraw = (amount: bigint) =>
+      v.run({
+        type: 'withdraw',
+        account: OPERATOR,
+        amount,
+        target: { mode: 'Cross', market: 0 },
+      });
+    expect(outcomeOf(withdraw(usd('30')))).toMatchObject({ ok: false, code: 4100 });
+    expect(outcomeOf(withdraw(usd('29.999999')))).toMatchObject({ ok: true, kind: 'command' });
+  });
+
+  it.each([
+    [
+      'an unknown account',
+      wallet(0x94),
+      usd('1'),
+      4040,
+      `ACCOUNT_NOT_FOUND: no trading account for ${wallet(0x94)}`,
+    ],
+    ['a zero amount', wallet(0x93), 0n, 4000, 'INVALID_REQUEST: amount must be positive, got 0'],
+    [
+      'more than the fee pool holds',
+      wallet(0x93),
+      usd('30.000001'),
+      4000,
+      'INVALID_REQUEST: the fee pool holds 30, less than 30.000001',
+    ],
+  ] as const)('refuses %s and changes nothing', (_name, account, amount, code, message) => {
+    const v = venueWithFees();
+    v.open(OPERATOR);
+    const before = v.state;
+    const events = v.run({ type: 'feePayout', account, amount });
+    expect(events).toEqual([{ type: 'outcome', ok: false, code, message, nonceConsumed: false }]);
+    expect(v.state).toBe(before);
   });
 });

@@ -2,7 +2,7 @@
  * The operator surface (protocol.md section 8) behind `Authorization: Bearer <admin token>`:
  * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume, funding
  * settlement, manual liquidation, trade busts, transfers between the venue's fee pool and
- * insurance fund, the solvency report and the state hash. Everything that changes state goes
+ * insurance fund, fee-pool payouts, the solvency report and the state hash. Everything that changes state goes
  * through the engine host like any other command.
  *
  * @module
@@ -22,7 +22,7 @@ import {
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { VenueContext } from '../venue-context.js';
-import { HttpError } from './errors.js';
+import { HttpError, statusOf } from './errors.js';
 import { walletParam } from './public-routes.js';
 
 function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
@@ -41,8 +41,9 @@ function body(req: FastifyRequest): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
+/** The outcome of an accepted admin command, or its refusal as the spec's HTTP status. */
 function ok(outcome: Outcome): Outcome & { ok: true } {
-  if (!outcome.ok) throw new HttpError(400, outcome.message);
+  if (!outcome.ok) throw new HttpError(statusOf(outcome.code), outcome.message);
   return outcome;
 }
 
@@ -268,6 +269,28 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       if (o.kind !== 'insuranceTransfer') throw new HttpError(500, 'unexpected outcome');
       return {
         insuranceFund: formatCollateral(o.insuranceFund),
+        feePool: formatCollateral(o.feePool),
+      };
+    });
+
+    // Not in protocol.md section 8 (an addition): pays trading revenue out of the fee pool into
+    // an account's cross pool, from where it is withdrawn like any collateral.
+    admin.post('/api/admin/fee-pool/payout', async (req) => {
+      const b = body(req);
+      const wallet = walletParam(b.wallet);
+      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
+      if (amount === undefined || !amount.ok || amount.value <= 0n) {
+        throw new HttpError(
+          400,
+          'amount must be a positive decimal string with at most 6 decimals',
+        );
+      }
+      const r = await ctx.host.submit({ type: 'feePayout', account: wallet, amount: amount.value });
+      const o = ok(r.outcome);
+      if (o.kind !== 'feePayout') throw new HttpError(500, 'unexpected outcome');
+      return {
+        wallet: o.account,
+        amount: formatCollateral(o.amount),
         feePool: formatCollateral(o.feePool),
       };
     });

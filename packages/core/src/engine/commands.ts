@@ -295,6 +295,20 @@ export interface InsuranceTransferCommand {
   readonly amount: bigint;
 }
 
+/**
+ * Operator: pays collateral from the fee pool into an account's cross pool
+ * (`POST /admin/fee-pool/payout`): revenue out to the operator's own account, which withdraws
+ * it like any collateral, or a compensation (see `risk/venue-funds.ts`).
+ */
+export interface FeePayoutCommand {
+  readonly type: 'feePayout';
+  readonly time: number;
+  /** Lowercase wallet address of an existing account. */
+  readonly account: string;
+  /** Micro-units, > 0. */
+  readonly amount: bigint;
+}
+
 /** Every command the engine accepts. */
 export type Command =
   | PlaceOrderCommand
@@ -319,4 +333,5 @@ export type Command =
   | LiquidateCommand
   | ClaimLiquidationCommand
   | BustTradeCommand
-  | InsuranceTransferCommand;
+  | InsuranceTransferCommand
+  | FeePayoutCommand;

@@ -385,6 +385,15 @@ export type Outcome =
       readonly insuranceFund: bigint;
       readonly feePool: bigint;
     }
+  | {
+      readonly type: 'outcome';
+      readonly ok: true;
+      readonly kind: 'feePayout';
+      readonly account: string;
+      /** Paid, micro-units, and the fee pool after. */
+      readonly amount: bigint;
+      readonly feePool: bigint;
+    }
   | { readonly type: 'outcome'; readonly ok: true; readonly kind: 'done' };
 
 /**

@@ -31,7 +31,7 @@ import {
   settleAuctionsDue,
 } from '../risk/liquidation.js';
 import { pruneTrades } from '../risk/trades.js';
-import { insuranceTransfer } from '../risk/venue-funds.js';
+import { feePayout, insuranceTransfer } from '../risk/venue-funds.js';
 import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
@@ -106,6 +106,8 @@ function dispatch(ctx: Ctx, cmd: Command): void {
       return bustTrade(ctx, cmd);
     case 'insuranceTransfer':
       return insuranceTransfer(ctx, cmd);
+    case 'feePayout':
+      return feePayout(ctx, cmd);
     default: {
       const never: never = cmd;
       throw new InvariantError(`unknown command ${JSON.stringify(never)}`);
