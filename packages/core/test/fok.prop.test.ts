@@ -43,9 +43,14 @@ const step = fc.oneof(
 const priceAt = (off: number): string => (50_000 + off * 50).toFixed(1);
 const lotsText = (lots: number): string => (lots / 1000).toFixed(3);
 
-function takerReports(events: readonly EngineEvent[], account: string): OrderReport[] {
+/**
+ * The reports of one order. By order id, not by account: a fill that closes the taker's position
+ * also cancels its resting reduce-only orders (reason `PositionClosed`) in the same command.
+ */
+function orderReports(events: readonly EngineEvent[], orderId: number): OrderReport[] {
   return events.filter(
-    (e): e is OrderReport => e.type === 'executionReport' && e.account === account && 'order' in e,
+    (e): e is OrderReport =>
+      e.type === 'executionReport' && 'order' in e && e.order.orderId === orderId,
   );
 }
 
@@ -108,10 +113,12 @@ describe('FOK against IOC on the same state', () => {
               account: who,
               order: v.request(BTC, { ...spec, tif: 'IOC' }),
             };
+            // Both are applied to the same state, so both get the next order id.
+            const orderId = v.state.counters.order + 1;
             const asIoc = reduce(v.state, ioc);
             const events = v.run(fok);
-            const iocEnd = takerReports(asIoc.events, who).at(-1);
-            const fokEnd = takerReports(events, who).at(-1);
+            const iocEnd = orderReports(asIoc.events, orderId).at(-1);
+            const fokEnd = orderReports(events, orderId).at(-1);
             if (fokEnd === undefined || fokEnd.kind === 'OrderRejected') {
               // Refused before matching (size, margin, reduce-only rules): the IOC is too.
               expect(iocEnd?.kind).toBe('OrderRejected');
