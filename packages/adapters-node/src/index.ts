@@ -4,14 +4,28 @@
  *
  * @module
  */
-export { ChainDesk } from './chain/desk.js';
+export { ChainDesk, type ReplayableChain } from './chain/desk.js';
 export * from './config.js';
 export { type Clock, ManualClock, SystemClock } from './engine/clock.js';
 export * from './engine/host.js';
 export { WalletQueue } from './engine/wallet-queue.js';
 export * from './journal/file-journal.js';
+export type { SnapshotPolicy } from './journal/snapshots.js';
 export * from './marketdata/index.js';
-export { HistoryStore } from './read/history.js';
-export { ReportStreams } from './read/report-streams.js';
+export type {
+  BackfillOutcome,
+  BackfillProgress,
+  HistoryBackfill,
+  ProjectionRebuild,
+} from './read/backfill.js';
+export {
+  type HistoryQuery,
+  HistoryStore,
+  type OrderRecord as HistoryOrderRecord,
+  type Page,
+  type TradeRecord as HistoryTradeRecord,
+} from './read/history.js';
+export { type Replay, type ReportListener, ReportStreams } from './read/report-streams.js';
 export { type StartVenueOptions, startVenue, type Venue } from './venue.js';
+export type { VenueChain, VenueContext } from './venue-context.js';
 export * from './wire/format.js';

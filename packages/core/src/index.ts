@@ -23,6 +23,7 @@ export * from './auth/index.js';
 export { depthOf, levelOrderIds } from './book/levels.js';
 export { decodeJson, encodeJson } from './codec/json.js';
 export * from './engine/commands.js';
+export type { Ctx, PendingScope, ReportDraft } from './engine/context.js';
 export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
 export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
@@ -43,7 +44,13 @@ export * from './errors.js';
 export * from './instruments/instrument.js';
 export * from './limits/rate-limiter.js';
 export { feeAmount, quoteAmount } from './margin/ledger.js';
-export { bankruptcyPrice, liquidationPrice, maintenanceExact } from './margin/liquidation-price.js';
+export {
+  bankruptcyPrice,
+  type CrossExact,
+  crossExact,
+  liquidationPrice,
+  maintenanceExact,
+} from './margin/liquidation-price.js';
 export {
   accountOrders,
   availableToOpen,
@@ -53,6 +60,7 @@ export {
   maintenanceMargin,
   measureScope,
   positionOf,
+  type ScopeChange,
   type ScopeMetrics,
   transferableOf,
   valuationPrice,
@@ -64,9 +72,12 @@ export {
   emptyAccountSummary,
   type MarginSummary,
 } from './margin/summary.js';
-export { type ValidOrder, validateOrderRequest } from './orders/validate.js';
+export { type ValidationResult, type ValidOrder, validateOrderRequest } from './orders/validate.js';
+export type { EntryCursor } from './persistent/cursor.js';
 export type { Edit } from './persistent/edit.js';
-export { PMap } from './persistent/hamt.js';
+export { type PKey, PMap } from './persistent/hamt.js';
+export type { IntMap } from './persistent/int-map.js';
+export type { TimeIdSet } from './persistent/sorted-set.js';
 export * from './ports.js';
 export { nextPosition } from './risk/bust.js';
 export {
@@ -88,6 +99,7 @@ export {
   solvencyReport,
 } from './risk/health.js';
 export {
+  type AdlCandidate,
   adlQueue,
   auctionEvents,
   auctionPrice,

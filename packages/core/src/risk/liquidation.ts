@@ -740,7 +740,7 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
 
 // ---- step 4: ADL --------------------------------------------------------------------------------
 
-interface AdlCandidate {
+export interface AdlCandidate {
   readonly account: string;
   readonly mode: MarginMode;
   readonly size: bigint;
