@@ -47,6 +47,15 @@ function ok(outcome: Outcome): Outcome & { ok: true } {
   return outcome;
 }
 
+/** A collateral amount field: a positive decimal string of at most 6 decimals, in micro-units. */
+function positiveCollateral(value: unknown): bigint {
+  const amount = typeof value === 'string' ? parseDecimal(value, 6) : undefined;
+  if (amount === undefined || !amount.ok || amount.value <= 0n) {
+    throw new HttpError(400, 'amount must be a positive decimal string with at most 6 decimals');
+  }
+  return amount.value;
+}
+
 /** A referral code record on the wire. */
 export function wireCode(c: ReferralCode): Record<string, unknown> {
   return {
@@ -142,16 +151,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.post('/api/admin/faucet', async (req) => {
       const b = body(req);
       const wallet = walletParam(b.wallet);
-      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
-      if (amount === undefined || !amount.ok || amount.value <= 0n) {
-        throw new HttpError(
-          400,
-          'amount must be a positive decimal string with at most 6 decimals',
-        );
-      }
+      const amount = positiveCollateral(b.amount);
       if (ctx.chain.faucet === undefined)
         throw new HttpError(400, 'this venue has no faucet (real chain)');
-      return { wallet, balance: formatCollateral(ctx.chain.faucet(wallet, amount.value)) };
+      return { wallet, balance: formatCollateral(ctx.chain.faucet(wallet, amount)) };
     });
 
     const setStatus = (status: 'Active' | 'Paused') => async (req: FastifyRequest) => {
@@ -253,17 +256,11 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const direction = b.direction;
       if (direction !== 'ToInsuranceFund' && direction !== 'ToFeePool')
         throw new HttpError(400, 'direction must be ToInsuranceFund or ToFeePool');
-      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
-      if (amount === undefined || !amount.ok || amount.value <= 0n) {
-        throw new HttpError(
-          400,
-          'amount must be a positive decimal string with at most 6 decimals',
-        );
-      }
+      const amount = positiveCollateral(b.amount);
       const r = await ctx.host.submit({
         type: 'insuranceTransfer',
         direction,
-        amount: amount.value,
+        amount,
       });
       const o = ok(r.outcome);
       if (o.kind !== 'insuranceTransfer') throw new HttpError(500, 'unexpected outcome');
@@ -278,14 +275,8 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.post('/api/admin/fee-pool/payout', async (req) => {
       const b = body(req);
       const wallet = walletParam(b.wallet);
-      const amount = typeof b.amount === 'string' ? parseDecimal(b.amount, 6) : undefined;
-      if (amount === undefined || !amount.ok || amount.value <= 0n) {
-        throw new HttpError(
-          400,
-          'amount must be a positive decimal string with at most 6 decimals',
-        );
-      }
-      const r = await ctx.host.submit({ type: 'feePayout', account: wallet, amount: amount.value });
+      const amount = positiveCollateral(b.amount);
+      const r = await ctx.host.submit({ type: 'feePayout', account: wallet, amount });
       const o = ok(r.outcome);
       if (o.kind !== 'feePayout') throw new HttpError(500, 'unexpected outcome');
       return {
