@@ -492,7 +492,7 @@ function runStep(v: TestVenue, s: Step): EngineEvent[] {
     }
     case 'fund': {
       const source = s.toFund ? v.state.feePool : v.state.insuranceFund;
-      const amount = source > 0n ? (source * BigInt(s.permille)) / 1000n : 1n;
+      const amount = (source * BigInt(s.permille)) / 1000n;
       return v.run({
         type: 'insuranceTransfer',
         direction: s.toFund ? 'ToInsuranceFund' : 'ToFeePool',
