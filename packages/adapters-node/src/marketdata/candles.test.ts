@@ -6,8 +6,11 @@ import {
   type CandleChanges,
   type CandleInterval,
   CandleProjection,
+  type CandleTrade,
   INTERVALS,
   isCandleInterval,
+  MINUTES_KEPT_FOR_BUSTS,
+  noCandleChanges,
   wireCandle,
 } from './candles.js';
 
@@ -15,7 +18,16 @@ const runs = Number(process.env.FC_NUM_RUNS ?? 200);
 const T0 = 1_767_225_600_000;
 const M = 60_000;
 
-const changes = (): CandleChanges => ({ closed: [], touched: new Set() });
+const changes = (): CandleChanges => noCandleChanges();
+let lastTradeId = 0;
+/** A trade with the next trade id. */
+const print = (price: bigint, quantity: bigint, quote: bigint, time: number): CandleTrade => ({
+  tradeId: ++lastTradeId,
+  price,
+  quantity,
+  quote,
+  time,
+});
 
 describe('CandleProjection', () => {
   it('knows the twelve Binance intervals, each dividing a UTC day', () => {
@@ -42,9 +54,9 @@ describe('CandleProjection', () => {
   it('builds OHLCV from trades and closes each candle once, filling empty intervals', () => {
     const p = new CandleProjection();
     const out = changes();
-    p.trade(1, 100n, 2n, 200n, T0 + 5_000, out);
-    p.trade(1, 110n, 1n, 110n, T0 + 6_000, out);
-    p.trade(1, 95n, 1n, 95n, T0 + 59_999, out);
+    p.trade(1, print(100n, 2n, 200n, T0 + 5_000), out);
+    p.trade(1, print(110n, 1n, 110n, T0 + 6_000), out);
+    p.trade(1, print(95n, 1n, 95n, T0 + 59_999), out);
     expect(out.closed).toEqual([]);
     expect([...out.touched].sort()).toEqual(INTERVALS.map((i) => `1|${i}`).sort());
     expect(p.current(1, '1m')).toEqual({
@@ -70,7 +82,7 @@ describe('CandleProjection', () => {
     ]);
     expect(p.advance(T0 + 3 * M + 2)).toEqual([]);
     // The next trade opens its candle at its own price.
-    p.trade(1, 97n, 1n, 97n, T0 + 3 * M + 10, changes());
+    p.trade(1, print(97n, 1n, 97n, T0 + 3 * M + 10), changes());
     expect(p.current(1, '1m')).toMatchObject({
       openTime: T0 + 3 * M,
       open: 97n,
@@ -86,29 +98,211 @@ describe('CandleProjection', () => {
 
   it('a trade stamped before the open candle counts in it: a closed candle never changes', () => {
     const p = new CandleProjection();
-    p.trade(1, 100n, 1n, 100n, T0 + 1_000, changes());
+    p.trade(1, print(100n, 1n, 100n, T0 + 1_000), changes());
     const [first] = p.advance(T0 + M);
     const snapshot = { ...first };
-    p.trade(1, 120n, 1n, 120n, T0 + 59_000, changes());
+    p.trade(1, print(120n, 1n, 120n, T0 + 59_000), changes());
     expect(first).toEqual(snapshot);
     expect(p.current(1, '1m')).toMatchObject({ openTime: T0 + M, open: 120n, trades: 1 });
   });
 
   it('keeps a bounded history and skips what a long gap would evict at once', () => {
+    const F = 5 * M;
     const p = new CandleProjection(5);
-    p.trade(1, 100n, 1n, 100n, T0, changes());
-    const closed = p.advance(T0 + 100 * M + 1).filter((c) => c.interval === '1m');
-    expect(closed.map((c) => (c.openTime - T0) / M)).toEqual([0, 95, 96, 97, 98, 99]);
-    expect(p.range(1, '1m').map((c) => (c.openTime - T0) / M)).toEqual([95, 96, 97, 98, 99, 100]);
-    expect(p.range(1, '1m', { limit: 2 }).map((c) => (c.openTime - T0) / M)).toEqual([99, 100]);
+    p.trade(1, print(100n, 1n, 100n, T0), changes());
+    const closed = p.advance(T0 + 100 * F + 1).filter((c) => c.interval === '5m');
+    expect(closed.map((c) => (c.openTime - T0) / F)).toEqual([0, 95, 96, 97, 98, 99]);
+    expect(p.range(1, '5m').map((c) => (c.openTime - T0) / F)).toEqual([95, 96, 97, 98, 99, 100]);
+    expect(p.range(1, '5m', { limit: 2 }).map((c) => (c.openTime - T0) / F)).toEqual([99, 100]);
     expect(
-      p.range(1, '1m', { startTime: T0 + 96 * M, limit: 2 }).map((c) => (c.openTime - T0) / M),
+      p.range(1, '5m', { startTime: T0 + 96 * F, limit: 2 }).map((c) => (c.openTime - T0) / F),
     ).toEqual([96, 97]);
-    expect(p.range(1, '1m', { endTime: T0 + 97 * M }).map((c) => (c.openTime - T0) / M)).toEqual([
+    expect(p.range(1, '5m', { endTime: T0 + 97 * F }).map((c) => (c.openTime - T0) / F)).toEqual([
       95, 96, 97,
     ]);
+    // One-minute candles are kept for two days whatever the history size: busts restate from them.
+    expect(p.range(1, '1m', { limit: 10_000 })).toHaveLength(501);
+    p.advance(T0 + 3 * 86_400_000);
+    expect(p.range(1, '1m', { limit: 10_000 })).toHaveLength(MINUTES_KEPT_FOR_BUSTS + 1);
     expect(p.range(2, '1m')).toEqual([]);
     expect(() => new CandleProjection(0)).toThrow(RangeError);
+  });
+
+  it('a bust restates the candles that held the trade and the empty ones that repeated its close', () => {
+    const p = new CandleProjection();
+    const first = print(100n, 2n, 200n, T0 + 5_000);
+    const fatFinger = print(150n, 1n, 150n, T0 + 30_000);
+    const third = print(101n, 1n, 101n, T0 + 50_000);
+    for (const t of [first, fatFinger, third]) p.trade(1, t, changes());
+    p.advance(T0 + 3 * M + 1);
+    const fourth = print(102n, 1n, 102n, T0 + 3 * M + 10_000);
+    p.trade(1, fourth, changes());
+    const ohlcv = (c: Candle) => [
+      c.openTime - T0,
+      c.open,
+      c.high,
+      c.low,
+      c.close,
+      c.volume,
+      c.trades,
+    ];
+
+    let out = changes();
+    p.bust(1, fatFinger.tradeId, out);
+    // The minute and the 3m candle are closed: both are sent again. The empty minutes after the
+    // first repeat its close, which did not change. Every longer candle is still open.
+    expect(out.restated.map((c) => [c.interval, ...ohlcv(c), c.closed])).toEqual([
+      ['1m', 0, 100n, 101n, 100n, 101n, 3n, 2, true],
+      ['3m', 0, 100n, 101n, 100n, 101n, 3n, 2, true],
+    ]);
+    expect([...out.touched].sort()).toEqual(
+      INTERVALS.slice(2)
+        .map((i) => `1|${i}`)
+        .sort(),
+    );
+    expect(ohlcv(p.current(1, '1h') as Candle)).toEqual([0, 100n, 102n, 100n, 102n, 4n, 3]);
+    expect(out.busts).toEqual([
+      {
+        market: 1,
+        print: { ...fatFinger, at: fatFinger.time },
+        minute: T0,
+        left: {
+          open: 100n,
+          high: 101n,
+          low: 100n,
+          close: 101n,
+          volume: 3n,
+          quoteVolume: 301n,
+          trades: 2,
+        },
+      },
+    ]);
+
+    // The minute's close moves: the two empty minutes after it follow.
+    out = changes();
+    p.bust(1, third.tradeId, out);
+    expect(out.restated.filter((c) => c.interval === '1m').map(ohlcv)).toEqual([
+      [0, 100n, 100n, 100n, 100n, 2n, 1],
+      [M, 100n, 100n, 100n, 100n, 0n, 0],
+      [2 * M, 100n, 100n, 100n, 100n, 0n, 0],
+    ]);
+
+    // A trade the projection does not hold changes nothing.
+    out = changes();
+    p.bust(1, 999_999, out);
+    p.bust(2, first.tradeId, out);
+    expect(out).toEqual(changes());
+
+    // Without its first trade the market has not traded until the fourth.
+    p.bust(1, first.tradeId, changes());
+    expect(p.range(1, '1m').map(ohlcv)).toEqual([[3 * M, 102n, 102n, 102n, 102n, 1n, 1]]);
+    expect(p.range(1, '1d').map(ohlcv)).toEqual([[0, 102n, 102n, 102n, 102n, 1n, 1]]);
+    p.bust(1, fourth.tradeId, changes());
+    for (const i of INTERVALS) expect(p.range(1, i)).toEqual([]);
+    expect(p.current(1, '1m')).toBeUndefined();
+  });
+
+  it('a bust restates every interval from the trades left, as if the busted ones never traded', () => {
+    const HOUR = 3_600_000;
+    const step = fc.oneof(
+      fc.record({
+        kind: fc.constant('trade' as const),
+        gap: fc.oneof(fc.integer({ min: 0, max: 90_000 }), fc.integer({ min: 0, max: 3 * HOUR })),
+        price: fc.bigInt({ min: 1n, max: 500n }),
+        quantity: fc.bigInt({ min: 1n, max: 50n }),
+      }),
+      fc.record({ kind: fc.constant('advance' as const), gap: fc.integer({ min: 0, max: HOUR }) }),
+      // Busts reach back at most an hour, like the engine's default bust window.
+      fc.record({ kind: fc.constant('bust' as const), pick: fc.nat() }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 150 }), (steps) => {
+        const p = new CandleProjection();
+        const trades: (CandleTrade & { busted: boolean })[] = [];
+        let time = T0;
+        for (const s of steps) {
+          if (s.kind === 'bust') {
+            const live = trades.filter((t) => !t.busted && t.time > time - HOUR);
+            const t = live[s.pick % Math.max(1, live.length)];
+            if (t === undefined) continue;
+            t.busted = true;
+            p.bust(7, t.tradeId, changes());
+            continue;
+          }
+          time += s.gap;
+          if (s.kind === 'advance') p.advance(time);
+          else {
+            const t = print(s.price, s.quantity, s.price * s.quantity, time);
+            trades.push({ ...t, busted: false });
+            p.trade(7, t, changes());
+          }
+          p.prune(Math.floor((time - HOUR) / M) * M);
+        }
+        const left = trades.filter((t) => !t.busted);
+        for (const interval of INTERVALS) {
+          const ms = CANDLE_INTERVALS[interval];
+          const held = p.range(7, interval, { limit: 1_000_000 });
+          if (left.length === 0) {
+            expect(held).toEqual([]);
+            continue;
+          }
+          // The model: every interval from the first trade left to the open one.
+          const align = (t: number) => Math.floor(t / ms) * ms;
+          const last = Math.max(
+            align(time),
+            align((trades[trades.length - 1] as CandleTrade).time),
+          );
+          const model: unknown[][] = [];
+          let previousClose = 0n;
+          for (let open = align((left[0] as CandleTrade).time); open <= last; open += ms) {
+            const prices = left.filter((t) => align(t.time) === open).map((t) => t.price);
+            const inside = left.filter((t) => align(t.time) === open);
+            if (inside.length === 0) {
+              model.push([
+                open,
+                previousClose,
+                previousClose,
+                previousClose,
+                previousClose,
+                0n,
+                0n,
+                0,
+              ]);
+              continue;
+            }
+            const close = prices[prices.length - 1] as bigint;
+            model.push([
+              open,
+              prices[0],
+              prices.reduce((a, b) => (b > a ? b : a)),
+              prices.reduce((a, b) => (b < a ? b : a)),
+              close,
+              inside.reduce((a, t) => a + t.quantity, 0n),
+              inside.reduce((a, t) => a + t.quote, 0n),
+              inside.length,
+            ]);
+            previousClose = close;
+          }
+          const mine = held.map((c) => [
+            c.openTime,
+            c.open,
+            c.high,
+            c.low,
+            c.close,
+            c.volume,
+            c.quoteVolume,
+            c.trades,
+          ]);
+          // One-minute candles older than two days are evicted: compare what is held.
+          expect(mine).toEqual(model.slice(-mine.length));
+          expect(mine.length).toBe(
+            Math.min(model.length, interval === '1m' ? MINUTES_KEPT_FOR_BUSTS + 1 : 1_001),
+          );
+        }
+        expect(p.heldPrints).toBeLessThanOrEqual(trades.length);
+      }),
+      { numRuns: runs },
+    );
   });
 
   it('a seeded market starts with an empty candle at its last price', () => {
@@ -175,7 +369,7 @@ describe('CandleProjection', () => {
           if (s.advanceOnly) closed.push(...p.advance(time));
           else {
             const out = changes();
-            p.trade(7, s.price, s.quantity, s.price * s.quantity, time, out);
+            p.trade(7, print(s.price, s.quantity, s.price * s.quantity, time), out);
             closed.push(...out.closed);
             trades.push({ price: s.price, quantity: s.quantity, time });
           }

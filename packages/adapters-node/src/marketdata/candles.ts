@@ -14,6 +14,7 @@ import {
   quoteAmount,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import { minuteOf, type Print, PrintLog, printFloor, type TradeAggregate } from './prints.js';
 
 /** Candle intervals and their length in ms; every one divides a UTC day. */
 export const CANDLE_INTERVALS = {
@@ -44,6 +45,13 @@ export function isCandleInterval(value: unknown): value is CandleInterval {
 
 /** Closed candles kept per (instrument, interval) by default. */
 export const DEFAULT_CANDLE_HISTORY = 1_000;
+
+/**
+ * One-minute candles always kept, whatever the history size: a bust restates every interval's
+ * candle from the minutes it spans, and a day candle that holds a bustable trade starts at most a
+ * day plus the engine's bust window (one hour by default) ago.
+ */
+export const MINUTES_KEPT_FOR_BUSTS = 2 * 1_440;
 
 /** One candle in engine units. Frozen in spirit once `closed`. */
 export interface Candle {
@@ -130,14 +138,40 @@ function emptyCandle(
   };
 }
 
+/** Sets a candle to "no trade": every price at `price`, no volume. */
+function setEmpty(candle: Candle, price: bigint): void {
+  candle.open = price;
+  candle.high = price;
+  candle.low = price;
+  candle.close = price;
+  candle.volume = 0n;
+  candle.quoteVolume = 0n;
+  candle.trades = 0;
+}
+
+/** Sets a candle to the aggregate of its trades. */
+function setValues(candle: Candle, values: TradeAggregate): void {
+  candle.open = values.open;
+  candle.high = values.high;
+  candle.low = values.low;
+  candle.close = values.close;
+  candle.volume = values.volume;
+  candle.quoteVolume = values.quoteVolume;
+  candle.trades = values.trades;
+}
+
 /** The candles of one (instrument, interval): the open one and a bounded closed history. */
 class CandleSeries {
   readonly market: number;
   readonly interval: CandleInterval;
-  private readonly ms: number;
+  readonly ms: number;
   private readonly limit: number;
   current: Candle | null = null;
   readonly history: Candle[] = [];
+  /** Every candle from this open time on is held (earlier ones were evicted or never seen). */
+  private completeFrom = Number.NEGATIVE_INFINITY;
+  /** The close before the oldest held candle: of the last one evicted, or the seeded price. */
+  private priorClose: bigint | null = null;
 
   constructor(market: number, interval: CandleInterval, limit: number) {
     this.market = market;
@@ -146,14 +180,18 @@ class CandleSeries {
     this.limit = limit;
   }
 
-  private align(time: number): number {
+  align(time: number): number {
     return Math.floor(time / this.ms) * this.ms;
   }
 
   private retire(candle: Candle, out: Candle[]): void {
     candle.closed = true;
     this.history.push(candle);
-    if (this.history.length > this.limit) this.history.splice(0, this.history.length - this.limit);
+    if (this.history.length > this.limit) {
+      const evicted = this.history.splice(0, this.history.length - this.limit);
+      this.priorClose = (evicted[evicted.length - 1] as Candle).close;
+      this.completeFrom = (this.history[0] as Candle).openTime;
+    }
     out.push(candle);
   }
 
@@ -176,13 +214,16 @@ class CandleSeries {
   seed(price: bigint, time: number): void {
     if (this.current === null) {
       this.current = emptyCandle(this.market, this.interval, this.align(time), price);
+      // The market traded before: the candles before this one were never seen.
+      this.completeFrom = this.current.openTime;
+      this.priorClose = price;
     }
   }
 
   /**
    * Adds a trade. A trade stamped before the open candle (the service clock closed the interval
-   * before the batch that carried it was published) counts in the open candle: a closed candle
-   * never changes.
+   * before the batch that carried it was published) counts in the open candle: a candle closes
+   * once on the wire, and only a bust restates it.
    */
   trade(price: bigint, quantity: bigint, quote: bigint, time: number, out: Candle[]): void {
     this.advance(time, out);
@@ -204,6 +245,99 @@ class CandleSeries {
     c.trades++;
   }
 
+  private get count(): number {
+    return this.history.length + (this.current === null ? 0 : 1);
+  }
+
+  /** The `i`-th held candle, oldest first (the open one last). */
+  private at(i: number): Candle {
+    return (i < this.history.length ? this.history[i] : this.current) as Candle;
+  }
+
+  /** Index of the first held candle that opens at or after `openTime`. */
+  private lowerBound(openTime: number): number {
+    let lo = 0;
+    let hi = this.count;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.at(mid).openTime < openTime) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /**
+   * The aggregate of the trades in the candles opening in `[from, to)`: `null` when there were
+   * none, `undefined` when the series does not hold that whole span.
+   */
+  aggregate(from: number, to: number): TradeAggregate | null | undefined {
+    if (from < this.completeFrom) return undefined;
+    let values: TradeAggregate | null = null;
+    for (let i = this.lowerBound(from); i < this.count; i++) {
+      const c = this.at(i);
+      if (c.openTime >= to) break;
+      if (c.trades === 0) continue;
+      values =
+        values === null
+          ? {
+              open: c.open,
+              high: c.high,
+              low: c.low,
+              close: c.close,
+              volume: c.volume,
+              quoteVolume: c.quoteVolume,
+              trades: c.trades,
+            }
+          : {
+              open: values.open,
+              high: c.high > values.high ? c.high : values.high,
+              low: c.low < values.low ? c.low : values.low,
+              close: c.close,
+              volume: values.volume + c.volume,
+              quoteVolume: values.quoteVolume + c.quoteVolume,
+              trades: values.trades + c.trades,
+            };
+    }
+    return values;
+  }
+
+  /**
+   * Restates the candle opening at `openTime` to `values` (`null`: no trade is left in it) and
+   * the empty candles after it, which repeat its close. Returns the candles that changed. A
+   * candle left without trades takes the previous close; when the market has no trade before it
+   * at all, the leading candles without trades are dropped (it has not traded until the next).
+   */
+  restate(openTime: number, values: TradeAggregate | null): Candle[] {
+    const i = this.lowerBound(openTime);
+    if (i >= this.count || this.at(i).openTime !== openTime) return [];
+    const candle = this.at(i);
+    if (values !== null) setValues(candle, values);
+    else {
+      const before = i > 0 ? this.at(i - 1).close : this.priorClose;
+      if (before === null) {
+        setEmpty(candle, candle.open);
+        this.dropLeadingEmpty();
+        return [];
+      }
+      setEmpty(candle, before);
+    }
+    const changed = [candle];
+    for (let j = i + 1; j < this.count; j++) {
+      const next = this.at(j);
+      if (next.trades > 0 || next.close === candle.close) break;
+      setEmpty(next, candle.close);
+      changed.push(next);
+    }
+    return changed;
+  }
+
+  private dropLeadingEmpty(): void {
+    let n = 0;
+    while (n < this.history.length && (this.history[n] as Candle).trades === 0) n++;
+    this.history.splice(0, n);
+    if (this.history.length === 0 && this.current?.trades === 0) this.current = null;
+  }
+
   /** Closed history plus the open candle, filtered and limited as asked. */
   range(query: CandleQuery): Candle[] {
     const all = this.current === null ? this.history : [...this.history, this.current];
@@ -221,11 +355,44 @@ export interface CandleChanges {
   readonly closed: Candle[];
   /** Series whose open candle took a trade, as `${market}|${interval}`. */
   readonly touched: Set<string>;
+  /** Closed candles a bust restated (sent again, closed, with their corrected values). */
+  readonly restated: Candle[];
+  /** Each busted trade the projection held, with its minute's trades left (for the tickers). */
+  readonly busts: BustedPrint[];
+}
+
+/** A busted trade's print, and what is left of the minute it traded in (by trade time). */
+export interface BustedPrint {
+  readonly market: number;
+  readonly print: Print;
+  /** Start of the trade's minute, ms. */
+  readonly minute: number;
+  /** The trades left in that minute, `null` for none. */
+  readonly left: TradeAggregate | null;
+}
+
+/** An empty {@link CandleChanges}. */
+export function noCandleChanges(): CandleChanges {
+  return { closed: [], touched: new Set(), restated: [], busts: [] };
+}
+
+/** A trade as the candles take it. */
+export interface CandleTrade {
+  readonly tradeId: number;
+  /** Raw price (1e18). */
+  readonly price: bigint;
+  /** Raw quantity units. */
+  readonly quantity: bigint;
+  /** Collateral micro-units. */
+  readonly quote: bigint;
+  /** Engine time, ms. */
+  readonly time: number;
 }
 
 /** Every interval's candles of every instrument, fed by committed batches. */
 export class CandleProjection {
   private readonly series = new Map<number, CandleSeries[]>();
+  private readonly prints = new Map<number, PrintLog>();
   private readonly limit: number;
 
   constructor(historyLimit: number = DEFAULT_CANDLE_HISTORY) {
@@ -238,10 +405,20 @@ export class CandleProjection {
   private of(market: number): CandleSeries[] {
     let s = this.series.get(market);
     if (s === undefined) {
-      s = INTERVALS.map((i) => new CandleSeries(market, i, this.limit));
+      const minutes = Math.max(this.limit, MINUTES_KEPT_FOR_BUSTS);
+      s = INTERVALS.map((i) => new CandleSeries(market, i, i === '1m' ? minutes : this.limit));
       this.series.set(market, s);
     }
     return s;
+  }
+
+  private log(market: number): PrintLog {
+    let log = this.prints.get(market);
+    if (log === undefined) {
+      log = new PrintLog();
+      this.prints.set(market, log);
+    }
+    return log;
   }
 
   /** Starts every series of a market that has traded before the projection saw its trades. */
@@ -250,38 +427,78 @@ export class CandleProjection {
   }
 
   /** Adds one trade to every interval of its market. */
-  trade(
-    market: number,
-    price: bigint,
-    quantity: bigint,
-    quote: bigint,
-    time: number,
-    out: CandleChanges,
-  ): void {
-    for (const s of this.of(market)) {
-      s.trade(price, quantity, quote, time, out.closed);
+  trade(market: number, trade: CandleTrade, out: CandleChanges): void {
+    const series = this.of(market);
+    for (const s of series) {
+      s.trade(trade.price, trade.quantity, trade.quote, trade.time, out.closed);
       out.touched.add(`${market}|${s.interval}`);
     }
+    // Where the one-minute candle put it places it in every interval (each is whole minutes).
+    const minute = (series[0] as CandleSeries).current as Candle;
+    this.log(market).add({ ...trade, at: Math.max(trade.time, minute.openTime) });
   }
 
-  /** Applies the trade prints of a committed batch. */
+  /**
+   * Restates the candles that held a busted trade: its minute is rebuilt from the trades left in
+   * it, every longer interval from its minutes, and the empty candles after each follow the new
+   * close. A trade the projection never saw (or no longer holds) changes nothing.
+   */
+  bust(market: number, tradeId: number, out: CandleChanges): void {
+    const log = this.prints.get(market);
+    const print = log?.remove(tradeId);
+    if (log === undefined || print === undefined) return;
+    const [minutes, ...longer] = this.of(market) as [CandleSeries, ...CandleSeries[]];
+    const start = minuteOf(print.at);
+    const changed = minutes.restate(start, log.aggregate(start, start + 60_000, 'at'));
+    for (const s of longer) {
+      const from = s.align(print.at);
+      const values = minutes.aggregate(from, from + s.ms);
+      if (values !== undefined) changed.push(...s.restate(from, values));
+    }
+    for (const c of changed) {
+      if (c.closed) out.restated.push(c);
+      else out.touched.add(`${market}|${c.interval}`);
+    }
+    const minute = minuteOf(print.time);
+    out.busts.push({
+      market,
+      print,
+      minute,
+      left: log.aggregate(minute, minute + 60_000, 'time'),
+    });
+  }
+
+  /** Drops the prints of trades placed before `floor` (ms): no bust can reach them. */
+  prune(floor: number): void {
+    for (const log of this.prints.values()) log.prune(floor);
+  }
+
+  /** Applies the trade prints and busts of a committed batch. */
   apply(batch: CommittedBatch): CandleChanges {
-    const out: CandleChanges = { closed: [], touched: new Set() };
+    const out = noCandleChanges();
     for (const events of batch.events) {
       for (const e of events) {
+        if (e.type === 'tradeBusted') {
+          this.bust(e.market, e.tradeId, out);
+          continue;
+        }
         if (e.type !== 'trade') continue;
         const spec = batch.state.markets.get(e.market)?.spec;
         if (spec === undefined) continue;
         this.trade(
           e.market,
-          e.price,
-          e.quantity,
-          quoteAmount(spec, e.quantity, e.price),
-          e.time,
+          {
+            tradeId: e.tradeId,
+            price: e.price,
+            quantity: e.quantity,
+            quote: quoteAmount(spec, e.quantity, e.price),
+            time: e.time,
+          },
           out,
         );
       }
     }
+    this.prune(printFloor(batch.state));
     return out;
   }
 
@@ -302,6 +519,13 @@ export class CandleProjection {
   range(market: number, interval: CandleInterval, query: CandleQuery = {}): Candle[] {
     const s = this.series.get(market)?.[INTERVALS.indexOf(interval)];
     return s === undefined ? [] : s.range(query);
+  }
+
+  /** Trade prints held for busts (all markets). */
+  get heldPrints(): number {
+    let n = 0;
+    for (const log of this.prints.values()) n += log.size;
+    return n;
   }
 
   /** Seeds every market of a state that has a last trade price but no candles yet. */

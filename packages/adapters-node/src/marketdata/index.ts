@@ -8,6 +8,7 @@ export * from './candles.js';
 export * from './liquidations.js';
 export * from './orderbook.js';
 export * from './pacing.js';
+export * from './prints.js';
 export * from './requests.js';
 export * from './rolling-window.js';
 export * from './service.js';

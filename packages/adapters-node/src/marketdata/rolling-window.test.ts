@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { minuteOf, PrintLog } from './prints.js';
 import {
   BUCKET_MS,
   DAY_MS,
@@ -127,5 +128,66 @@ describe('RollingWindow', () => {
       }),
       { numRuns: runs },
     );
+  });
+  it('restating a minute after a bust equals the definition over the trades left', () => {
+    const step = fc.oneof(
+      fc.record({
+        kind: fc.constant('trade' as const),
+        gap: fc.oneof(fc.integer({ min: 0, max: 120_000 }), fc.integer({ min: 0, max: 3 * H })),
+        price: fc.bigInt({ min: 1n, max: 1_000n }),
+        quantity: fc.bigInt({ min: 1n, max: 1_000n }),
+      }),
+      fc.record({ kind: fc.constant('bust' as const), pick: fc.nat() }),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
+        const w = new RollingWindow();
+        const log = new PrintLog();
+        const trades: (Trade & { id: number; busted: boolean })[] = [];
+        let time = T0;
+        for (const s of steps) {
+          if (s.kind === 'trade') {
+            time += s.gap;
+            const t = {
+              id: trades.length + 1,
+              price: s.price,
+              quantity: s.quantity,
+              quote: s.price * s.quantity,
+              time,
+              busted: false,
+            };
+            trades.push(t);
+            w.add(t.price, t.quantity, t.quote, t.time);
+            log.add({ ...t, tradeId: t.id, at: t.time });
+            log.prune(minuteOf(time - H));
+          } else {
+            // The engine busts trades of the last hour.
+            const live = trades.filter((t) => !t.busted && t.time > time - H);
+            const t = live[s.pick % Math.max(1, live.length)];
+            if (t === undefined) continue;
+            t.busted = true;
+            expect(log.remove(t.id)).toMatchObject({ tradeId: t.id, price: t.price });
+            const minute = minuteOf(t.time);
+            expect(w.restate(minute, log.aggregate(minute, minute + BUCKET_MS, 'time'))).toBe(true);
+          }
+          expect(w.stats(time)).toEqual(
+            reference(
+              trades.filter((t) => !t.busted),
+              time,
+            ),
+          );
+        }
+      }),
+      { numRuns: runs },
+    );
+  });
+
+  it('a restated minute outside the window changes nothing', () => {
+    const w = new RollingWindow();
+    w.add(100n, 1n, 100n, T0);
+    expect(w.restate(T0 - BUCKET_MS, null)).toBe(false);
+    expect(w.stats(T0)).toMatchObject({ open: 100n, trades: 1 });
+    expect(w.restate(T0, null)).toBe(true);
+    expect(w.stats(T0)).toMatchObject({ open: null, last: null, trades: 0 });
   });
 });

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import type { TradeAggregate } from './prints.js';
 
 /** One day in ms. */
 export const DAY_MS = 86_400_000;
@@ -108,6 +109,20 @@ export class RollingWindow {
     }
     this.version++;
     this.prune(windowStart(time, this.windowMs));
+  }
+
+  /**
+   * Replaces the minute that starts at `start` with what is left of it after a bust (`null`:
+   * nothing). Returns whether the window held that minute; a minute that already left the window
+   * only fed `open`, which is not restated.
+   */
+  restate(start: number, left: TradeAggregate | null): boolean {
+    const i = this.buckets.findIndex((b) => b.start === start);
+    if (i < 0) return false;
+    if (left === null) this.buckets.splice(i, 1);
+    else this.buckets[i] = { start, ...left };
+    this.version++;
+    return true;
   }
 
   private prune(start: number): void {

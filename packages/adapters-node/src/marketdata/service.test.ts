@@ -882,6 +882,75 @@ describe('candles', () => {
   });
 });
 
+describe('trade busts', () => {
+  it('a busted trade leaves the candles and the 24 h ticker, live and in the history', async () => {
+    const v = await venue({ pacing: { housekeepingMs: 20 } });
+    const c = await v.connect();
+    await c.request({
+      type: 'subscribe',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      id: 'c',
+    });
+    await c.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP', id: 't' });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    v.clock.set(T0 + 20_000);
+    await v.trade('BTC-PERP', '90000', '0.1');
+    const fatFinger = v.state.counters.trade;
+    v.clock.set(T0 + 30_000);
+    await v.trade('BTC-PERP', '60100', '0.1');
+    v.clock.set(T0 + 60_000);
+    expect(await c.next((m) => m.type === 'candle' && m.closed === true)).toMatchObject({
+      openTime: T0,
+      high: '90000',
+      volume: '0.3',
+      trades: 3,
+    });
+    await eventually(() =>
+      expect(c.all('ticker').at(-1)).toMatchObject({ high24h: '90000', volume24h: '0.3' }),
+    );
+    const seen = c.inbox.length;
+
+    await v.run({ type: 'bustTrade', tradeId: fatFinger, reason: 'fat finger' });
+    const restated = {
+      type: 'candle',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      openTime: T0,
+      closeTime: T0 + 59_999,
+      open: '60000',
+      high: '60100',
+      low: '60000',
+      close: '60100',
+      volume: '0.2',
+      quoteVolume: '12010',
+      trades: 2,
+      closed: true,
+    };
+    expect(await c.next((m) => m.type === 'candle' && m.openTime === T0)).toEqual(restated);
+    await c.waitFor((m) => m.type === 'ticker' && m.high24h === '60100', seen);
+    expect(c.all('ticker').at(-1)).toMatchObject({
+      last: '60100',
+      open24h: '60000',
+      high24h: '60100',
+      low24h: '60000',
+      volume24h: '0.2',
+      quoteVolume24h: '12010',
+    });
+    const { type: _, ...wire } = restated;
+    expect(v.service.candles('BTC-PERP', '1m')?.[0]).toEqual(wire);
+    expect(v.service.candles('BTC-PERP', '1h')?.[0]).toMatchObject({
+      high: '60100',
+      volume: '0.2',
+      trades: 2,
+      closed: false,
+    });
+    expect(v.service.tickers()[0]).toMatchObject({ high24h: '60100', volume24h: '0.2' });
+  });
+});
+
 describe('errors and limits', () => {
   it('refuses bad requests with 4000 and keeps the connection open', async () => {
     const v = await venue();

@@ -478,7 +478,10 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const onBatch = (batch: CommittedBatch): void => {
     const tickerTouched = tickerProjection.apply(batch);
     const candles: CandleChanges = candleProjection.apply(batch);
+    for (const m of tickerProjection.restate(candles.busts)) tickerTouched.add(m);
     sendClosed(candles.closed);
+    // A bust sends each closed candle it restated again, closed, with its corrected values.
+    sendClosed(candles.restated);
     for (const series of candles.touched) request(`candles|${series}`);
     const books = new Set<number>();
     const flat: EngineEvent[] = [];
@@ -650,7 +653,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       return {
         apply(batch) {
           ticker.apply(batch);
-          candles.apply(batch);
+          ticker.restate(candles.apply(batch).busts);
         },
         commit() {
           if (closing) return;

@@ -16,6 +16,7 @@ import {
   quoteAmount,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import type { BustedPrint } from './candles.js';
 import { DAY_MS, RollingWindow } from './rolling-window.js';
 
 /** Funding of a market as the ticker shows it; built by the funding engine, `null` until then. */
@@ -111,6 +112,18 @@ export class TickerProjection {
             break;
         }
       }
+    }
+    return touched;
+  }
+
+  /**
+   * Takes busted trades out of the 24 h statistics: each one's minute is replaced by the trades
+   * left in it. Returns the markets whose ticker changed.
+   */
+  restate(busts: readonly BustedPrint[]): Set<number> {
+    const touched = new Set<number>();
+    for (const b of busts) {
+      if (this.window(b.market).restate(b.minute, b.left)) touched.add(b.market);
     }
     return touched;
   }
