@@ -143,7 +143,33 @@ describe('authentication and the gate', () => {
     const o = outcome(v.run({ type: 'authenticate', account: A, nonce: BigInt(v.time) }));
     expect(o.ok ? 0 : o.code).toBe(4015);
     expect(o.ok ? '' : o.message).toMatch(/^USER_NOT_INVITED:/);
-    expect(v.state).toBe(before);
+    expect(v.state.accounts.has(A)).toBe(false);
+    expect(v.state.accounts).toBe(before.accounts);
+  });
+
+  it('a refused-for-access authenticate consumes its nonce: it cannot be replayed once invited', () => {
+    const n = BigInt(v.time);
+    const gated = outcome(v.run({ type: 'authenticate', account: A, nonce: n }));
+    expect(gated.ok ? 0 : gated.code).toBe(4015);
+    expect(gated.ok ? null : gated.nonceConsumed).toBe(true);
+    apply(A, 'GOOD');
+    const replay = outcome(v.run({ type: 'authenticate', account: A, nonce: n }));
+    expect(replay.ok ? 0 : replay.code).toBe(4002);
+    expect(replay.ok ? '' : replay.message).toMatch(/replayed/);
+    expect(v.state.accounts.has(A)).toBe(false);
+    // A fresh nonce is accepted.
+    expect(outcome(v.run({ type: 'authenticate', account: A, nonce: n + 1n })).ok).toBe(true);
+  });
+
+  it('a nonce refused by the window or as a replay is not consumed by the gate either', () => {
+    const t = v.time + 10;
+    const before = v.state;
+    const old = outcome(
+      v.run({ type: 'authenticate', account: A, nonce: BigInt(t - 300_001), time: t }),
+    );
+    expect(old.ok ? 0 : old.code).toBe(4002);
+    expect(old.ok ? null : old.nonceConsumed).toBe(false);
+    expect(v.state.nonces).toBe(before.nonces);
   });
 
   it('creates the account on the first authentication of an invited wallet', () => {

@@ -2,7 +2,8 @@
  * Admission of a signed request inside the reducer: deadline and nonce window against the
  * command's time, the app-access gate, replay protection through the per-wallet nonce store,
  * then consumption of the nonce. The signature itself was verified by the adapter before
- * sequencing (`auth/`). A request that fails here changes nothing.
+ * sequencing (`auth/`). A request that fails the deadline, window or replay check changes
+ * nothing; an `authenticate` that passes them consumes its nonce even when the gate refuses it.
  *
  * @module
  */
@@ -131,8 +132,12 @@ export function pruneNonces(ctx: Ctx): boolean {
 }
 
 /**
- * Handles WebSocket `authenticate`: the nonce window and replay check, the app-access gate
- * (4015), then the account is created on first use.
+ * Handles WebSocket `authenticate`: the nonce window and replay check, then the nonce is
+ * consumed, then the app-access gate (4015), then the account is created on first use.
+ *
+ * The gate is a business refusal, so it comes after the nonce is consumed (protocol.md section 3:
+ * a request whose signature and nonce pass consumes its nonce, whatever the business outcome).
+ * Otherwise a message refused for lack of access could be replayed once the wallet is invited.
  */
 export function authenticate(ctx: Ctx, cmd: AuthenticateCommand): void {
   const failure = nonceFailure(ctx, cmd.account, cmd.nonce);
@@ -140,11 +145,11 @@ export function authenticate(ctx: Ctx, cmd: AuthenticateCommand): void {
     const r = reject('INVALID_NONCE', failure);
     return ctx.fail(r.code, r.message);
   }
+  consumeNonce(ctx, nonceKey(cmd.account, cmd.nonce));
   if (!hasAppAccess(ctx.state, cmd.account)) {
     const r = notInvited(cmd.account);
-    return ctx.fail(r.code, r.message);
+    return ctx.fail(r.code, r.message, { nonceConsumed: true });
   }
-  consumeNonce(ctx, nonceKey(cmd.account, cmd.nonce));
   const created = ensureAccount(ctx, cmd.account);
   ctx.emit({ type: 'outcome', ok: true, kind: 'authenticated', account: cmd.account, created });
 }
