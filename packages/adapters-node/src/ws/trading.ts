@@ -245,20 +245,9 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       if (v.value.payload.kind !== 'Authenticate')
         return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
-      if (s.account !== account) {
-        const open = byAccount.get(account)?.size ?? 0;
-        if (open >= limits.connectionsPerAccount) {
-          error(
-            s,
-            id,
-            5000,
-            `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`,
-          );
-          s.ws.close(CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
-          detach(s);
-          return;
-        }
-      }
+      // The engine sees every authenticate whose signature verified, so its nonce is consumed
+      // (and journaled) even when the connection cap below refuses the session (protocol.md
+      // section 3); otherwise the refused message could be replayed once a connection closes.
       let r: CommandResult;
       try {
         r = await requests.submitFor(account, {
@@ -279,7 +268,21 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       }
       const o = r.outcome;
       if (!o.ok) return error(s, id, o.code, o.message);
+      // The socket may have gone while the engine worked: it must not hold a place in the cap.
+      if (s.closed) return;
       if (s.account !== account) {
+        const open = byAccount.get(account)?.size ?? 0;
+        if (open >= limits.connectionsPerAccount) {
+          error(
+            s,
+            id,
+            5000,
+            `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`,
+          );
+          s.ws.close(CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
+          detach(s);
+          return;
+        }
         logout(s);
         attach(s, account);
       }

@@ -1,0 +1,83 @@
+/**
+ * Trading-socket rules found by the WebSocket audit, over real sockets: an `authenticate` whose
+ * signature and nonce pass consumes its nonce whatever the refusal (invite gate, connection
+ * cap), and is counted against the wallet's rate limits.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
+import { freshNonce, WsClient } from './support/client.js';
+import { startTestVenue, type TestVenue } from './support/fixture.js';
+
+/** The default config with some limits changed. */
+function withLimits(limits: Partial<VenueConfig['limits']>): VenueConfig {
+  return { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, ...limits } };
+}
+
+let t: TestVenue | undefined;
+afterEach(async () => {
+  await t?.close();
+  t = undefined;
+});
+
+describe('authenticate consumes its nonce once signature and nonce pass', () => {
+  it('a message refused with 4015 cannot be replayed after the wallet is invited', async () => {
+    t = await startTestVenue();
+    const carol = t.wallet(2);
+    const c = await WsClient.connect(t.venue.ws);
+    const signature = await carol.authenticate();
+    expect(await c.request({ type: 'authenticate', signature })).toMatchObject({
+      type: 'error',
+      code: 4015,
+    });
+    await t.invite(carol);
+    const replay = await c.request({ type: 'authenticate', signature });
+    expect(replay).toMatchObject({ type: 'error', code: 4002 });
+    expect(String(replay.message)).toMatch(/replayed/);
+    expect(await c.request({ type: 'subscribeTrading' })).toMatchObject({ code: 4003 });
+    expect(
+      await c.request({ type: 'authenticate', signature: await carol.authenticate() }),
+    ).toMatchObject({ type: 'authenticateSuccess', account: carol.address });
+    await c.close();
+  });
+
+  it('a message refused for the connection cap (5000, close 4429) cannot be replayed later', async () => {
+    t = await startTestVenue({ config: withLimits({ connectionsPerAccount: 2 }) });
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const first = await t.connect(alice);
+    await t.connect(alice);
+    const third = await WsClient.connect(t.venue.ws);
+    const signature = await alice.authenticate();
+    expect(await third.request({ type: 'authenticate', signature })).toMatchObject({
+      type: 'error',
+      code: 5000,
+    });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(third.closed?.code).toBe(4429);
+    // A place frees up; the refused message is still spent.
+    expect(await first.request({ type: 'logout' })).toMatchObject({ type: 'logoutSuccess' });
+    const fourth = await WsClient.connect(t.venue.ws);
+    const replay = await fourth.request({ type: 'authenticate', signature });
+    expect(replay).toMatchObject({ type: 'error', code: 4002 });
+    expect(String(replay.message)).toMatch(/replayed/);
+    expect(fourth.closed).toBeNull();
+    expect(
+      await fourth.request({ type: 'authenticate', signature: await alice.authenticate() }),
+    ).toMatchObject({ type: 'authenticateSuccess' });
+    await fourth.close();
+  });
+
+  it('a replayed or stale authenticate on a full account is refused for the nonce and keeps the socket', async () => {
+    t = await startTestVenue({ config: withLimits({ connectionsPerAccount: 1 }) });
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    await t.connect(alice);
+    const c = await WsClient.connect(t.venue.ws);
+    const stale = await alice.authenticate(freshNonce() - 301_000n);
+    expect(await c.request({ type: 'authenticate', signature: stale })).toMatchObject({
+      code: 4002,
+    });
+    expect(c.closed).toBeNull();
+    await c.close();
+  });
+});
