@@ -284,6 +284,61 @@ describe('pre-trade checks', () => {
     expect(kinds(refused)).toEqual(['OrderRejected']);
   });
 
+  it('4100 against an opposite position: the order counts its own increasing part', () => {
+    // A is short 0.01 at 50,000 (IM 50 at 10x) with 1,000: 950 available to open.
+    v.fund(A, '1000');
+    v.fund(B, '100000');
+    v.expectOk(v.place(B, BTC, { side: 'Buy', qty: '0.01', price: '50000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Sell', qty: '0.01', price: '50000' }));
+    const available = () => {
+      const m = measureScope(v.state, v.state.accounts.get(A)!, 'Cross', 0);
+      return m.equity - m.initialMargin - m.hold;
+    };
+    expect(available()).toBe(usd('950'));
+
+    // Resting: a buy of 0.21 closes 0.01 and opens 0.2 long, 0.2 x 49,000 / 10 = 980 of hold.
+    const flip = v.place(A, BTC, { side: 'Buy', qty: '0.21', price: '49000' });
+    expect(code(flip)).toBe(4100);
+    expect(message(flip)).toMatch(/order needs 980 of margin, cross available 950/);
+    expect(available()).toBe(usd('950'));
+    // A reducing order first: together the two open 0.2 (0.005 + 0.195 of the new one).
+    const small = v.place(A, BTC, { side: 'Buy', qty: '0.005', price: '49000' });
+    expect(code(small)).toBe(0);
+    expect(available()).toBe(usd('950'));
+    const second = v.place(A, BTC, { side: 'Buy', qty: '0.2', price: '49000' });
+    expect(code(second)).toBe(4100);
+    expect(message(second)).toMatch(/order needs 980 of margin/);
+    // Replacing the reducing order with a flipping one is measured the same way.
+    const id = (outcome(small) as { order: { orderId: number } }).order.orderId;
+    const replace = (quantity: bigint) =>
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px('49000'),
+        triggerPrice: 0n,
+        quantity,
+        cloid: null,
+      });
+    expect(code(replace(5_000n))).toBe(4100); // 0.5: opens 0.49, 2,401 of hold
+    expect(code(replace(2_000n))).toBe(0); // 0.2: opens 0.19, 931 of hold
+    expect(available()).toBe(usd('19'));
+    v.expectOk(v.cancel(A, BTC, { orderId: id }));
+
+    // Taking: an IOC buy that flips needs the margin of the part that opens, at its limit price.
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '0.3', price: '50000' }));
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.3', price: '50000', tif: 'IOC' }))).toBe(
+      4100,
+    );
+    // Exactly the 950 available: 0.19 x 50,000 / 10.
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.2', price: '50000', tif: 'IOC' }))).toBe(0);
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(1_900n);
+    // The short's margin is free again: 1,000 - 950 of IM.
+    expect(available()).toBe(usd('50'));
+  });
+
   it('4100 in an isolated scope: isolated positions are funded only by the isolated pool', () => {
     v.fund(A, '100000');
     expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000', isolated: true }))).toBe(

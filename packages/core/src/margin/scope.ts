@@ -128,9 +128,21 @@ export function holdForNotional(spec: Instrument, notional: bigint, leverage: nu
 }
 
 /**
+ * One order as a hypothetical sees it: an order being placed, replaced or triggered, with the
+ * leaves and price it would rest with. It replaces the resting order with the same id, if any.
+ */
+export interface HoldOverride {
+  readonly orderId: number;
+  readonly buy: boolean;
+  readonly leaves: bigint;
+  readonly price: bigint;
+}
+
+/**
  * The notional (raw x raw) that resting orders of one side hold. Engine-rules section 4: each
  * order holds its increasing quantity assuming every other resting order of its side fills first.
- * Orders on the position's side, or with a flat position, increase in full.
+ * Orders on the position's side, or with a flat position, increase in full. `override` counts an
+ * order that is not resting yet (or rests with other leaves): `totals` must already include it.
  */
 export function sideHoldNotional(
   state: EngineState,
@@ -138,6 +150,7 @@ export function sideHoldNotional(
   totals: OrderTotals,
   size: bigint,
   buy: boolean,
+  override?: HoldOverride,
 ): bigint {
   const qty = buy ? totals.buyQty : totals.sellQty;
   const notional = buy ? totals.buyNotional : totals.sellNotional;
@@ -147,17 +160,19 @@ export function sideHoldNotional(
   const k = signed + qty; // position (seen from this side) once the whole side has filled
   if (k <= 0n) return 0n;
   // Partly reducing: each order increases by min(its leaves, k). The walk below sees the resting
-  // orders as they are in `state`, whatever `totals` assumes; when k covers every one of their
-  // leaves (the scope's stored bound), each holds its full leaves and the sum is the stored
-  // notional, exactly.
+  // orders as they are in `state` (plus the override), whatever `totals` assumes; when k covers
+  // every one of their leaves (the scope's stored bound), each holds its full leaves and the sum
+  // is the notional of `totals`, exactly.
+  const extra = override !== undefined && override.buy === buy ? override : undefined;
   const at = findScope(account.orderTotals, totals.market, totals.mode);
-  if (at < 0) return 0n; // no resting order in the scope
-  const stored = account.orderTotals[at] as OrderTotals;
-  if (k >= (buy ? stored.buyMaxLeaves : stored.sellMaxLeaves)) {
-    return buy ? stored.buyNotional : stored.sellNotional;
-  }
-  let held = 0n;
+  const stored = at < 0 ? undefined : (account.orderTotals[at] as OrderTotals);
+  let bound = stored === undefined ? 0n : buy ? stored.buyMaxLeaves : stored.sellMaxLeaves;
+  if (extra !== undefined && extra.leaves > bound) bound = extra.leaves;
+  if (k >= bound) return notional;
+  let held = extra === undefined ? 0n : (extra.leaves < k ? extra.leaves : k) * extra.price;
+  if (stored === undefined) return held; // no resting order in the scope
   for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
+    if (id === extra?.orderId) continue;
     const o = state.orders.get(id)!;
     if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
     if ((o.side === 'Buy') !== buy) continue;
@@ -189,10 +204,11 @@ export function scopeHold(
   mode: MarginMode,
   totals: OrderTotals,
   size: bigint,
+  override?: HoldOverride,
 ): bigint {
   const leverage = leverageOf(account, spec, mode);
-  const buy = sideHoldNotional(state, account, totals, size, true);
-  const sell = sideHoldNotional(state, account, totals, size, false);
+  const buy = sideHoldNotional(state, account, totals, size, true, override);
+  const sell = sideHoldNotional(state, account, totals, size, false, override);
   return holdForNotional(spec, buy, leverage) + holdForNotional(spec, sell, leverage);
 }
 
@@ -210,8 +226,9 @@ export interface ScopeMetrics {
 }
 
 /**
- * How much more margin the resting orders of one (market, mode) scope would hold after their
- * totals change by `delta` (negative when they would hold less).
+ * How much more margin the resting orders of one (market, mode) scope would hold once `order`
+ * rests with its leaves and price (replacing the resting order with its id, if any), the totals
+ * changing by `delta` (negative when they would hold less).
  */
 export function holdIncrease(
   state: EngineState,
@@ -219,6 +236,7 @@ export function holdIncrease(
   spec: Instrument,
   mode: MarginMode,
   delta: { buyQty: bigint; buyNotional: bigint; sellQty: bigint; sellNotional: bigint },
+  order: HoldOverride,
 ): bigint {
   const t = totalsOf(account, spec.id, mode);
   const size = sizeOf(account, spec.id, mode);
@@ -230,7 +248,7 @@ export function holdIncrease(
     sellNotional: t.sellNotional + delta.sellNotional,
   };
   return (
-    scopeHold(state, account, spec, mode, after, size) -
+    scopeHold(state, account, spec, mode, after, size, order) -
     scopeHold(state, account, spec, mode, t, size)
   );
 }

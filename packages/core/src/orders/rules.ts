@@ -268,12 +268,20 @@ export function checkHold(
   const prevPrice = previous?.price ?? 0n;
   const qtyDelta = leaves - prevLeaves;
   const notionalDelta = leaves * order.price - prevLeaves * prevPrice;
-  const increase = holdIncrease(ctx.state, account, market.spec, order.marginMode, {
-    buyQty: buy ? qtyDelta : 0n,
-    buyNotional: buy ? notionalDelta : 0n,
-    sellQty: buy ? 0n : qtyDelta,
-    sellNotional: buy ? 0n : notionalDelta,
-  });
+  const increase = holdIncrease(
+    ctx.state,
+    account,
+    market.spec,
+    order.marginMode,
+    {
+      buyQty: buy ? qtyDelta : 0n,
+      buyNotional: buy ? notionalDelta : 0n,
+      sellQty: buy ? 0n : qtyDelta,
+      sellNotional: buy ? 0n : notionalDelta,
+    },
+    // The order as it would rest, in place of the version it replaces.
+    { orderId: previous?.orderId ?? order.orderId, buy, leaves, price: order.price },
+  );
   if (increase <= 0n) return undefined;
   const before = measureScope(
     ctx.state,
