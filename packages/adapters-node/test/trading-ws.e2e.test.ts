@@ -1,9 +1,11 @@
 /**
  * Trading-socket rules found by the WebSocket audit, over real sockets: an `authenticate` whose
  * signature and nonce pass consumes its nonce whatever the refusal (invite gate, connection
- * cap), and is counted against the wallet's rate limits.
+ * cap), and is counted against the wallet's rate limits; an idle connection closes at its
+ * deadline.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
 import { freshNonce, WsClient } from './support/client.js';
 import { startTestVenue, type TestVenue } from './support/fixture.js';
@@ -79,5 +81,71 @@ describe('authenticate consumes its nonce once signature and nonce pass', () => 
     });
     expect(c.closed).toBeNull();
     await c.close();
+  });
+});
+
+describe('idle timeout', () => {
+  /** Opens a raw socket that never answers pings; resolves with its close, timed from open. */
+  async function silentSocket(
+    url: string,
+  ): Promise<{
+    ws: WebSocket;
+    closed: Promise<{ code: number; reason: string; afterMs: number }>;
+  }> {
+    const ws = new WebSocket(url, { autoPong: false });
+    await new Promise((r, j) => {
+      ws.once('open', r);
+      ws.once('error', j);
+    });
+    const opened = performance.now();
+    const closed = new Promise<{ code: number; reason: string; afterMs: number }>((r) =>
+      ws.once('close', (code, reason) =>
+        r({ code, reason: String(reason), afterMs: performance.now() - opened }),
+      ),
+    );
+    return { ws, closed };
+  }
+  const within = <T>(p: Promise<T>, ms: number): Promise<T | 'open'> =>
+    Promise.race([p, new Promise<'open'>((r) => setTimeout(() => r('open'), ms))]);
+
+  it('closes a connection with no request and no pong at the idle deadline, not the next ping tick', async () => {
+    // Pings every 60 s: before the fix the idle check only ran on that tick.
+    t = await startTestVenue({
+      config: withLimits({ pingIntervalMs: 60_000, idleTimeoutMs: 300 }),
+    });
+    const { closed } = await silentSocket(t.venue.ws);
+    const c = await within(closed, 2_000);
+    expect(c).not.toBe('open');
+    if (c === 'open') return;
+    expect(c.code).toBe(4408);
+    expect(c.reason).toBe('idle timeout');
+    expect(c.afterMs).toBeGreaterThanOrEqual(250);
+    expect(c.afterMs).toBeLessThan(1_000);
+  });
+
+  it('a request moves the deadline: the connection closes idle after the last request', async () => {
+    t = await startTestVenue({
+      config: withLimits({ pingIntervalMs: 60_000, idleTimeoutMs: 400 }),
+    });
+    const { ws, closed } = await silentSocket(t.venue.ws);
+    await new Promise((r) => setTimeout(r, 250));
+    ws.send(JSON.stringify({ type: 'ping' }));
+    const c = await within(closed, 2_000);
+    expect(c).not.toBe('open');
+    if (c === 'open') return;
+    expect(c.code).toBe(4408);
+    // 250 ms until the request, then the full 400 ms.
+    expect(c.afterMs).toBeGreaterThanOrEqual(600);
+    expect(c.afterMs).toBeLessThan(1_400);
+  });
+
+  it('a connection that only answers pings stays open past the deadline', async () => {
+    t = await startTestVenue({
+      config: withLimits({ pingIntervalMs: 100, idleTimeoutMs: 300 }),
+    });
+    const lively = await WsClient.connect(t.venue.ws);
+    await new Promise((r) => setTimeout(r, 900));
+    expect(lively.closed).toBeNull();
+    await lively.close();
   });
 });

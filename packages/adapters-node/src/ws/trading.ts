@@ -46,7 +46,10 @@ interface Session {
   readonly ws: WebSocket;
   readonly ip: string;
   account: string | null;
+  /** `performance.now()` of the last request or pong. */
   lastActivity: number;
+  /** Fires when the connection may have been idle for `idleTimeoutMs`; see `armIdle`. */
+  idleTimer: NodeJS.Timeout | null;
   /** Unsubscribes the execution-report stream. */
   trading: (() => void) | null;
   summaries: boolean;
@@ -122,6 +125,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   const detach = (s: Session): void => {
     if (s.closed) return;
     s.closed = true;
+    if (s.idleTimer !== null) clearTimeout(s.idleTimer);
+    s.idleTimer = null;
     logout(s);
     sessions.delete(s);
     const n = (perIp.get(s.ip) ?? 1) - 1;
@@ -149,17 +154,28 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     }
   });
 
+  /**
+   * The idle deadline (protocol.md section 5: no request and no pong for `idleTimeoutMs`, close
+   * 4408). One timer per connection, armed for the deadline of the last activity known when it
+   * is set; requests and pongs only move `lastActivity`, and a timer that finds the connection
+   * active since re-arms for the time left. So a silent connection closes at the deadline, not
+   * at the next ping tick, and the hot path touches no timer.
+   */
+  const armIdle = (s: Session, delayMs: number): void => {
+    s.idleTimer = setTimeout(() => {
+      s.idleTimer = null;
+      if (s.closed) return;
+      const left = s.lastActivity + limits.idleTimeoutMs - performance.now();
+      if (left > 0) return armIdle(s, left);
+      s.ws.close(CloseCode.IDLE, 'idle timeout');
+      detach(s);
+      setTimeout(() => s.ws.terminate(), 1_000).unref();
+    }, delayMs);
+    s.idleTimer.unref();
+  };
+
   const heartbeat = setInterval(() => {
-    const now = Date.now();
-    for (const s of sessions) {
-      if (now - s.lastActivity > limits.idleTimeoutMs) {
-        s.ws.close(CloseCode.IDLE, 'idle timeout');
-        detach(s);
-        setTimeout(() => s.ws.terminate(), 1_000).unref();
-      } else {
-        s.ws.ping();
-      }
-    }
+    for (const s of sessions) s.ws.ping();
   }, limits.pingIntervalMs);
   heartbeat.unref();
 
@@ -499,7 +515,6 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   };
 
   const onMessage = async (s: Session, data: RawData, isBinary: boolean): Promise<void> => {
-    s.lastActivity = Date.now();
     if (isBinary)
       return error(
         s,
@@ -573,7 +588,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           ws,
           ip,
           account: null,
-          lastActivity: Date.now(),
+          lastActivity: performance.now(),
+          idleTimer: null,
           trading: null,
           summaries: false,
           summaryTimer: null,
@@ -581,12 +597,15 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           closed: false,
         };
         sessions.add(s);
+        armIdle(s, limits.idleTimeoutMs);
         ws.on('error', () => detach(s));
         ws.on('close', () => detach(s));
         ws.on('pong', () => {
-          s.lastActivity = Date.now();
+          s.lastActivity = performance.now();
         });
         ws.on('message', (data, isBinary) => {
+          // Activity counts on arrival, even while earlier messages are still being handled.
+          s.lastActivity = performance.now();
           s.chain = s.chain.then(() => onMessage(s, data, isBinary));
         });
       });
