@@ -46,6 +46,7 @@ import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { HttpError, stoppedEngineAnswer } from './http/errors.js';
+import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
@@ -317,8 +318,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   }
   let inviteCode: string | null = null;
   if (startSeq === 0) {
-    const r = await host.submit({
-      type: 'createReferralCode',
+    const r = await createRandomInviteCode(host, {
       kind: 'system',
       maxUses: config.bootstrapInviteUses,
     });

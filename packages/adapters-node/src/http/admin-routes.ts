@@ -23,6 +23,7 @@ import {
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
+import { createRandomInviteCode } from './invite-codes.js';
 import { walletParam } from './public-routes.js';
 
 function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
@@ -124,13 +125,18 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       if (b.code !== undefined && typeof b.code !== 'string')
         throw new HttpError(400, 'code must be a string');
       const owner = b.owner === undefined ? undefined : walletParam(b.owner, 'owner');
-      const r = await ctx.host.submit({
-        type: 'createReferralCode',
-        kind,
-        maxUses: b.maxUses,
-        ...(b.code === undefined ? {} : { code: b.code as string }),
-        ...(owner === undefined ? {} : { owner }),
-      });
+      const fields = { kind, maxUses: b.maxUses, owner } as const;
+      // Without `code`, the value is drawn from the CSPRNG (invite codes must not be guessable).
+      const r =
+        b.code === undefined
+          ? await createRandomInviteCode(ctx.host, fields)
+          : await ctx.host.submit({
+              type: 'createReferralCode',
+              code: b.code as string,
+              kind,
+              maxUses: b.maxUses,
+              ...(owner === undefined ? {} : { owner }),
+            });
       const o = ok(r.outcome);
       if (o.kind !== 'referralCode') throw new HttpError(500, 'unexpected outcome');
       return wireCode(o.code);

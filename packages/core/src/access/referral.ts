@@ -42,7 +42,13 @@ const SPACE = 36n ** 7n;
 // consecutive counters give codes that do not look sequential.
 const SCRAMBLE = 48_271_911_587n;
 
-/** The `n`-th generated code: 7 characters, unique for n < 36^7, deterministic. */
+/**
+ * The `n`-th generated code: 7 characters, unique for n < 36^7, deterministic and therefore
+ * predictable. It is only the fallback for a `createReferralCode` command without `code`, which
+ * journals written before the adapters drew codes still hold (replaying them must give the same
+ * codes). Adapters must draw new codes from a CSPRNG and pass them in the command: a code that
+ * anyone can compute opens the invite gate.
+ */
 export function generatedCode(n: number): string {
   let x = (BigInt(n) * SCRAMBLE) % SPACE;
   let out = '';
@@ -73,6 +79,7 @@ export function createReferralCode(ctx: Ctx, cmd: CreateReferralCodeCommand): vo
   }
   let code = cmd.code;
   if (code === undefined) {
+    // Old journals only (see generatedCode); new commands carry a random code.
     let n = ctx.state.referralCodes.size + 1;
     do code = generatedCode(n++);
     while (ctx.state.referralCodes.has(code));
