@@ -355,6 +355,30 @@ export class SignedRequests {
   submitFor(wallet: string, command: CommandInput): Promise<CommandResult> {
     return this.ctx.walletQueue.run(wallet, () => this.ctx.host.submit(command));
   }
+
+  /**
+   * Runs an `authenticate` whose personal_sign signature verified as `wallet`, under the
+   * wallet's queue: first counted against the wallet's limits like any attributed signed request
+   * (4029 per second, 4035 sustained), then the engine (nonce, invite gate, account). `counted`:
+   * the message arrived on a connection already authenticated as `wallet`, which counted its
+   * per-second share on arrival. A refusal for rate reaches no engine, so the nonce stays unused.
+   */
+  authenticate(
+    wallet: string,
+    nonce: bigint,
+    counted: boolean,
+  ): Promise<Refusal | { readonly ok: true; readonly result: CommandResult }> {
+    return this.ctx.walletQueue.run(wallet, async () => {
+      const now = this.ctx.host.now();
+      const d = counted
+        ? this.ctx.walletLimiter.admitSustained(wallet, now, 'signed')
+        : this.ctx.walletLimiter.admit(wallet, now, 'signed');
+      if (!d.ok)
+        return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
+      const result = await this.ctx.host.submit({ type: 'authenticate', account: wallet, nonce });
+      return { ok: true, result };
+    });
+  }
 }
 
 /** The outcome of a processed request as a refusal, when the engine refused it. */

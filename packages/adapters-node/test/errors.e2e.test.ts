@@ -651,9 +651,10 @@ describe('rate limits and time-dependent limits', () => {
         });
         codes.push(r.code);
       }
-      // The authenticate request was the first signed request of the budget of 4; the orders,
-      // refused for lack of collateral (4100), count as well, so the fourth signed request is the last.
-      expect(codes).toEqual([4100, 4100, 4100, 4035, 4035]);
+      // The referral and the authenticate request were the first two signed requests of the
+      // budget of 4; the orders, refused for lack of collateral (4100), count as well, so the
+      // second order is the fourth signed request and the last one admitted.
+      expect(codes).toEqual([4100, 4100, 4035, 4035, 4035]);
       const cancel = await bob.sign('Cancel', {
         market: 1,
         orderId: 42n,

@@ -84,11 +84,62 @@ describe('authenticate consumes its nonce once signature and nonce pass', () => 
   });
 });
 
+describe('authenticate is counted against the wallet once its signature verified', () => {
+  it('over the per-second limit: 4029 with retryAfterMs, and the refused message keeps its nonce', async () => {
+    t = await startTestVenue({ config: withLimits({ walletRequestsPerSecond: 2 }) });
+    const alice = t.wallet(0);
+    await t.invite(alice); // the referral is a signed request of alice's too
+    await new Promise((r) => setTimeout(r, 1_100));
+    // Three fresh sockets: nothing is counted per wallet before the signature (per address only).
+    const sockets = await Promise.all([0, 1, 2].map(() => WsClient.connect(t!.venue.ws)));
+    const signatures = await Promise.all(sockets.map(() => alice.authenticate()));
+    const replies = await Promise.all(
+      sockets.map((c, i) => c.request({ type: 'authenticate', signature: signatures[i] })),
+    );
+    expect(replies.map((r) => r.type).sort()).toEqual([
+      'authenticateSuccess',
+      'authenticateSuccess',
+      'error',
+    ]);
+    const i = replies.findIndex((r) => r.type === 'error');
+    const limited = replies[i]!;
+    expect(limited).toMatchObject({ code: 4029 });
+    expect(limited.retryAfterMs).toBeGreaterThan(0);
+    expect(sockets[i]!.closed).toBeNull();
+    // Refused before the engine: once the second is over, the same message is accepted.
+    await new Promise((r) => setTimeout(r, Number(limited.retryAfterMs) + 50));
+    expect(
+      await sockets[i]!.request({ type: 'authenticate', signature: signatures[i] }),
+    ).toMatchObject({ type: 'authenticateSuccess', account: alice.address });
+    for (const c of sockets) await c.close();
+  });
+
+  it('spends the sustained signed budget (4035), also when re-authenticating a connection', async () => {
+    t = await startTestVenue({ config: withLimits({ signedRequestsPer5Minutes: 3 }) });
+    const alice = t.wallet(0);
+    await t.invite(alice); // 1 of 3
+    const c = await t.connect(alice); // 2 of 3
+    expect(
+      await c.request({ type: 'authenticate', signature: await alice.authenticate() }),
+    ).toMatchObject({ type: 'authenticateSuccess' }); // 3 of 3
+    const again = await c.request({ type: 'authenticate', signature: await alice.authenticate() });
+    expect(again).toMatchObject({ type: 'error', code: 4035 });
+    expect(again.retryAfterMs).toBeGreaterThan(0);
+    const other = await WsClient.connect(t.venue.ws);
+    expect(
+      await other.request({ type: 'authenticate', signature: await alice.authenticate() }),
+    ).toMatchObject({ type: 'error', code: 4035 });
+    // The connection stays authenticated as before.
+    expect(await c.request({ type: 'subscribeTrading' })).toMatchObject({
+      type: 'subscribeTradingSuccess',
+    });
+    await other.close();
+  });
+});
+
 describe('idle timeout', () => {
   /** Opens a raw socket that never answers pings; resolves with its close, timed from open. */
-  async function silentSocket(
-    url: string,
-  ): Promise<{
+  async function silentSocket(url: string): Promise<{
     ws: WebSocket;
     closed: Promise<{ code: number; reason: string; afterMs: number }>;
   }> {

@@ -25,7 +25,7 @@ import {
   reject,
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { type CommandResult, type CommittedBatch, HostStoppedError } from '../engine/host.js';
+import { type CommittedBatch, HostStoppedError } from '../engine/host.js';
 import { isRecord, parseJson } from '../http/json.js';
 import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
@@ -264,13 +264,16 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       // The engine sees every authenticate whose signature verified, so its nonce is consumed
       // (and journaled) even when the connection cap below refuses the session (protocol.md
       // section 3); otherwise the refused message could be replayed once a connection closes.
-      let r: CommandResult;
+      let r: Awaited<ReturnType<SignedRequests['authenticate']>>;
       try {
-        r = await requests.submitFor(account, {
-          type: 'authenticate',
+        // Counted against the signer once the signature verified (protocol.md section 5); on a
+        // connection already authenticated as this wallet the per-second share was counted on
+        // arrival. A refusal for rate stops before the engine: the nonce stays unused.
+        r = await requests.authenticate(
           account,
-          nonce: v.value.payload.struct.nonce,
-        });
+          v.value.payload.struct.nonce,
+          s.account === account,
+        );
       } catch (e) {
         // Authentication creates or retrieves the account: when the engine cannot, that is the
         // spec's 5003 (interface-spec, connection states).
@@ -282,7 +285,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           `EXCHANGE_ACCOUNT_ERROR: the account could not be created or retrieved (${e.message})`,
         );
       }
-      const o = r.outcome;
+      if (!r.ok) return outcomeError(s, id, r);
+      const o = r.result.outcome;
       if (!o.ok) return error(s, id, o.code, o.message);
       // The socket may have gone while the engine worked: it must not hold a place in the cap.
       if (s.closed) return;
