@@ -390,6 +390,68 @@ describe('pre-trade checks', () => {
     expect(code(v.place(A, BTC, { side: 'Sell', qty: '1', price: '51000' }))).toBe(0);
   });
 
+  it('4103 for a flip: the part that opens after closing the position counts, not the net change', () => {
+    v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', openInterestCap: '1.5' });
+    for (const w of [A, B, C]) v.fund(w, '100000');
+    openLong('1'); // open interest 1
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '49000' }));
+    // Selling 1.8 closes 1 and opens 0.8 short: 1 + 0.8 > 1.5.
+    const flip = v.place(A, BTC, { side: 'Sell', qty: '1.8', price: '49000', tif: 'IOC' });
+    expect(code(flip)).toBe(4103);
+    expect(message(flip)).toMatch(/open interest 1 plus 0.8 would exceed the cap 1.5/);
+    expect(code(v.place(A, BTC, { side: 'Sell', qty: '1.5', price: '49000', tif: 'IOC' }))).toBe(0);
+    // 0.5 traded (A long 0.5, C long 0.5, B short 1); the rest of the IOC was cancelled.
+    expect(v.state.markets.get(1)!.openInterest).toBe(10_000n);
+  });
+
+  it("4102 above a margin tier's maximum leverage, for orders and for leverage updates", () => {
+    // 40x up to 100,000 of notional, 5x from there.
+    v.list({
+      ...BTC_SETTINGS,
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      marginTiers: [{ notionalFloor: '100000', maxLeverage: 5 }],
+    });
+    v.fund(A, '100000');
+    v.fund(B, '1000000');
+    openLong('1'); // 50,000 at 10x
+    v.expectOk(
+      v.run({ type: 'updateLeverage', account: B, market: 1, mode: 'Cross', leverage: 200 }),
+    );
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '5', price: '50000' }));
+    const big = v.place(A, BTC, { side: 'Buy', qty: '1', price: '50000' }); // 100,000: tier 5x
+    expect(code(big)).toBe(4102);
+    expect(message(big)).toMatch(
+      /leverage 10x is above the 5x maximum of BTC-PERP positions from 100000 of notional \(this one 100000\)$/,
+    );
+    expect((reports(big)[0] as OrderReport).order.reason).toBe('MaxLeverage');
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.999', price: '50000' }))).toBe(0);
+    // Reducing is never capped by a tier.
+    const reducing = v.place(A, BTC, { side: 'Sell', qty: '0.5', price: '51000' });
+    expect(code(reducing)).toBe(0);
+    const id = (outcome(reducing) as { order: { orderId: number } }).order.orderId;
+    v.expectOk(v.cancel(A, BTC, { orderId: id }));
+    // 1.999 long is 99,950 of notional: still the 40x tier, so raising to 20x is allowed.
+    v.expectOk(
+      v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 2000 }),
+    );
+    v.expectOk(
+      v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 500 }),
+    );
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '50000' })); // 5x: allowed
+    const raise = v.run({
+      type: 'updateLeverage',
+      account: A,
+      market: 1,
+      mode: 'Cross',
+      leverage: 1000,
+    });
+    expect(code(raise)).toBe(4102);
+    expect(message(raise)).toMatch(
+      /leverage 10x is above the 5x maximum of BTC-PERP positions from 100000 of notional$/,
+    );
+  });
+
   it('re-checks a resting maker at match time: cancels it (InsufficientMargin) and keeps matching', () => {
     v.fund(A, '600');
     v.fund(B, '100000');

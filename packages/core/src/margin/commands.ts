@@ -26,7 +26,10 @@ import {
   leverageOf,
   measureScope,
   setIsolatedCash,
+  sizeOf,
+  tierOf,
   transferableOf,
+  valuationPrice,
 } from './scope.js';
 
 const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
@@ -234,6 +237,19 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
     );
   }
   const account = ctx.account(cmd.account)!;
+  const size = sizeOf(account, cmd.market, cmd.mode);
+  const price = valuationPrice(market);
+  if (size !== 0n && price !== null && spec.tiers.length > 1) {
+    // The open position's margin tier caps the leverage too (research 1.2).
+    const tier = tierOf(spec, size, price);
+    if (cmd.leverage > tier.maxLeverage) {
+      return rejectCommand(
+        ctx,
+        'MAX_LEVERAGE_EXCEEDED',
+        `leverage ${cmd.leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional`,
+      );
+    }
+  }
   const previous = leverageOf(account, spec, cmd.mode);
   if (cmd.leverage < previous) {
     const trial: Account = {

@@ -19,7 +19,12 @@ import type {
   OrderTotals,
   Position,
 } from '../engine/types.js';
-import { type Instrument, notionalScale, RATE_SCALE } from '../instruments/instrument.js';
+import {
+  type Instrument,
+  type MarginTier,
+  notionalScale,
+  RATE_SCALE,
+} from '../instruments/instrument.js';
 import { divCeil, divFloor } from '../units/rounding.js';
 
 /** Index of a (market, mode) pair in an account's small arrays, or -1. */
@@ -104,18 +109,30 @@ export function initialMargin(
   return divCeil(abs * mark * 100n, notionalScale(spec) * BigInt(leverage));
 }
 
-/** Maintenance margin `|s| x M x mmr_t - deduction_t`, micro-units, rounded up. */
-export function maintenanceMargin(spec: Instrument, size: bigint, mark: bigint): bigint {
+/**
+ * The margin tier of a position of `size` valued at `price`: the last one whose notional floor
+ * it reaches (engine-rules section 2, research 1.2).
+ */
+export function tierOf(spec: Instrument, size: bigint, price: bigint): MarginTier {
   const abs = size < 0n ? -size : size;
-  if (abs === 0n) return 0n;
+  const rawNotional = abs * price; // scale: micro x notionalScale
   const scale = notionalScale(spec);
-  const rawNotional = abs * mark; // scale: micro x `scale`
   let tier = spec.tiers[0]!;
   for (let i = 1; i < spec.tiers.length; i++) {
     const t = spec.tiers[i]!;
     if (rawNotional >= t.notionalFloor * scale) tier = t;
     else break;
   }
+  return tier;
+}
+
+/** Maintenance margin `|s| x M x mmr_t - deduction_t`, micro-units, rounded up. */
+export function maintenanceMargin(spec: Instrument, size: bigint, mark: bigint): bigint {
+  const abs = size < 0n ? -size : size;
+  if (abs === 0n) return 0n;
+  const scale = notionalScale(spec);
+  const rawNotional = abs * mark; // scale: micro x `scale`
+  const tier = spec.tiers.length === 1 ? spec.tiers[0]! : tierOf(spec, abs, mark);
   return divCeil(
     rawNotional * tier.maintenanceMarginRate - tier.deduction * scale,
     scale * RATE_SCALE,

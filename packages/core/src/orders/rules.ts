@@ -20,6 +20,7 @@ import {
   leverageOf,
   measureScope,
   sizeOf,
+  tierOf,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import { cloidHolder } from './cloids.js';
@@ -227,17 +228,27 @@ export function checkRiskAndSize(
       'MaxLeverage',
     );
   }
-  const signed = order.side === 'Buy' ? leaves : -leaves;
-  const after = size + signed;
-  const increase = (after < 0n ? -after : after) - abs;
+  const increase = openingPart(size, order.side === 'Buy', leaves);
+  if (increase > 0n && spec.tiers.length > 1) {
+    // Margin tiers (engine-rules 2, research 1.2): the position the order would leave may not
+    // sit in a tier whose maximum leverage is below the scope's.
+    const after = size + (order.side === 'Buy' ? leaves : -leaves);
+    const price = mark ?? order.price;
+    const tier = tierOf(spec, after, price);
+    if (leverage > tier.maxLeverage) {
+      return problem(
+        reject(
+          'MAX_LEVERAGE_EXCEEDED',
+          `leverage ${leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional (this one ${formatCollateral(((after < 0n ? -after : after) * price) / notionalScale(spec))})`,
+        ),
+        'MaxLeverage',
+      );
+    }
+  }
   const previousIncrease =
     previous === undefined || previous.reduceOnly
       ? 0n
-      : (() => {
-          const p = size + (previous.side === 'Buy' ? leavesOf(previous) : -leavesOf(previous));
-          const d = (p < 0n ? -p : p) - abs;
-          return d > 0n ? d : 0n;
-        })();
+      : openingPart(size, previous.side === 'Buy', leavesOf(previous));
   if (increase > previousIncrease && market.openInterest + increase > spec.openInterestCap) {
     return problem(
       reject(
@@ -249,6 +260,16 @@ export function checkRiskAndSize(
   }
   if (!ctx.state.settings.marginChecks || isTrigger) return undefined;
   return checkHold(ctx, account, market, order, previous);
+}
+
+/**
+ * The part of an order of `leaves` that opens exposure against a position of `size`: all of it on
+ * the position's side (or from flat), what is left after closing the position otherwise.
+ */
+export function openingPart(size: bigint, buy: boolean, leaves: bigint): bigint {
+  if (size === 0n || size > 0n === buy) return leaves;
+  const abs = size < 0n ? -size : size;
+  return leaves > abs ? leaves - abs : 0n;
 }
 
 /**
