@@ -370,6 +370,44 @@ function gapTo89(v: TestVenue): EngineEvent[] {
 const insuranceOf = (events: readonly EngineEvent[]) =>
   events.flatMap((e) => (e.type === 'insurance' ? [[e.reason, e.delta, e.balance]] : []));
 
+describe('partial market steps above the threshold', () => {
+  it('close 20% of the position rounded up to the lot, step after step', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 1,
+      symbol: 'X-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      defaultLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      liquidation: { feeRate: '0' },
+    });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '10000000');
+    v.fund(MM, '10000000');
+    v.fund(GOLD, '6010');
+    v.oracle({ 'X-PERP': '105' });
+    v.expectOk(v.place(MAKER, 'X-PERP', { side: 'Sell', qty: '1001', price: '105' }));
+    v.expectOk(v.place(GOLD, 'X-PERP', { side: 'Buy', qty: '1001', price: '105' }));
+    v.expectOk(v.place(MM, 'X-PERP', { side: 'Buy', qty: '5000', price: '100' }));
+    // At mark 100 the 1,001 long (100,100 of notional, above the 100,000 threshold) is below
+    // maintenance: 20% of 1,001 is 200.2, so the first step closes 201, not 200.
+    const e = v.oracle({ 'X-PERP': '100' });
+    const steps = e
+      .filter(
+        (r): r is LiquidationReport => r.type === 'executionReport' && r.kind === 'Liquidation',
+      )
+      .map((r) => r.fill.quantity);
+    expect(steps[0]).toBe(201n);
+    const left = v.state.accounts.get(GOLD)!.positions[0]?.size ?? 0n;
+    expect(steps.reduce((a, b) => a + b, 0n) + left).toBe(1001n);
+  });
+});
+
 describe('rule 7.5: the insurance fund pays a deficit before ADL', () => {
   it('fully covers the gap: ADL at the mark, counterparties keep exactly their equity at the mark', () => {
     const v = venueC();

@@ -454,7 +454,8 @@ function stepQuantity(market: Market, size: bigint): bigint {
   const spec = market.spec;
   const notional = divCeil(a * valuationPrice(market)!, notionalScale(spec));
   if (notional <= spec.liquidation.partialThreshold) return a;
-  const part = divCeil((a * PARTIAL_NUM) / PARTIAL_DEN, spec.lotSize) * spec.lotSize;
+  // 20% of the position rounded up to the lot, in one exact division (never truncated first).
+  const part = divCeil(a * PARTIAL_NUM, PARTIAL_DEN * spec.lotSize) * spec.lotSize;
   return part <= 0n ? spec.lotSize : part < a ? part : a;
 }
 
