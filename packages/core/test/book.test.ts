@@ -381,6 +381,39 @@ describe('replace', () => {
     expect(outcome(v.cancel(A, BTC, { cloid: cloid(2) })).ok).toBe(true);
   });
 
+  it('a superseded cloid targets nothing (4041) but stays reserved against new orders', () => {
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }),
+    );
+    expect(outcome(replace(id, '64000', '2', cloid(2))).ok).toBe(true);
+    const byOld = outcome(v.cancel(A, BTC, { cloid: cloid(1) }));
+    expect(byOld.ok ? 0 : byOld.code).toBe(4041);
+    const replaceByOld = outcome(
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: 0n,
+        origCloid: cloid(1),
+        price: px('63000'),
+        triggerPrice: 0n,
+        quantity: 10_000n,
+        cloid: null,
+      }),
+    );
+    expect(replaceByOld.ok ? 0 : replaceByOld.code).toBe(4041);
+    // Untouched by either.
+    expect(v.state.orders.get(id)).toMatchObject({ price: px('64000'), quantity: 20_000n });
+    expect(v.state.orders.get(id)?.cloid).toBe(cloid(2));
+    // The old cloid is still reserved for 24 h: a new order may not take it.
+    const dup = outcome(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(1) }),
+    );
+    expect(dup.ok ? '' : dup.message).toContain(`already used by order ${id}`);
+    // The current cloid works.
+    expect(outcome(v.cancel(A, BTC, { cloid: cloid(2) })).ok).toBe(true);
+  });
+
   it('refuses a new total that does not exceed the filled quantity with 4034', () => {
     const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '65000' }));
     v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });

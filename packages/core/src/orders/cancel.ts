@@ -9,14 +9,17 @@ import type { CancelAllCommand, CancelOrderCommand } from '../engine/commands.js
 import type { Ctx } from '../engine/context.js';
 import { reject } from '../errors.js';
 import { accountOrders } from '../margin/scope.js';
-import { cloidKey } from './cloids.js';
+import { cloidTarget } from './cloids.js';
 import { cancelOrder } from './execution.js';
 import { latestOrder } from './place.js';
 
 /** Largest order id a request can name (ids are JSON-safe integers). */
 const MAX_ORDER_ID = BigInt(Number.MAX_SAFE_INTEGER);
 
-/** Finds a working order of `account` in `market` by id or by cloid. */
+/**
+ * Finds a working order of `account` in `market` by id or by its current cloid (a cloid that a
+ * replace superseded finds nothing: 4041, as an unknown order).
+ */
 export function findWorkingOrder(
   ctx: Ctx,
   account: string,
@@ -28,7 +31,7 @@ export function findWorkingOrder(
   if (orderId !== 0n) {
     if (orderId <= MAX_ORDER_ID) id = Number(orderId);
   } else if (cloid !== null) {
-    id = ctx.state.cloids.get(cloidKey(account, cloid))?.orderId;
+    id = cloidTarget(ctx, account, cloid);
   }
   if (id === undefined) return undefined;
   const order = ctx.order(id);

@@ -36,6 +36,18 @@ export function cloidHolder(ctx: Ctx, account: string, cloid: string): number | 
     : undefined;
 }
 
+/**
+ * The working order of `account` whose current cloid is `cloid`, if any: what a cancel or replace
+ * by cloid targets. Unlike {@link cloidHolder} a superseded cloid (one a replace changed, research
+ * 6.3 rule 4) names nothing, although its reservation still blocks reuse by a new order.
+ */
+export function cloidTarget(ctx: Ctx, account: string, cloid: string): number | undefined {
+  const entry = ctx.state.cloids.get(cloidKey(account, cloid));
+  if (entry === undefined) return undefined;
+  const order = ctx.order(entry.orderId);
+  return order !== undefined && order.cloid === cloid ? entry.orderId : undefined;
+}
+
 /** Releases the cloid of an order that ended after its retention time already ran out. */
 export function releaseCloidOnEnd(ctx: Ctx, order: Order): void {
   if (order.cloid === null) return;
