@@ -12,6 +12,7 @@ import {
   type ExecutionReport,
   type OrderReport,
   type OrderView,
+  type TradeBustReport,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import {
@@ -67,6 +68,11 @@ const WEEK_MS = 7 * 86_400_000;
 
 interface AccountHistory {
   orders: Map<string, OrderRecord>;
+  /**
+   * The engine's last snapshot of each listed order, raw (exact cumQty and filled notional): a
+   * bust of a fill of an order that already ended is applied to it (see `bustEndedOrder`).
+   */
+  views: Map<string, OrderView>;
   /** Closed order ids in closing order, for bounded retention. */
   closed: string[];
   trades: TradeRecord[];
@@ -111,6 +117,7 @@ export class HistoryStore {
       for (const o of accountOrders(state, acct)) {
         const wire = wireOrder(o, specOf(o.market));
         h.orders.set(wire.orderId, { ...wire, closedTime: null });
+        h.views.set(wire.orderId, o);
       }
     });
   }
@@ -139,7 +146,7 @@ export class HistoryStore {
   private account(address: string): AccountHistory {
     let h = this.accounts.get(address);
     if (h === undefined) {
-      h = { orders: new Map(), closed: [], trades: [] };
+      h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
       this.accounts.set(address, h);
     }
     return h;
@@ -155,6 +162,7 @@ export class HistoryStore {
     if (e.type !== 'executionReport') return;
     if (e.kind === 'TradeBust') {
       if (e.workingOrder !== undefined) this.applyOrder(e.account, e.workingOrder, e.time, specOf);
+      else if (e.orderId !== 0) this.bustEndedOrder(e, specOf);
       return;
     }
     if (
@@ -210,11 +218,49 @@ export class HistoryStore {
     const closed = TERMINAL.has(wire.ordStatus);
     const existing = h.orders.get(wire.orderId);
     h.orders.set(wire.orderId, { ...wire, closedTime: closed ? time : null });
+    h.views.set(wire.orderId, order);
     if (closed && (existing === undefined || existing.closedTime === null)) {
       h.closed.push(wire.orderId);
-      if (h.closed.length > this.maxClosed) h.orders.delete(h.closed.shift() as string);
+      if (h.closed.length > this.maxClosed) {
+        const evicted = h.closed.shift() as string;
+        h.orders.delete(evicted);
+        h.views.delete(evicted);
+      }
     }
     return wire;
+  }
+
+  /**
+   * A fill of an order that is no longer working was busted (engine-rules section 8: "the
+   * order's cumQty drops"). The core updates only working orders, so the row is recomputed here
+   * from the order's last snapshot, the way the core treats a working order: cumQty and quantity
+   * drop by the busted quantity, the filled notional by quantity x price (avgPx stays exact:
+   * the remaining fills' notional over their quantity), and an order left without fills ends
+   * `Cancelled` with reason `Bust` (protocol.md section 6). `updatedTime` is the bust's time;
+   * `closedTime` stays. An order unknown here (ended before a snapshot this history starts
+   * from, or dropped by retention) is left alone.
+   */
+  private bustEndedOrder(e: TradeBustReport, specOf: SpecOf): void {
+    const h = this.accounts.get(e.account);
+    const id = String(e.orderId);
+    const row = h?.orders.get(id);
+    const view = h?.views.get(id);
+    if (h === undefined || row === undefined || view === undefined || row.closedTime === null)
+      return;
+    const qty = e.fill.quantity;
+    if (qty <= 0n || qty > view.cumQty) return;
+    const cumQty = view.cumQty - qty;
+    const next: OrderView = {
+      ...view,
+      quantity: view.quantity - qty,
+      cumQty,
+      filledNotional: view.filledNotional - qty * e.fill.price,
+      ordStatus: cumQty === 0n ? 'Cancelled' : view.ordStatus,
+      reason: cumQty === 0n ? 'Bust' : view.reason,
+      updatedTime: e.time,
+    };
+    h.views.set(id, next);
+    h.orders.set(id, { ...wireOrder(next, specOf(next.market)), closedTime: row.closedTime });
   }
 
   /** Marks a trade of an account busted (trade busts arrive as their own reports). */
