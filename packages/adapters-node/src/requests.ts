@@ -305,14 +305,6 @@ export class SignedRequests {
     // The expected discriminators are exactly the kinds K.
     const payload = received.value.payload as PayloadOf<K>;
     const claimed = claimedSigner(payload);
-    if (options.authenticated !== undefined && claimed !== options.authenticated) {
-      return refusal(
-        reject(
-          'WALLET_MISMATCH',
-          `the request is signed for ${claimed}, this connection is authenticated as ${options.authenticated}`,
-        ),
-      );
-    }
     // Field checks that need no signature, before paying for a recovery.
     const decoded: DecodedPayload = payload;
     if (decoded.kind === 'Order') {
@@ -327,6 +319,19 @@ export class SignedRequests {
     if (pre !== undefined) return refusal(pre);
     // Verification runs ahead, in parallel; the queue only orders what reaches the engine.
     const verification = this.verify(received.value, sigObj.sig);
+    if (options.authenticated !== undefined && claimed !== options.authenticated) {
+      // 4004 is for a valid signature by another wallet: a signature that does not recover the
+      // struct's account is 4001 first (protocol.md section 2). Nothing reaches the engine, so
+      // the other wallet's queue is not involved.
+      const settled = await verification;
+      if (!settled.ok) return refusal(settled.error);
+      return refusal(
+        reject(
+          'WALLET_MISMATCH',
+          `the request is signed by ${claimed}, this connection is authenticated as ${options.authenticated}`,
+        ),
+      );
+    }
     return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
       const settled = await verification;
       if (!settled.ok) return refusal(settled.error);

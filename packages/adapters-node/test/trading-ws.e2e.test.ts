@@ -2,13 +2,13 @@
  * Trading-socket rules found by the WebSocket audit, over real sockets: an `authenticate` whose
  * signature and nonce pass consumes its nonce whatever the refusal (invite gate, connection
  * cap), and is counted against the wallet's rate limits; an idle connection closes at its
- * deadline.
+ * deadline; 4004 is only for a valid signature by another wallet (a bad one is 4001).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
-import { freshNonce, WsClient } from './support/client.js';
-import { startTestVenue, type TestVenue } from './support/fixture.js';
+import { freshNonce, Wallet, WsClient } from './support/client.js';
+import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 /** The default config with some limits changed. */
 function withLimits(limits: Partial<VenueConfig['limits']>): VenueConfig {
@@ -198,5 +198,69 @@ describe('idle timeout', () => {
     await new Promise((r) => setTimeout(r, 900));
     expect(lively.closed).toBeNull();
     await lively.close();
+  });
+});
+
+describe('4004 WALLET_MISMATCH only for a valid signature by another wallet', () => {
+  it('a struct for another wallet with a bad signature is 4001; a valid one by that wallet is 4004', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    const bob = t.wallet(1);
+    const carol = t.wallet(2);
+    for (const w of [alice, bob]) await t.invite(w);
+    await t.oracle({ 'BTC-PERP': '65000' });
+    const c = await t.connect(alice);
+    const before = await t.stateHash();
+    const fields = limitOrder(true, px(60000), btc(0.01));
+    const good = await bob.sign('Order', fields);
+    // Garbage (but well-formed) signature over bob's struct.
+    const garbage = { ...good, sig: `0x${'11'.repeat(64)}1b` };
+    expect(await c.request({ type: 'placeOrder', signature: garbage })).toMatchObject({
+      type: 'error',
+      code: 4001,
+    });
+    // Bob's struct signed by carol: the signer is not the struct's account.
+    const forged = await carol.sign('Order', { ...fields, account: bob.address });
+    expect(await c.request({ type: 'placeOrder', signature: forged })).toMatchObject({
+      code: 4001,
+    });
+    // A tampered signature of bob's.
+    const flipped = `${good.sig.slice(0, 10)}${good.sig[10] === 'a' ? 'b' : 'a'}${good.sig.slice(11)}`;
+    expect(
+      await c.request({ type: 'placeOrder', signature: { ...good, sig: flipped } }),
+    ).toMatchObject({ code: 4001 });
+    const cancel = await bob.sign('Cancel', {
+      market: 1,
+      orderId: 1n,
+      nonce: freshNonce(),
+      deadline: Wallet.deadline(),
+    });
+    expect(
+      await c.request({ type: 'cancelOrder', signature: { ...cancel, sig: garbage.sig } }),
+    ).toMatchObject({ code: 4001 });
+    // Bob's own valid signature on alice's connection.
+    const mismatch = await c.request({ type: 'placeOrder', signature: good });
+    expect(mismatch).toMatchObject({ type: 'error', code: 4004 });
+    expect(await c.request({ type: 'cancelOrder', signature: cancel })).toMatchObject({
+      code: 4004,
+    });
+    // Nothing changed, no nonce consumed: bob can still use his signature on his own socket.
+    expect(await t.stateHash()).toEqual(before);
+    const b = await t.connect(bob);
+    expect(await b.request({ type: 'placeOrder', signature: good })).toMatchObject({
+      code: 4100,
+    });
+  });
+
+  it('cheap field checks still come first: a bad quantity for another wallet is 4034', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    const bob = t.wallet(1);
+    await t.invite(alice);
+    const c = await t.connect(alice);
+    const bad = await bob.sign('Order', limitOrder(true, px(60000), 0n));
+    expect(await c.request({ type: 'placeOrder', signature: bad })).toMatchObject({
+      code: 4034,
+    });
   });
 });
