@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Wallet, WsClient } from './support/client.js';
+import { freshNonce, Wallet, type WsClient } from './support/client.js';
 import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 type Row = Record<string, unknown>;
@@ -230,5 +230,113 @@ describe('a trade bust in the order history', () => {
     await t.close();
     t = await startTestVenue({ dataDir: dir, snapshots: false });
     expect(await read()).toEqual(before);
+  });
+});
+
+describe('paging the history', () => {
+  let t: TestVenue;
+  let alice: Wallet;
+  let bob: Wallet;
+  let a: WsClient;
+  let b: WsClient;
+  const ids: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestVenue();
+    await t.oracle({ 'BTC-PERP': '65000' });
+    [alice, bob] = [t.wallet(0), t.wallet(1)];
+    for (const w of [alice, bob]) await t.invite(w);
+    await t.fund(alice, '20000');
+    await t.fund(bob, '20000');
+    [a, b] = [await t.connect(alice), await t.connect(bob)];
+    // Four resting bids, oldest first, each in its own millisecond.
+    for (let i = 0; i < 4; i++) {
+      const r = await a.request({
+        type: 'placeOrder',
+        signature: await alice.sign('Order', limitOrder(true, px(60000 + i), btc(0.01))),
+      });
+      ids.push((r.order as Row).orderId as string);
+      await new Promise((r) => setTimeout(r, 3));
+    }
+  });
+  afterAll(async () => t.close());
+
+  const cancel = async (orderId: string) => {
+    const r = await a.request({
+      type: 'cancelOrder',
+      signature: await alice.sign('Cancel', {
+        market: 1,
+        orderId: BigInt(orderId),
+        nonce: freshNonce(),
+        deadline: Wallet.deadline(),
+      }),
+    });
+    expect(r.type).toBe('cancelAck');
+  };
+  const ordersPage = async (query: string) =>
+    (await t.api('GET', `/historic/orders?wallet=${alice.address}&${query}`)).body as {
+      orders: Row[];
+      nextCursor: string | null;
+    };
+
+  it('pages orders newest-created first; an order updated between pages is neither skipped nor repeated', async () => {
+    const first = await ordersPage('limit=2');
+    expect(first.orders.map((o) => o.orderId)).toEqual([ids[3], ids[2]]);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    // Both an order already served and one not yet served change while the client pages.
+    await cancel(ids[0]!);
+    await cancel(ids[3]!);
+    const second = await ordersPage(`limit=2&cursor=${first.nextCursor}`);
+    expect(second.orders.map((o) => o.orderId)).toEqual([ids[1], ids[0]]);
+    expect(second.orders[1]).toMatchObject({ ordStatus: 'Cancelled', reason: 'User' });
+    expect(second.nextCursor).toBeNull();
+    // A walk one row at a time sees every order once.
+    const seen: unknown[] = [];
+    let cursor: string | null = null;
+    do {
+      const p = await ordersPage(`limit=1${cursor === null ? '' : `&cursor=${cursor}`}`);
+      seen.push(...p.orders.map((o) => o.orderId));
+      cursor = p.nextCursor;
+    } while (cursor !== null && seen.length < 10);
+    expect(seen).toEqual([...ids].reverse());
+  });
+
+  it('applies startTime and endTime to the creation time', async () => {
+    const all = (await ordersPage('limit=500')).orders;
+    const created = (id: string) => all.find((o) => o.orderId === id)!.createdTime as number;
+    // ids[0] was cancelled after ids[2] was created: it is still in a window ending there.
+    const before = await ordersPage(`endTime=${created(ids[2]!)}`);
+    expect(before.orders.map((o) => o.orderId)).toEqual([ids[1], ids[0]]);
+    const from = await ordersPage(`startTime=${created(ids[2]!)}`);
+    expect(from.orders.map((o) => o.orderId)).toEqual([ids[3], ids[2]]);
+  });
+
+  it('pages trades by fill time and execId; a bust between pages moves nothing', async () => {
+    // Bob lifts alice's two remaining bids in one sweep: two fills in the same millisecond.
+    const sweep = await b.request({
+      type: 'placeOrder',
+      signature: await bob.sign(
+        'Order',
+        limitOrder(false, px(60000), btc(0.02), { timeInForce: IOC }),
+      ),
+    });
+    expect(sweep).toMatchObject({ order: { ordStatus: 'Filled' } });
+    const trades = async (query: string) =>
+      (await t.api('GET', `/account/trades?wallet=${alice.address}&${query}`)).body as {
+        trades: Row[];
+        nextCursor: string | null;
+      };
+    const all = await until(
+      () => trades('limit=500'),
+      (p) => p.trades.length === 2,
+    );
+    const first = await trades('limit=1');
+    expect(first.trades.map((x) => x.execId)).toEqual([all.trades[0]!.execId]);
+    await t.admin('POST', `/admin/trades/${String(first.trades[0]!.tradeId)}/bust`, {
+      reason: 'test',
+    });
+    const second = await trades(`limit=1&cursor=${first.nextCursor}`);
+    expect(second.trades.map((x) => x.execId)).toEqual([all.trades[1]!.execId]);
+    expect(second.nextCursor).toBeNull();
   });
 });

@@ -49,11 +49,12 @@ export interface HistoryQuery {
   status?: 'open' | 'closed' | 'all' | undefined;
   orderId?: string | undefined;
   cloid?: string | undefined;
-  /** Inclusive, ms. */
+  /** Inclusive, ms; on the paging key's time (orders: `createdTime`, trades: `time`). */
   startTime?: number | undefined;
-  /** Exclusive, ms. */
+  /** Exclusive, ms; as `startTime`. */
   endTime?: number | undefined;
   limit?: number | undefined;
+  /** A `nextCursor` of the same read (check it first with {@link isValidCursor}). */
   cursor?: string | undefined;
 }
 
@@ -78,20 +79,43 @@ interface AccountHistory {
   trades: TradeRecord[];
 }
 
-function encodeCursor(time: number, id: string): string {
-  return Buffer.from(`${time}:${id}`).toString('base64url');
+/** Which read a cursor pages: a cursor of one is refused by the other. */
+export type CursorKind = 'orders' | 'trades';
+
+/** The paging key of a row: an immutable time and a u64 id (decimal). */
+interface PageKey {
+  t: number;
+  id: string;
 }
 
-function decodeCursor(cursor: string): { time: number; id: string } | undefined {
-  const text = Buffer.from(cursor, 'base64url').toString();
-  const m = /^(\d+):(\d+)$/.exec(text);
-  return m ? { time: Number(m[1]), id: m[2] as string } : undefined;
+const CURSOR_TAG: Readonly<Record<CursorKind, string>> = { orders: 'o', trades: 't' };
+const CURSOR_RE = /^([ot]):(0|[1-9]\d{0,15}):(0|[1-9]\d{0,19})$/;
+
+function encodeCursor(kind: CursorKind, k: PageKey): string {
+  return Buffer.from(`${CURSOR_TAG[kind]}:${k.t}:${k.id}`).toString('base64url');
 }
 
-/** Compares (time, numeric id) descending. */
-function newerFirst(a: { t: number; id: string }, b: { t: number; id: string }): number {
+/** The key a cursor resumes after, or `undefined` when it is not one this read issued. */
+function decodeCursor(kind: CursorKind, cursor: string): PageKey | undefined {
+  const m = CURSOR_RE.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
+  if (m === null || m[1] !== CURSOR_TAG[kind]) return undefined;
+  const key = { t: Number(m[2]), id: m[3] as string };
+  // Base64url decoding skips stray characters: only the exact text this read issued is valid.
+  if (!Number.isSafeInteger(key.t) || encodeCursor(kind, key) !== cursor) return undefined;
+  return key;
+}
+
+/** Whether `cursor` is a `nextCursor` that the `kind` read could have issued. */
+export function isValidCursor(kind: CursorKind, cursor: string): boolean {
+  return decodeCursor(kind, cursor) !== undefined;
+}
+
+/** Compares (time, numeric id) descending: newest first. */
+function newerFirst(a: PageKey, b: PageKey): number {
   if (a.t !== b.t) return b.t - a.t;
-  return Number(b.id) - Number(a.id);
+  const x = BigInt(a.id);
+  const y = BigInt(b.id);
+  return x === y ? 0 : x < y ? 1 : -1;
 }
 
 /** In-memory history per account, fed by committed batches. */
@@ -297,7 +321,9 @@ export class HistoryStore {
       if (status === 'closed' && open) return false;
       return true;
     });
-    return page(rows, (o) => ({ t: o.updatedTime, id: o.orderId }), q, now);
+    // Paged by creation time and order id, which never change: an order updated while a client
+    // pages (filled, cancelled, busted) keeps its place and is neither skipped nor repeated.
+    return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), q, now);
   }
 
   /** `GET /account/trades` (busted trades included, flagged). */
@@ -310,29 +336,37 @@ export class HistoryStore {
       if (q.cloid !== undefined && t.cloid !== q.cloid) return false;
       return true;
     });
-    return page(rows, (t) => ({ t: t.time, id: t.execId }), q, now);
+    // Fill time and execId never change (a bust only flags the row).
+    return page('trades', rows, (t) => ({ t: t.time, id: t.execId }), q, now);
   }
 }
 
+/**
+ * One page, newest first by `key`, which must be immutable for paging to be stable: the cursor
+ * holds the last key served, and the next page starts strictly after it. The time window
+ * applies to the key's time.
+ */
 function page<T>(
+  kind: CursorKind,
   rows: T[],
-  key: (row: T) => { t: number; id: string },
+  key: (row: T) => PageKey,
   q: HistoryQuery,
   now: number,
 ): Page<T> {
   const end = q.endTime ?? now + 1;
   const start = q.startTime ?? end - WEEK_MS;
   const limit = q.limit ?? 100;
-  const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+  const after =
+    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
   const selected = rows
     .map((r) => ({ r, k: key(r) }))
     .filter(({ k }) => k.t >= start && k.t < end)
-    .filter(({ k }) => after === undefined || newerFirst({ t: after.time, id: after.id }, k) < 0)
+    .filter(({ k }) => after === undefined || newerFirst(after, k) < 0)
     .sort((a, b) => newerFirst(a.k, b.k));
   const out = selected.slice(0, limit);
   const last = out[out.length - 1];
   const nextCursor =
-    selected.length > limit && last !== undefined ? encodeCursor(last.k.t, last.k.id) : null;
+    selected.length > limit && last !== undefined ? encodeCursor(kind, last.k) : null;
   return { rows: out.map((x) => x.r), nextCursor };
 }
 
