@@ -339,4 +339,36 @@ describe('paging the history', () => {
     expect(second.trades.map((x) => x.execId)).toEqual([all.trades[1]!.execId]);
     expect(second.nextCursor).toBeNull();
   });
+
+  it('refuses a cursor it did not issue with 400 naming the cursor; an empty cursor is page 1', async () => {
+    const ordersCursor = (await ordersPage('limit=1')).nextCursor!;
+    const tradesCursor = (await t.api('GET', `/account/trades?wallet=${alice.address}&limit=1`))
+      .body.nextCursor as string;
+    const bad = [
+      'zzzz',
+      `${ordersCursor}!`,
+      Buffer.from('o:1:x').toString('base64url'),
+      Buffer.from('1:2').toString('base64url'),
+    ];
+    for (const path of ['/historic/orders', '/account/trades', '/historic/trades']) {
+      for (const cursor of bad) {
+        const r = await t.api('GET', `${path}?wallet=${alice.address}&cursor=${cursor}`);
+        expect(r.status).toBe(400);
+        expect(r.body).toEqual({ error: 'cursor must be a nextCursor returned by this endpoint' });
+      }
+      const empty = await t.api('GET', `${path}?wallet=${alice.address}&cursor=`);
+      expect(empty.status).toBe(200);
+    }
+    // A cursor of one read is not one of the other.
+    const crossed = await t.api(
+      'GET',
+      `/account/trades?wallet=${alice.address}&cursor=${ordersCursor}`,
+    );
+    expect(crossed.status).toBe(400);
+    const crossedBack = await t.api(
+      'GET',
+      `/historic/orders?wallet=${alice.address}&cursor=${tradesCursor}`,
+    );
+    expect(crossedBack.status).toBe(400);
+  });
 });

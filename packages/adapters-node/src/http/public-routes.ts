@@ -14,7 +14,7 @@ import {
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chainIdOf, tokenVersionOf } from '../config.js';
-import type { HistoryQuery } from '../read/history.js';
+import { type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
 
@@ -55,6 +55,10 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
   ) {
     throw new HttpError(400, 'status must be open, closed or all');
   }
+  // An empty cursor is the first page; anything else must be a nextCursor of this read.
+  const cursor = str('cursor');
+  if (cursor !== undefined && cursor !== '' && !isValidCursor(orders ? 'orders' : 'trades', cursor))
+    throw new HttpError(400, 'cursor must be a nextCursor returned by this endpoint');
   return {
     instrument: str('instrument'),
     status: status as HistoryQuery['status'],
@@ -63,7 +67,7 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
     startTime: intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER),
     endTime: intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER),
     limit: intParam(q.limit, 'limit', 1, 500),
-    cursor: str('cursor'),
+    cursor,
   };
 }
 

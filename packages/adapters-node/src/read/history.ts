@@ -358,6 +358,8 @@ function page<T>(
   const limit = q.limit ?? 100;
   const after =
     q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
+  if (after === undefined && q.cursor !== undefined && q.cursor !== '')
+    throw new RangeError(`cursor ${q.cursor} was not issued by the ${kind} read`);
   const selected = rows
     .map((r) => ({ r, k: key(r) }))
     .filter(({ k }) => k.t >= start && k.t < end)
