@@ -410,6 +410,21 @@ describe('replace', () => {
       v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(1) }),
     );
     expect(dup.ok ? '' : dup.message).toContain(`already used by order ${id}`);
+    // A managed TP/SL attaches to the entry order by its current cloid only.
+    const child = (parent: string) =>
+      outcome(
+        v.place(A, BTC, {
+          side: 'Sell',
+          qty: '2',
+          trigger: '60000',
+          type: 'StopLoss',
+          managed: true,
+          parentCloid: parent,
+        }),
+      );
+    const orphan = child(cloid(1));
+    expect(orphan.ok ? '' : orphan.message).toContain(`no working entry order ${cloid(1)}`);
+    expect(child(cloid(2)).ok).toBe(true);
     // The current cloid works.
     expect(outcome(v.cancel(A, BTC, { cloid: cloid(2) })).ok).toBe(true);
   });

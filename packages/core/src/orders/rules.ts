@@ -23,7 +23,7 @@ import {
   tierOf,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
-import { cloidHolder } from './cloids.js';
+import { cloidTarget } from './cloids.js';
 import { firesAbove, triggerSatisfied } from './triggers-index.js';
 
 /** A refusal with the execution report's `reason`. */
@@ -68,7 +68,7 @@ export function checkReduceOnly(
       : `${order.orderType} order`;
   if (order.managed) {
     if (order.parentCloid !== null) {
-      const parentId = cloidHolder(ctx, account.address, order.parentCloid);
+      const parentId = cloidTarget(ctx, account.address, order.parentCloid);
       const parent = parentId === undefined ? undefined : ctx.order(parentId);
       if (
         parent === undefined ||
