@@ -84,23 +84,30 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     }
   };
 
-  app.get('/api/time', async () => ({ serverTime: ctx.host.now() }));
+  // Every public read counts toward the per-IP budget (protocol.md section 5), these two included.
+  app.get('/api/time', async (req, reply) => {
+    limited(req, reply);
+    return { serverTime: ctx.host.now() };
+  });
 
-  app.get('/api/network', async () => ({
-    network: ctx.config.network,
-    chainId: chainIdOf(ctx.config.network),
-    vault: {
-      name: ctx.config.vault.name,
-      version: '1',
-      address: ctx.config.vault.address.toLowerCase(),
-    },
-    token: {
-      name: ctx.config.token.name,
-      version: tokenVersionOf(ctx.config.network),
-      address: ctx.config.token.address.toLowerCase(),
-      decimals: ctx.config.token.decimals,
-    },
-  }));
+  app.get('/api/network', async (req, reply) => {
+    limited(req, reply);
+    return {
+      network: ctx.config.network,
+      chainId: chainIdOf(ctx.config.network),
+      vault: {
+        name: ctx.config.vault.name,
+        version: '1',
+        address: ctx.config.vault.address.toLowerCase(),
+      },
+      token: {
+        name: ctx.config.token.name,
+        version: tokenVersionOf(ctx.config.network),
+        address: ctx.config.token.address.toLowerCase(),
+        decimals: ctx.config.token.decimals,
+      },
+    };
+  });
 
   app.get('/api/instruments', async (req, reply) => {
     limited(req, reply);
