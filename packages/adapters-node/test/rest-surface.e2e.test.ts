@@ -37,3 +37,44 @@ describe('public reads are limited per IP', () => {
     });
   }
 });
+
+describe('POST /admin/instruments', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  it('answers the instrument exactly as GET /instruments lists it, on creation and on update', async () => {
+    const settings = {
+      id: 9,
+      symbol: 'DOGE-PERP',
+      tickSize: '0.0001',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 10,
+      defaultLeverage: 5,
+      openInterestCap: '1000000',
+    };
+    const listed = async () =>
+      ((await t.api('GET', '/instruments')).body.instruments as Record<string, unknown>[]).find(
+        (i) => i.symbol === 'DOGE-PERP',
+      );
+    const created = await t.admin('POST', '/admin/instruments', settings);
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({
+      id: 9,
+      symbol: 'DOGE-PERP',
+      tickSize: '0.0001',
+      maxLeverage: 10,
+    });
+    expect(created.body).toEqual(await listed());
+    await t.oracle({ 'DOGE-PERP': '0.25' });
+    const updated = await t.admin('POST', '/admin/instruments', {
+      ...settings,
+      maxLeverage: 8,
+    });
+    expect(updated.body).toMatchObject({ maxLeverage: 8, markPrice: '0.25' });
+    expect(updated.body).toEqual(await listed());
+  });
+});

@@ -24,7 +24,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
 import { createRandomInviteCode } from './invite-codes.js';
-import { walletParam } from './public-routes.js';
+import { walletParam, wireInstrument } from './public-routes.js';
 
 function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
   const header = req.headers.authorization;
@@ -86,7 +86,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       if (!built.ok) throw new HttpError(400, built.error);
       const r = await ctx.host.submit({ type: 'setInstrument', instrument: built.instrument });
       ok(r.outcome);
-      return { instrument: built.instrument.symbol, id: built.instrument.id };
+      // The instrument as GET /instruments lists it (protocol.md section 8: "-> the instrument").
+      const market = ctx.host.state.markets.get(built.instrument.id);
+      if (market === undefined) throw new HttpError(500, 'unexpected outcome');
+      return wireInstrument(market);
     });
 
     admin.post('/api/admin/oracle', async (req) => {

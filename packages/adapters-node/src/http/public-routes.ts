@@ -11,6 +11,7 @@ import {
   formatDecimal,
   formatPrice,
   hasAppAccess,
+  type Market,
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chainIdOf, tokenVersionOf } from '../config.js';
@@ -71,6 +72,47 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
   };
 }
 
+/** An instrument as `GET /instruments` lists it (also the answer of `POST /admin/instruments`). */
+export function wireInstrument(m: Market): Record<string, unknown> {
+  const rate = (r: bigint) => formatDecimal(r, 18);
+  const s = m.spec;
+  return {
+    id: s.id,
+    symbol: s.symbol,
+    status: m.status,
+    tickSize: formatPrice(s.tickSize),
+    lotSize: formatDecimal(s.lotSize, s.quantityDecimals),
+    quantityDecimals: s.quantityDecimals,
+    maxLeverage: s.maxLeverage / 100,
+    defaultLeverage: s.defaultLeverage / 100,
+    maintenanceMarginRate: rate(s.tiers[0]!.maintenanceMarginRate),
+    marginTiers: s.tiers.map((t) => ({
+      notionalFloor: formatCollateral(t.notionalFloor),
+      maxLeverage: t.maxLeverage / 100,
+      maintenanceMarginRate: rate(t.maintenanceMarginRate),
+    })),
+    openInterestCap: formatDecimal(s.openInterestCap, s.quantityDecimals),
+    minNotional: formatCollateral(s.minNotional),
+    makerFeeRate: rate(s.makerFeeRate),
+    takerFeeRate: rate(s.takerFeeRate),
+    funding: {
+      intervalMs: s.funding.intervalMs,
+      interestRate8h: rate(s.funding.interestRate8h),
+      premiumClamp: rate(s.funding.premiumClamp),
+      capPerHour: rate(s.funding.capPerHour),
+      impactNotional: formatCollateral(s.funding.impactNotional),
+    },
+    liquidation: {
+      partialThreshold: formatCollateral(s.liquidation.partialThreshold),
+      auctionDurationMs: s.liquidation.auctionDurationMs,
+      feeRate: rate(s.liquidation.feeRate),
+    },
+    openInterest: formatDecimal(m.openInterest, s.quantityDecimals),
+    markPrice: m.prices.mark === null ? null : formatPrice(m.prices.mark),
+    indexPrice: m.prices.index === null ? null : formatPrice(m.prices.index),
+  };
+}
+
 /** Registers the public reads under the `/api` prefix of `app`. */
 export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
   const limited = (req: FastifyRequest, reply: FastifyReply): void => {
@@ -112,47 +154,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/instruments', async (req, reply) => {
     limited(req, reply);
     const state = ctx.host.state;
-    const rate = (r: bigint) => formatDecimal(r, 18);
-    return {
-      instruments: state.markets.values().map((m) => {
-        const s = m.spec;
-        return {
-          id: s.id,
-          symbol: s.symbol,
-          status: m.status,
-          tickSize: formatPrice(s.tickSize),
-          lotSize: formatDecimal(s.lotSize, s.quantityDecimals),
-          quantityDecimals: s.quantityDecimals,
-          maxLeverage: s.maxLeverage / 100,
-          defaultLeverage: s.defaultLeverage / 100,
-          maintenanceMarginRate: rate(s.tiers[0]!.maintenanceMarginRate),
-          marginTiers: s.tiers.map((t) => ({
-            notionalFloor: formatCollateral(t.notionalFloor),
-            maxLeverage: t.maxLeverage / 100,
-            maintenanceMarginRate: rate(t.maintenanceMarginRate),
-          })),
-          openInterestCap: formatDecimal(s.openInterestCap, s.quantityDecimals),
-          minNotional: formatCollateral(s.minNotional),
-          makerFeeRate: rate(s.makerFeeRate),
-          takerFeeRate: rate(s.takerFeeRate),
-          funding: {
-            intervalMs: s.funding.intervalMs,
-            interestRate8h: rate(s.funding.interestRate8h),
-            premiumClamp: rate(s.funding.premiumClamp),
-            capPerHour: rate(s.funding.capPerHour),
-            impactNotional: formatCollateral(s.funding.impactNotional),
-          },
-          liquidation: {
-            partialThreshold: formatCollateral(s.liquidation.partialThreshold),
-            auctionDurationMs: s.liquidation.auctionDurationMs,
-            feeRate: rate(s.liquidation.feeRate),
-          },
-          openInterest: formatDecimal(m.openInterest, s.quantityDecimals),
-          markPrice: m.prices.mark === null ? null : formatPrice(m.prices.mark),
-          indexPrice: m.prices.index === null ? null : formatPrice(m.prices.index),
-        };
-      }),
-    };
+    return { instruments: state.markets.values().map(wireInstrument) };
   });
 
   app.get('/api/account_summary', async (req, reply) => {
