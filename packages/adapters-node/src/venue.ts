@@ -45,7 +45,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { HttpError, stoppedEngineAnswer } from './http/errors.js';
+import { HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
@@ -348,12 +348,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       for (const [k, v] of Object.entries(error.headers)) reply.header(k, v);
       return reply.code(error.status).send({ error: error.message });
     }
-    const code = (error as { code?: string }).code ?? '';
-    if (
-      code.startsWith('FST_ERR_CTP') ||
-      code === 'FST_ERR_VALIDATION' ||
-      (error as { statusCode?: number }).statusCode === 400
-    ) {
+    if (isBadRequest(error)) {
       // Oversized bodies and wrong media types are 400 here: 413 and 415 are not in the spec's list.
       return reply.code(400).send({ error: `bad request: ${error.message}` });
     }

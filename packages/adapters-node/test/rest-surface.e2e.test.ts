@@ -78,3 +78,68 @@ describe('POST /admin/instruments', () => {
     expect(updated.body).toEqual(await listed());
   });
 });
+
+describe("POST /referral/apply: every 400 is the spec's text", () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  const MALFORMED = { error: 'walletAddress and code are required' };
+  const send = async (body: string | undefined, contentType: string | null) => {
+    const w = t.wallet(4);
+    const signed = await w.referral(t.venue.inviteCode!);
+    const headers: Record<string, string> = { ...signed.headers };
+    if (contentType === null) delete headers['content-type'];
+    else headers['content-type'] = contentType;
+    const res = await fetch(`${t.rest}/referral/apply`, {
+      method: 'POST',
+      headers,
+      ...(body === undefined ? {} : { body }),
+    });
+    return { status: res.status, body: (await res.json()) as unknown };
+  };
+
+  it('malformed, empty, too deep, oversized, wrongly typed or polluted bodies: 400 with the exact text, nothing changes', async () => {
+    const before = await t.stateHash();
+    const wallet = t.wallet(4).address;
+    const cases: [string, string | undefined, string | null][] = [
+      ['malformed JSON', '{"code":', 'application/json'],
+      ['empty body', '', 'application/json'],
+      ['no body', undefined, 'application/json'],
+      ['no body, no content type', undefined, null],
+      ['too deep', `${'['.repeat(40)}${']'.repeat(40)}`, 'application/json'],
+      [
+        'oversized',
+        JSON.stringify({ walletAddress: wallet, code: 'A', pad: 'x'.repeat(70_000) }),
+        'application/json',
+      ],
+      ['text/plain', JSON.stringify({ walletAddress: wallet, code: 'A' }), 'text/plain'],
+      ['form', 'walletAddress=x&code=A', 'application/x-www-form-urlencoded'],
+      ['__proto__', '{"__proto__":{"x":1},"walletAddress":"x","code":"A"}', 'application/json'],
+      ['array', '[1]', 'application/json'],
+      ['missing code', JSON.stringify({ walletAddress: wallet }), 'application/json'],
+    ];
+    for (const [name, body, type] of cases) {
+      const r = await send(body, type);
+      expect({ name, ...r }).toEqual({ name, status: 400, body: MALFORMED });
+    }
+    expect(await t.stateHash()).toEqual(before);
+  });
+
+  it("keeps the other statuses and the other endpoints' texts", async () => {
+    const w = t.wallet(4);
+    const signed = await w.referral(t.venue.inviteCode!);
+    const unsigned = await t.api('POST', '/referral/apply', signed.body, {
+      'content-type': 'application/json',
+    });
+    expect(unsigned.status).toBe(401);
+    expect(String(unsigned.body.error)).toMatch(/^Unauthorized: /);
+    const other = await t.api('POST', '/margin/withdrawal', '{"amount":');
+    expect(other.status).toBe(400);
+    expect(String(other.body.error)).toMatch(/^malformed JSON/);
+    const ok = await t.api('POST', '/referral/apply', signed.body, signed.headers);
+    expect(ok.status).toBe(201);
+  });
+});

@@ -20,6 +20,20 @@ export class HttpError extends Error {
 }
 
 /**
+ * Whether an error is answered 400: an {@link HttpError} with that status, or a request Fastify
+ * refused before any handler (malformed, empty, oversized or wrongly typed body: its
+ * `FST_ERR_CTP_*` errors, whose 413 and 415 are 400 here because the spec's status list lacks
+ * them; schema validation).
+ */
+export function isBadRequest(error: unknown): boolean {
+  if (error instanceof HttpError) return error.status === 400;
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, statusCode } = error as { code?: unknown; statusCode?: unknown };
+  const text = typeof code === 'string' ? code : '';
+  return text.startsWith('FST_ERR_CTP') || text === 'FST_ERR_VALIDATION' || statusCode === 400;
+}
+
+/**
  * HTTP status of a refusal on a signed REST write: bad input, signatures and nonces are 400,
  * the invite gate 403, a missing account 404, rate limits 429 (an extension the spec's status
  * list lacks, as clients expect), server trouble 5xx.

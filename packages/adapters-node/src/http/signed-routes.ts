@@ -30,7 +30,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommandResult } from '../engine/host.js';
 import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
-import { HttpError, statusOf } from './errors.js';
+import { HttpError, isBadRequest, statusOf } from './errors.js';
 import { isRecord } from './json.js';
 
 /** What a signed REST write answers. */
@@ -267,10 +267,17 @@ export function registerSignedRoutes(
     return answer;
   });
 
-  app.post('/api/referral/apply', async (req, reply) => {
+  // The spec's referral error table has one 400: `walletAddress and code are required` for a
+  // malformed body. Bodies refused before the handler (malformed or too deep JSON, empty,
+  // oversized, wrong content type) get that text too; other statuses go to the venue's handler.
+  const malformed = 'walletAddress and code are required';
+  const referralErrors = (error: unknown, _req: FastifyRequest, reply: FastifyReply) => {
+    if (isBadRequest(error)) return reply.code(400).send({ error: malformed });
+    throw error;
+  };
+  app.post('/api/referral/apply', { errorHandler: referralErrors }, async (req, reply) => {
     const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
     const parsed = parseFlatJsonObject(raw);
-    const malformed = 'walletAddress and code are required';
     if (!parsed.ok) throw new HttpError(400, malformed);
     const body = parsed.value;
     const keys = Object.keys(body);
