@@ -29,6 +29,8 @@ describe('README', () => {
   let ready: Ready;
   let dataDir: string;
   const stderr: string[] = [];
+  /** Every stdout line up to and including the ready line. */
+  const stdout: string[] = [];
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'perp-readme-'));
@@ -51,6 +53,7 @@ describe('README', () => {
         120_000,
       );
       createInterface({ input: child.stdout! }).on('line', (line) => {
+        stdout.push(line);
         if (!line.startsWith('{')) return;
         const parsed = JSON.parse(line) as Ready;
         if (parsed.ready) {
@@ -78,6 +81,10 @@ describe('README', () => {
       .join('\n');
     const commands = [...firstScreen.matchAll(/```sh\n([^`]+?)\n```/g)].map((m) => m[1]);
     expect(commands).toEqual([START, TEST]);
+  });
+
+  it('prints exactly one line on stdout with --json: the ready line, no package-manager banner', () => {
+    expect(stdout).toEqual([JSON.stringify(ready)]);
   });
 
   it('starts the service, which answers /api/time and prints its secrets on a new data directory', async () => {
