@@ -15,6 +15,7 @@ import {
   stateHash,
 } from '../src/index.js';
 import { BTC_SETTINGS, cloid, ETH_SETTINGS, TestVenue, wallet } from '../src/testing/index.js';
+import { checkReduceOnlyInvariant } from './reduce-only-invariant.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 40);
 const wallets = [wallet(1), wallet(2), wallet(3), wallet(4)];
@@ -198,6 +199,8 @@ function buildLog(steps: Step[]): Command[] {
         leverage: s.lev * 100,
       });
     }
+    // Reduce-only orders never promise more than the position (engine-rules 5 re-clamp).
+    checkReduceOnlyInvariant(v.state);
   }
   if (process.env.LOG_STATS) {
     const counts: Record<string, number> = {};

@@ -10,6 +10,7 @@ import {
   type EngineEvent,
   type ExecutionReport,
   measureScope,
+  type OrderReplacedReport,
   type OrderReport,
   type Outcome,
 } from '../src/index.js';
@@ -536,20 +537,37 @@ describe("reduce-only and TP/SL rules (the spec's five messages)", () => {
     ).toBe(0);
   });
 
-  it('clamps a reduce-only order at fill time and cancels it when the position closes', () => {
+  it('re-clamps a reduce-only order when the position shrinks and cancels it when the position closes', () => {
     openLong('1');
     const ro = v.place(A, BTC, { side: 'Sell', qty: '0.8', price: '51000', reduceOnly: true });
     const id = (outcome(ro) as { order: { orderId: number } }).order.orderId;
-    // A closes 0.5 elsewhere, then the position shrinks to 0.5: the RO order fills only 0.5.
-    v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '49000' });
+    // A stop-loss for the whole position (the other sweep).
+    const sl = v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '45000', type: 'StopLoss' });
+    const slId = (outcome(sl) as { order: { orderId: number } }).order.orderId;
+    // A closes 0.5 elsewhere: both reduce-only orders shrink to the 0.5 left, in place.
     v.fund(C, '100000');
     v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '49000' });
-    v.place(A, BTC, { side: 'Sell', qty: '0.5', price: '49000' });
+    const sale = v.place(A, BTC, { side: 'Sell', qty: '0.5', price: '49000' });
+    expect(kinds(sale, A)).toEqual([
+      'OrderAccepted',
+      'OrderFilled',
+      'OrderReplaced',
+      'OrderReplaced',
+    ]);
+    const cuts = reports(sale, A).slice(2) as OrderReplacedReport[];
+    expect(cuts.map((r) => [r.order.orderId, r.previous.quantity, r.order.quantity])).toEqual([
+      [id, 8_000n, 5_000n],
+      [slId, 10_000n, 5_000n],
+    ]);
+    expect(cuts.map((r) => r.order.reason)).toEqual(['ReduceOnly', 'ReduceOnly']);
+    expect(v.state.markets.get(1)!.asks.map((l) => l.quantity)).toEqual([5_000n]);
+    // A buyer takes the 0.5: the order fills whole, the position closes, the stop goes.
     const buyer = v.place(C, BTC, { side: 'Buy', qty: '1', price: '51000' });
     const fill = reports(buyer, A).find((r) => 'fill' in r && r.fill) as OrderReport;
+    expect(fill.kind).toBe('OrderFilled');
     expect(fill.fill?.quantity).toBe(5_000n);
     const end = reports(buyer, A).find((r) => r.kind === 'OrderCancelled') as OrderReport;
-    expect(end.order.orderId).toBe(id);
+    expect(end.order.orderId).toBe(slId);
     expect(end.order.reason).toBe('PositionClosed');
   });
 });

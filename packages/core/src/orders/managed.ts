@@ -1,16 +1,19 @@
 /**
- * Orders that follow a position (engine-rules section 5): reduce-only orders are cancelled when
- * the position closes or flips to their side; managed TP/SL on a position are resized with it and
- * cancelled when it closes; managed TP/SL attached to an entry order arm on its first fill and are
- * sized by its filled quantity.
+ * Orders that follow a position (engine-rules section 5): reduce-only orders are re-clamped when
+ * the position shrinks (see {@link clampReduceOnly}) and cancelled when it closes or flips to
+ * their side; managed TP/SL on a position are resized with it and cancelled when it closes;
+ * managed TP/SL attached to an entry order arm on its first fill and are sized by its filled
+ * quantity.
  *
  * @module
  */
+import { findLevel, leavesOf, ownSide } from '../book/levels.js';
 import type { Ctx, PendingScope } from '../engine/context.js';
+import { viewAs } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
-import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
-import { cancelOrder } from './execution.js';
-import { addTrigger } from './triggers-index.js';
+import { accountOrders, findScope, holdsMargin, sizeOf } from '../margin/scope.js';
+import { adjustTotals, cancelOrder } from './execution.js';
+import { addTrigger, firesAbove } from './triggers-index.js';
 
 /** Working orders of a scope that follow its position (reduce-only or managed), oldest first. */
 export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
@@ -43,7 +46,8 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
 
 /**
  * Applies the position-following rules to every scope whose position changed in this command.
- * `skip` is an order still being executed (it handles its own reduce-only clamp).
+ * `skip` is an order still being executed: it handles its own reduce-only clamp, is left out of
+ * the re-clamp below, and is re-clamped with its scope before it rests (`execute` in place.ts).
  */
 export function reconcileScopes(ctx: Ctx, skip = 0): void {
   for (const scope of ctx.takePendingScopes()) {
@@ -51,6 +55,7 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
     if (guarded.length === 0) continue;
     const size = sizeOf(ctx.account(scope.account)!, scope.market, scope.mode);
     const abs = size < 0n ? -size : size;
+    const closing: number[] = [];
     for (const o of guarded) {
       if (o.orderId === skip || ctx.order(o.orderId) === undefined) continue;
       const attachedToEntry = o.managed && o.parentCloid !== null;
@@ -68,6 +73,143 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
         // A managed TP/SL on a position closes whatever the position is.
         ctx.writableOrder(o.orderId).quantity = abs;
       }
+      if (!o.managed) closing.push(o.orderId);
     }
+    if (closing.length > 0) clampSweeps(ctx, closing, abs);
   }
+}
+
+// ---- reduce-only re-clamp -------------------------------------------------------------------
+
+/**
+ * Direction of the price move that makes a reduce-only order trade, 1 up and -1 down: an
+ * untriggered order by its trigger, a working one by its side (a sell limit rests above the
+ * market). The placement rule's sweeps (`checkReduceOnly` in rules.ts), kept identical.
+ */
+export function sweepOf(o: Pick<Order, 'side' | 'orderType' | 'ordStatus'>): 1 | -1 {
+  if (o.ordStatus === 'Untriggered') return firesAbove(o) ? 1 : -1;
+  return o.side === 'Sell' ? 1 : -1;
+}
+
+/**
+ * Reach order within one sweep, nearest to the market first: by the price the move must reach
+ * (a working order's limit price, an untriggered order's trigger price), ascending for an
+ * upward sweep and descending for a downward one; at the same price a working order before an
+ * untriggered one (it trades there first; the other only triggers there), working orders in
+ * their level's time priority (an order not yet resting goes behind its level), then the older
+ * order first.
+ */
+function byReach(direction: 1 | -1): (a: Order, b: Order) => number {
+  return (a, b) => {
+    const pa = a.ordStatus === 'Untriggered' ? a.triggerPrice : a.price;
+    const pb = b.ordStatus === 'Untriggered' ? b.triggerPrice : b.price;
+    if (pa !== pb) return (pa < pb ? -1 : 1) * direction;
+    const ua = a.ordStatus === 'Untriggered';
+    const ub = b.ordStatus === 'Untriggered';
+    if (ua !== ub) return ua ? 1 : -1;
+    if (!ua) {
+      const sa = a.slot < 0 ? Number.MAX_SAFE_INTEGER : a.slot;
+      const sb = b.slot < 0 ? Number.MAX_SAFE_INTEGER : b.slot;
+      if (sa !== sb) return sa - sb;
+    }
+    return a.orderId - b.orderId;
+  };
+}
+
+/**
+ * Shrinks the working order `orderId` by `cut` of its leaves (0 < cut < leaves): its total
+ * quantity falls (cumQty is untouched), and while it rests its level's quantity falls with it in
+ * place, keeping its time priority, as a pure decrease by replace does. Reported as an
+ * `OrderReplaced` whose order carries reason `ReduceOnly` (a system amend: FIX would say
+ * Restated) and whose `previous` has the quantity before.
+ */
+function shrinkOrder(ctx: Ctx, orderId: number, cut: bigint): void {
+  const w = ctx.writableOrder(orderId);
+  const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
+  if (w.slot >= 0) {
+    const market = ctx.writableMarket(w.market);
+    const bids = w.side === 'Buy';
+    const levels = ownSide(market, bids);
+    const at = findLevel(levels, w.price, bids);
+    if (at < 0) throw new Error(`order ${orderId} rests on no level`);
+    ctx.writableLevel(market, levels, at).quantity -= cut;
+    if (holdsMargin(w)) adjustTotals(ctx.writableAccount(w.account), w, -cut);
+    ctx.bookTouched(market);
+  }
+  w.quantity -= cut;
+  w.updatedTime = ctx.time;
+  ctx.report(w.account, {
+    kind: 'OrderReplaced',
+    order: viewAs(w, w.ordStatus, 'ReduceOnly', ctx.time),
+    origCloid: w.cloid,
+    previous,
+  });
+}
+
+/**
+ * Re-clamps one sweep's reduce-only orders to a position of `abs`: walking them nearest first
+ * ({@link byReach}), each keeps what is left of `abs` after the ones before it; a cut order is
+ * shrunk ({@link shrinkOrder}), an order left with nothing is cancelled (reason ReduceOnly).
+ * Nothing is sorted or written when the sweep already fits.
+ */
+function clampSweep(ctx: Ctx, orders: Order[], direction: 1 | -1, abs: bigint): void {
+  let total = 0n;
+  for (const o of orders) total += leavesOf(o);
+  if (total <= abs) return;
+  orders.sort(byReach(direction));
+  let room = abs;
+  for (const o of orders) {
+    const current = ctx.order(o.orderId);
+    if (current === undefined) continue; // ended by a follow-up of an earlier cancel
+    const leaves = leavesOf(current);
+    if (leaves <= room) {
+      room -= leaves;
+      continue;
+    }
+    if (room === 0n) cancelOrder(ctx, o.orderId, 'ReduceOnly');
+    else shrinkOrder(ctx, o.orderId, leaves - room);
+    room = 0n;
+  }
+}
+
+/** Splits working reduce-only orders (ids) into their two sweeps and clamps each to `abs`. */
+function clampSweeps(ctx: Ctx, ids: readonly number[], abs: bigint): void {
+  const up: Order[] = [];
+  const down: Order[] = [];
+  for (const id of ids) {
+    const o = ctx.order(id);
+    if (o !== undefined) (sweepOf(o) === 1 ? up : down).push(o);
+  }
+  if (up.length > 0) clampSweep(ctx, up, 1, abs);
+  if (down.length > 0) clampSweep(ctx, down, -1, abs);
+}
+
+/**
+ * The reduce-only re-clamp (engine-rules section 5, "re-clamped when the position shrinks"):
+ * after it, the unmanaged reduce-only orders of the scope's closing side that one price move
+ * reaches (the placement rule's sweeps, {@link sweepOf}: for a long, the resting sells and the
+ * take-profits upward, the stops downward; mirrored for a short) total at most `|position|` per
+ * sweep, so together with the placement check no sweep can ever promise to close more than is
+ * held. The orders nearest to the market keep their size: walking a sweep in reach order
+ * ({@link byReach}), each keeps `min(leaves, |position| - what the orders before it kept)`; a
+ * shrink lowers the total quantity and the level's quantity in place (time priority kept) and
+ * is reported as `OrderReplaced` with reason `ReduceOnly`; an order left with nothing is
+ * cancelled with reason `ReduceOnly`. Managed TP/SL are not clamped (they follow the position).
+ * A flat position and orders on the position's side are {@link reconcileScopes}' (cancelled,
+ * `PositionClosed` and `ReduceOnly`); this does nothing then.
+ *
+ * {@link reconcileScopes} runs it for every scope whose position changed (any fill, liquidation,
+ * auction, ADL, bust), and `execute` for a reduce-only order about to rest (a triggered stop
+ * joins the sweep of resting orders). Cheap when nothing is over: one walk of the scope's
+ * guarded orders, which `guardedCount` already gates.
+ */
+export function clampReduceOnly(ctx: Ctx, scope: PendingScope): void {
+  const size = sizeOf(ctx.account(scope.account)!, scope.market, scope.mode);
+  if (size === 0n) return;
+  const ids: number[] = [];
+  for (const o of guardedOrders(ctx, scope)) {
+    if (o.managed || size > 0n === (o.side === 'Buy')) continue;
+    ids.push(o.orderId);
+  }
+  clampSweeps(ctx, ids, size < 0n ? -size : size);
 }

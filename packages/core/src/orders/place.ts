@@ -23,7 +23,7 @@ import {
   registerOrder,
   rest,
 } from './execution.js';
-import { reconcileScopes } from './managed.js';
+import { clampReduceOnly, reconcileScopes } from './managed.js';
 import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
 import { addTrigger } from './triggers-index.js';
 import { validateOrderRequest } from './validate.js';
@@ -180,6 +180,12 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     const size = sizeOf(ctx.account(after.account)!, after.market, after.marginMode);
     cancelOrder(ctx, orderId, size === 0n ? 'PositionClosed' : 'ReduceOnly');
     return;
+  }
+  if (after.reduceOnly && !after.managed) {
+    // Joining the resting sweep (a triggered stop) may take it over the position: re-clamp with
+    // this order in it. A fresh order passed the sweep check, so this changes nothing for it.
+    clampReduceOnly(ctx, { account: after.account, market: after.market, mode: after.marginMode });
+    if (ctx.order(orderId) === undefined) return; // cancelled by the clamp
   }
   rest(ctx, ctx.writableMarket(after.market), ctx.writableOrder(orderId));
 }
