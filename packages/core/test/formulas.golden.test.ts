@@ -249,14 +249,17 @@ describe('3. mark price: the 150 s basis EMA', () => {
     }
   });
 
-  // mark.ts documents `expNegative` as "rounded down". The Taylor terms are truncated one by one,
-  // so the subtracted (odd) terms come out a little small and the sum can land above e^-x: at
-  // 1 ms, e^(-1/150000) x 1e18 = 999993333355555506.17 but the engine returns ...507. The error
-  // stays within a few 1e-18 (below 4 in a sampled 3,000 inputs up to 60 tau), far below any
-  // price tick, but the documented direction does not hold.
-  it.fails('expNegative rounds down, as its doc comment says (it does not at 1 ms)', () => {
+  // The Taylor terms are truncated one by one, so the subtracted (odd) terms come out a little
+  // small and the sum can land just above e^-x: at 1 ms, e^(-1/150000) x 1e18 =
+  // 999993333355555506.17 and the engine returns ...507. mark.ts documents "within a few units
+  // of the last place"; this pins that bound over inputs up to 60 tau.
+  it('expNegative is within 4 units of floor(e^-x) at 1e18', () => {
     expect(expFloor(1n, TAU)).toBe(999_993_333_355_555_506n);
-    expect(expNegative(1n, TAU)).toBe(expFloor(1n, TAU));
+    expect(expNegative(1n, TAU)).toBe(999_993_333_355_555_507n);
+    for (let t = 1n; t < 60n * TAU; t = t * 3n + 7n) {
+      const error = expNegative(t, TAU) - expFloor(t, TAU);
+      expect(error <= 4n && error >= -4n).toBe(true);
+    }
   });
 
   it('pins basisEmaNum, basisEmaDen and the mark over four oracle updates', () => {
@@ -271,62 +274,60 @@ describe('3. mark price: the 150 s basis EMA', () => {
     const t1 = T0 + 1_000;
     const prices = () => market(v).prices;
 
-    // First sample (0): num = 0, den = 1 (one ms of weight).
+    // Both sums carry 18 extra decimals: weights are ms x 1e18, num is price x ms x 1e18.
+    // First sample (0): num = 0, den = 1e18 (one ms of weight).
     v.oracle({ [BTC]: '60000' }, t1);
-    expect(prices()).toMatchObject({ basisEmaNum: 0n, basisEmaDen: 1n, basisEmaTime: t1 });
+    expect(prices()).toMatchObject({ basisEmaNum: 0n, basisEmaDen: E18, basisEmaTime: t1 });
     expect(prices().mark).toBe(px('60000'));
 
-    // 150 s later, sample 100: decay e^-1; num = 0 + 100e18 x 150000; den = floor(1 x e^-1) +
-    // 150000 = 150000. EMA 100 exactly: I + EMA = 60,000, the mid, so the mark is 60,000.
+    // 150 s later, sample 100: decay e^-1; num = 0 + 100e18 x 150000 x 1e18;
+    // den = 1e18 x E_INV / 1e18 + 150000e18 = 150000367879441171442321 (the first ms keeps its
+    // decayed weight); EMA = floor(num / den) = 99.999754747640707711, so the mark (the median
+    // of 59,900, 59,999.999754747640707711 and the 60,000 mid) is the EMA price.
     v.oracle({ [BTC]: '59900' }, t1 + 150_000);
     expect(prices()).toMatchObject({
-      basisEmaNum: 15_000_000n * E18,
-      basisEmaDen: 150_000n,
+      basisEmaNum: 15_000_000n * E18 * E18,
+      basisEmaDen: 150_000n * E18 + E_INV,
       basisEmaTime: t1 + 150_000,
     });
-    expect(prices().mark).toBe(px('60000'));
+    expect((15_000_000n * E18 * E18) / (150_000n * E18 + E_INV)).toBe(99_999_754_747_640_707_711n);
+    expect(prices().mark).toBe(px('59999.999754747640707711'));
 
-    // 150 s later, sample 400: num = 1.5e25 x E_INV / 1e18 + 400e18 x 150000
-    //   = 5518191617571634815000000 + 60000000000000000000000000 = 65518191617571634815000000;
-    // den = floor(150000 x E_INV / 1e18) + 150000 = 55181 + 150000 = 205181;
-    // EMA = floor(num / den) = 319318999408189037069 (319.318999408189037069);
-    // mark = median(59,600, 59,919.318999408189037069, 60,000) = the EMA price.
+    // 150 s later, sample 400: num = 1.5e43 x E_INV / 1e18 + 400e18 x 150000 x 1e18;
+    // den = floor(150000367879441171442321 x E_INV / 1e18) + 150000e18
+    //     = 55182051510999584762691 + 150000e18 = 205182051510999584762691;
+    // EMA = floor(num / den) = 319.317362971484259746; mark = 59,600 + EMA.
     v.oracle({ [BTC]: '59600' }, t1 + 300_000);
-    expect(15_000_000n * E_INV).toBe(5_518_191_617_571_634_815_000_000n);
-    expect(prices()).toMatchObject({
-      basisEmaNum: 65_518_191_617_571_634_815_000_000n,
-      basisEmaDen: 205_181n,
-    });
-    expect(prices().mark).toBe(px('59919.318999408189037069'));
+    const num3 = (15_000_000n * E18 * E18 * E_INV) / E18 + 400n * E18 * 150_000n * E18;
+    const den3 = ((150_000n * E18 + E_INV) * E_INV) / E18 + 150_000n * E18;
+    expect(den3).toBe(205_182_051_510_999_584_762_691n);
+    expect(prices()).toMatchObject({ basisEmaNum: num3, basisEmaDen: den3 });
+    expect(num3 / den3).toBe(319_317_362_971_484_259_746n);
+    expect(prices().mark).toBe(px('59919.317362971484259746'));
 
     // 45 s later, sample 500: decay d = expNegative(45000, 150000) = 740818220681717866;
-    // num = floor(65518191617571634815000000 x d / 1e18) + 500e18 x 45000
-    //     = 48537070136413260999848352 + 22500000000000000000000000
-    //     = 71037070136413260999848352;
-    // den = floor(205181 x d / 1e18) + 45000 = 152001 + 45000 = 197001;
-    // EMA = floor(num / den) = 360592434233396079206; mark = 59,500 + EMA.
+    // num = floor(num3 x d / 1e18) + 500e18 x 45000 x 1e18, den = floor(den3 x d / 1e18) +
+    // 45000e18 = 197002602316203293102216; EMA = 360.589501363000643061; mark = 59,500 + EMA.
     v.oracle({ [BTC]: '59500' }, t1 + 345_000);
     const d = 740_818_220_681_717_866n;
-    expect((65_518_191_617_571_634_815_000_000n * d) / E18).toBe(
-      48_537_070_136_413_260_999_848_352n,
-    );
-    expect((205_181n * d) / E18).toBe(152_001n);
+    expect(expNegative(45_000n, TAU)).toBe(d);
+    const num4 = (num3 * d) / E18 + 500n * E18 * 45_000n * E18;
+    const den4 = (den3 * d) / E18 + 45_000n * E18;
+    expect(den4).toBe(197_002_602_316_203_293_102_216n);
     expect(prices()).toMatchObject({
-      basisEmaNum: 71_037_070_136_413_260_999_848_352n,
-      basisEmaDen: 197_001n,
+      basisEmaNum: num4,
+      basisEmaDen: den4,
       basisEmaTime: t1 + 345_000,
     });
-    expect(71_037_070_136_413_260_999_848_352n / 197_001n).toBe(360_592_434_233_396_079_206n);
-    expect(prices().mark).toBe(px('59860.592434233396079206'));
+    expect(num4 / den4).toBe(360_589_501_363_000_643_061n);
+    expect(prices().mark).toBe(px('59860.589501363000643061'));
   });
 
   // Engine-rules 6 says `I + EMA150s(mid - I)`: an EMA is a weighted average of its samples, so
-  // it never leaves their range. The engine keeps `den` in whole ms and floors `den x decay`,
-  // while `num` (price x ms) keeps its fraction; the lost fraction of a ms of weight pushes the
-  // EMA up. Samples 100 then 1,000 (150 s apart): the rule's EMA is
-  // (100 e^-1 + 1000 x 150000) / (e^-1 + 150000) = 999.99977..., the engine's
-  // (36787944117144232100 + 1.5e26) / 150000 = 1,000.000245... per unit, above every sample.
-  it.fails('the basis EMA stays within its samples (den keeps the fraction of a ms)', () => {
+  // it never leaves their range. With weights kept in whole ms (as before) the floored fraction
+  // of a ms pushed it above: samples 100 then 1,000 gave 1,000.000245. Now the exact value
+  // (100 e^-1 + 1000 x 150000) / (e^-1 + 150000) = 999.99977... is met to 1e-18.
+  it('the basis EMA stays within its samples (den keeps the fraction of a ms)', () => {
     const v = new TestVenue();
     v.list(BTC_SETTINGS);
     v.open(MM);

@@ -15,7 +15,10 @@ const E_INV = 367879441171442321n;
 /** EMA time constant, ms. */
 export const BASIS_EMA_TAU_MS = 150_000;
 
-/** `e^(-a/b)` at 1e18 fixed point, rounded down; exact enough and fully deterministic. */
+/**
+ * `e^(-a/b)` at 1e18 fixed point, within a few units of the last place (truncated Taylor terms
+ * and powers of a rounded e^-1); fully deterministic, which is what the mark needs.
+ */
 export function expNegative(a: bigint, b: bigint): bigint {
   if (a <= 0n) return ONE;
   const whole = a / b;
@@ -60,14 +63,16 @@ export function updatePrices(market: Market, index: bigint, time: number): Price
   let emaTime = p.basisEmaTime;
   if (bid !== null && ask !== null) {
     const sample = (bid + ask) / 2n - index;
+    // Both sums carry 18 extra decimals (weights in ms x 1e18), so decaying them loses at most
+    // 1e-18 ms of weight and the EMA stays between its samples.
     if (den === 0n) {
-      num = sample;
-      den = 1n;
+      num = sample * ONE;
+      den = ONE;
     } else {
       const dt = BigInt(Math.max(time - emaTime, 1));
       const decay = expNegative(dt, BigInt(BASIS_EMA_TAU_MS));
-      num = (num * decay) / ONE + sample * dt;
-      den = (den * decay) / ONE + dt;
+      num = (num * decay) / ONE + sample * dt * ONE;
+      den = (den * decay) / ONE + dt * ONE;
     }
     emaTime = time;
   }
