@@ -453,6 +453,23 @@ describe('pre-trade checks', () => {
     );
   });
 
+  it('a market with no mark and no trade yet matches its first orders (the fill price values them)', () => {
+    // An audit found the first crossing order of a market without an oracle price stopped the
+    // engine: the maker's match-time check valued its new position at no price at all.
+    const fresh = new TestVenue({ checkPurity: true });
+    fresh.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0' });
+    for (const w of [A, B]) {
+      fresh.open(w);
+      fresh.fund(w, '1000');
+    }
+    fresh.expectOk(fresh.place(B, BTC, { side: 'Sell', qty: '0.1', price: '50000' }));
+    const e = fresh.place(A, BTC, { side: 'Buy', qty: '0.1', price: '50000' });
+    expect(kinds(e, A)).toEqual(['OrderAccepted', 'OrderFilled']);
+    expect(kinds(e, B)).toEqual(['OrderFilled']);
+    expect(fresh.state.markets.get(1)!.lastTrade).toBe(px('50000'));
+    expect(fresh.state.accounts.get(A)!.positions[0]!.size).toBe(1_000n);
+  });
+
   it('re-checks a resting maker at match time: cancels it (InsufficientMargin) and keeps matching', () => {
     v.fund(A, '600');
     v.fund(B, '100000');

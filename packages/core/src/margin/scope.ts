@@ -19,6 +19,7 @@ import type {
   OrderTotals,
   Position,
 } from '../engine/types.js';
+import { InvariantError } from '../errors.js';
 import {
   type Instrument,
   type MarginTier,
@@ -273,6 +274,11 @@ export function holdIncrease(
 /** A hypothetical change applied before measuring a scope (used for match-time checks). */
 export interface ScopeChange {
   readonly market: number;
+  /**
+   * The price of the hypothetical fill: positions in `market` are valued at it while the market
+   * has neither a mark nor a last trade yet (its first fill sets the last trade).
+   */
+  readonly price: bigint;
   readonly sizeDelta: bigint;
   readonly cashDelta: bigint;
   /** Change of the resting buy (or sell) quantity and notional of (market, mode). */
@@ -307,7 +313,16 @@ export function measureScope(
     if (isChanged) seenChange = true;
     const size = isChanged ? p.size + change!.sizeDelta : p.size;
     const totals = applyTotals(totalsOf(account, p.market, mode), isChanged ? change : undefined);
-    const r = scopePart(state, account, m, mode, size, totals, lite);
+    const r = scopePart(
+      state,
+      account,
+      m,
+      mode,
+      size,
+      totals,
+      lite,
+      isChanged ? change : undefined,
+    );
     equity += r.value;
     im += r.im;
     mm += r.mm;
@@ -331,6 +346,7 @@ export function measureScope(
       size,
       applyTotals(t, isChanged ? change : undefined),
       lite,
+      isChanged ? change : undefined,
     );
     equity += r.value;
     im += r.im;
@@ -349,6 +365,7 @@ export function measureScope(
       change.sizeDelta,
       applyTotals(zeroTotals(change.market, mode), change),
       lite,
+      change,
     );
     equity += r.value;
     im += r.im;
@@ -379,11 +396,15 @@ function scopePart(
   size: bigint,
   totals: OrderTotals,
   lite: boolean,
+  change?: ScopeChange,
 ): { value: bigint; im: bigint; mm: bigint; hold: bigint; notional: bigint } {
   const spec = market.spec;
   const hold = scopeHold(state, account, spec, mode, totals, size);
   if (size === 0n) return { value: 0n, im: 0n, mm: 0n, hold, notional: 0n };
-  const mark = valuationPrice(market)!;
+  // A position exists only after a fill set the last trade; a hypothetical one in a market that
+  // never traded is valued at its own fill price.
+  const mark = valuationPrice(market) ?? change?.price;
+  if (mark === undefined) throw new InvariantError(`a ${spec.symbol} position without any price`);
   const abs = size < 0n ? -size : size;
   return {
     value: positionValueFloor(spec, size, mark),

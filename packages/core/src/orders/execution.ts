@@ -289,6 +289,7 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     maker.market,
     {
       market: maker.market,
+      price,
       sizeDelta: signed,
       cashDelta: (signed > 0n ? -quote : quote) - fee,
       buyQtyDelta: buy ? -resting : 0n,
