@@ -298,17 +298,36 @@ describe('error rows', () => {
       await anon.close();
     });
 
-    it('403 USER_NOT_INVITED on a signed REST write, 404 for an unknown account', async () => {
-      await unchanged(async () => {
-        const r = await t.withdraw(carol, '1');
-        expect(r.status).toBe(403);
-        expect(String(r.body.error)).toMatch(/^USER_NOT_INVITED:/);
-        const missing = await t.api('GET', `/account_summary?wallet=${carol.address}`);
-        expect(missing.status).toBe(404);
-      });
-      const r = await t.withdraw(dave, '1');
-      expect([404, 200]).toContain(r.status);
-      if (r.status === 200) expect(r.body).toMatchObject({ status: 'Rejected' });
+    it('403 USER_NOT_INVITED on a signed REST write, which spends its nonce; 404 for an unknown account', async () => {
+      const erin = t.wallet('0x3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b'); // not invited yet
+      const request = {
+        amount: '1',
+        instrument: null,
+        marginMode: 'Cross',
+        signature: await erin.sign('Withdrawal', {
+          amount: 1_000_000n,
+          market: 0,
+          flags: 0,
+          nonce: freshNonce(),
+          deadline: Wallet.deadline(),
+        }),
+      };
+      const before = await t.stateHash();
+      const r = await t.api('POST', '/margin/withdrawal', request);
+      expect(r.status).toBe(403);
+      expect(String(r.body.error)).toMatch(/^USER_NOT_INVITED:/);
+      // A business refusal after the signature and nonce passed: only the nonce is recorded.
+      expect((await t.stateHash()).seq).toBe(before.seq + 1);
+      const missing = await t.api('GET', `/account_summary?wallet=${erin.address}`);
+      expect(missing.status).toBe(404);
+      // Once invited, the refused request cannot be replayed (protocol.md section 3).
+      await t.invite(erin);
+      const replay = await t.api('POST', '/margin/withdrawal', request);
+      expect(replay.status).toBe(400);
+      expect(String(replay.body.error)).toMatch(/^INVALID_NONCE: replayed/);
+      const r2 = await t.withdraw(dave, '1');
+      expect([404, 200]).toContain(r2.status);
+      if (r2.status === 200) expect(r2.body).toMatchObject({ status: 'Rejected' });
     });
 
     it('4033 on a second subscribeTrading', async () => {

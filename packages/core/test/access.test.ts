@@ -199,19 +199,23 @@ describe('authentication and the gate', () => {
     ).toBe(true);
   });
 
-  it('gates signed margin writes: 4015 for an uninvited wallet, no account created', () => {
-    const before = v.state;
-    const o = outcome(
-      v.run({
-        type: 'deposit',
-        account: A,
-        amount: usd('10'),
-        target: { mode: 'Cross', market: 0 },
-        auth: { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) },
-      }),
-    );
+  it('gates signed margin writes: 4015 for an uninvited wallet, no account created, nonce spent', () => {
+    const deposit = {
+      type: 'deposit' as const,
+      account: A,
+      amount: usd('10'),
+      target: { mode: 'Cross' as const, market: 0 },
+      auth: { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) },
+    };
+    const o = outcome(v.run(deposit));
     expect(o.ok ? 0 : o.code).toBe(4015);
-    expect(v.state).toBe(before);
+    expect(o.ok ? false : o.nonceConsumed).toBe(true);
+    expect(v.state.accounts.has(A)).toBe(false);
+    // Once invited, the refused request cannot be replayed (protocol.md section 3).
+    mint('LATER');
+    apply(A, 'LATER');
+    const replay = outcome(v.run(deposit));
+    expect(replay.ok ? '' : replay.message).toMatch(/^INVALID_NONCE: replayed/);
   });
 });
 

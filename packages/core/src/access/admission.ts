@@ -43,8 +43,9 @@ export function notInvited(wallet: string): { code: 4015; message: string } {
 
 /**
  * Checks the freshness of a signed request and consumes its nonce. On failure emits the outcome
- * (nothing changes) and returns false. Unsigned commands (`auth` undefined: simulations, the
- * operator) pass. `gated` requests also need app access (4015).
+ * and returns false: a deadline or nonce failure changes nothing; a `gated` request without app
+ * access (4015) has consumed its nonce. Unsigned commands (`auth` undefined: simulations, the
+ * operator) pass.
  */
 export function admitRequest(
   ctx: Ctx,
@@ -74,12 +75,14 @@ export function admitRequest(
     ctx.fail(r.code, r.message);
     return false;
   }
+  consumeNonce(ctx, nonceKey(wallet, auth.nonce));
+  // The gate is a business refusal: it comes after the nonce is consumed, as for authenticate, so
+  // a request refused for lack of access cannot be replayed once the wallet is invited.
   if (gated && !hasAppAccess(ctx.state, wallet)) {
     const r = notInvited(wallet);
-    ctx.fail(r.code, r.message);
+    ctx.fail(r.code, r.message, { nonceConsumed: true });
     return false;
   }
-  consumeNonce(ctx, nonceKey(wallet, auth.nonce));
   return true;
 }
 
