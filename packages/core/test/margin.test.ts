@@ -669,6 +669,73 @@ describe('managed TP/SL', () => {
   });
 });
 
+describe('managed TP/SL of an entry order whose cloid a replace changes', () => {
+  it('stay attached: armed and sized by its fills, or cancelled with it when it never fills', () => {
+    v.fund(A, '100000');
+    v.fund(B, '100000');
+    const entry = v.place(A, BTC, { side: 'Buy', qty: '1', price: '49000', cloid: cloid(5) });
+    const entryId = (outcome(entry) as { order: { orderId: number } }).order.orderId;
+    const child = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '45000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(5),
+    });
+    const childId = (outcome(child) as { order: { orderId: number } }).order.orderId;
+    v.expectOk(
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(entryId),
+        origCloid: null,
+        price: px('49000'),
+        triggerPrice: 0n,
+        quantity: 10_000n,
+        cloid: cloid(6),
+      }),
+    );
+    expect(v.state.orders.get(childId)!.parentCloid).toBe(cloid(6));
+    v.place(B, BTC, { side: 'Sell', qty: '0.3', price: '49000' });
+    expect(v.state.orders.get(childId)).toMatchObject({ armed: true, quantity: 3_000n });
+    const cancel = v.cancel(A, BTC, { cloid: cloid(6) });
+    // The entry had filled in part: cancelling its rest leaves the child protecting the position.
+    expect(kinds(cancel, A)).toEqual(['OrderCancelled']);
+    expect(v.state.orders.get(childId)).toMatchObject({ ordStatus: 'Untriggered', armed: true });
+
+    const entry2 = v.place(A, BTC, { side: 'Buy', qty: '1', price: '48000', cloid: cloid(7) });
+    const entry2Id = (outcome(entry2) as { order: { orderId: number } }).order.orderId;
+    const child2 = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '44000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(7),
+    });
+    const child2Id = (outcome(child2) as { order: { orderId: number } }).order.orderId;
+    v.expectOk(
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(entry2Id),
+        origCloid: null,
+        price: px('48000'),
+        triggerPrice: 0n,
+        quantity: 10_000n,
+        cloid: cloid(8),
+      }),
+    );
+    const gone = reports(v.cancel(A, BTC, { cloid: cloid(8) }), A).find(
+      (r) => (r as OrderReport).order?.orderId === child2Id,
+    ) as OrderReport;
+    expect(gone.order.reason).toBe('ParentCancelled');
+  });
+});
+
 describe('account-summary push triggers', () => {
   it('pushes on fills, never on placement, cancel, replace or mark ticks', () => {
     v.fund(A, '100000');

@@ -27,6 +27,20 @@ export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
 }
 
 /**
+ * Keeps an entry order's managed children attached when a replace gives it a new cloid: they
+ * name their parent by cloid, and the old one no longer names it (research 6.3 rule 4).
+ */
+export function followParentCloid(ctx: Ctx, parent: Order, oldCloid: string): void {
+  if (parent.managed || parent.cloid === null) return;
+  const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
+  for (const child of guardedOrders(ctx, scope)) {
+    if (!child.managed || child.parentCloid !== oldCloid) continue;
+    // parentCloid is fixed for an order's life except here, where its parent's name changes.
+    (ctx.writableOrder(child.orderId) as { parentCloid: string | null }).parentCloid = parent.cloid;
+  }
+}
+
+/**
  * Arms the managed children of an entry order that just filled (in part) and sizes them by its
  * filled quantity.
  */

@@ -17,6 +17,7 @@ import { formatDecimal } from '../units/decimal.js';
 import { findWorkingOrder, targetProblem } from './cancel.js';
 import { cloidHolder, registerCloid } from './cloids.js';
 import { adjustTotals, rest, unrest } from './execution.js';
+import { followParentCloid } from './managed.js';
 import { execute, latestOrder } from './place.js';
 import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
 import { addTrigger, removeTrigger } from './triggers-index.js';
@@ -150,6 +151,7 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   if (w.ordStatus === 'Untriggered' && w.armed) addTrigger(wMarket, w);
   if (cmd.cloid !== null && cmd.cloid !== origCloid) {
     registerCloid(ctx, cmd.account, cmd.cloid, id);
+    if (origCloid !== null) followParentCloid(ctx, w, origCloid);
   }
   ctx.report(cmd.account, { kind: 'OrderReplaced', order: viewOf(w), origCloid, previous });
   if (resting && losesPriority) {
