@@ -122,6 +122,12 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     }
     s.account = null;
   };
+  /** Gives back one of an address's connection slots. */
+  const release = (ip: string): void => {
+    const n = (perIp.get(ip) ?? 1) - 1;
+    if (n <= 0) perIp.delete(ip);
+    else perIp.set(ip, n);
+  };
   const detach = (s: Session): void => {
     if (s.closed) return;
     s.closed = true;
@@ -129,9 +135,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     s.idleTimer = null;
     logout(s);
     sessions.delete(s);
-    const n = (perIp.get(s.ip) ?? 1) - 1;
-    if (n <= 0) perIp.delete(s.ip);
-    else perIp.set(s.ip, n);
+    release(s.ip);
   };
 
   const pushSummary = (s: Session): void => {
@@ -587,7 +591,14 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
         return;
       }
       perIp.set(ip, n + 1);
+      // A handshake the WebSocket server refuses (no key, bad version) never reaches the
+      // callback and no session detaches: its slot is given back when the socket closes.
+      let attached = false;
+      socket.once('close', () => {
+        if (!attached) release(ip);
+      });
       wss.handleUpgrade(request, socket, head, (ws) => {
+        attached = true;
         const s: Session = {
           ws,
           ip,
