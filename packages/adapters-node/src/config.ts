@@ -19,6 +19,11 @@ export interface LimitsConfig {
   readonly connectionsPerIp: number;
   /** Public reads per second per client IP (protocol.md: 100). */
   readonly publicReadsPerSecond: number;
+  /**
+   * How long a client has to send a whole HTTP request (headers and body), ms; an incomplete one
+   * is then answered 408 `{error}` and its connection closed (checked at least once a second).
+   */
+  readonly requestTimeoutMs: number;
   /** HTTP body and WebSocket frame limit, bytes (protocol.md: 64 KiB). */
   readonly maxMessageBytes: number;
   /** Deepest JSON nesting accepted (protocol.md: 32). */
@@ -111,6 +116,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     connectionsPerAccount: 8,
     connectionsPerIp: 30,
     publicReadsPerSecond: 100,
+    requestTimeoutMs: 10_000,
     maxMessageBytes: 64 * 1024,
     maxJsonDepth: 32,
     pingIntervalMs: 15_000,

@@ -17,7 +17,7 @@ import {
   renameSync,
   writeFileSync,
 } from 'node:fs';
-import type { Server } from 'node:http';
+import { type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
@@ -45,7 +45,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
+import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
@@ -327,12 +327,36 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   await desk.reconcile(host.state);
 
   // ---- HTTP ------------------------------------------------------------------------------
+  const { requestTimeoutMs } = config.limits;
   const app = Fastify({
     bodyLimit: config.limits.maxMessageBytes,
-    requestTimeout: 10_000,
-    connectionTimeout: 10_000,
+    // An incomplete request (slow or silent headers or body, a connection that says nothing) is
+    // answered 408 by `clientErrorHandler` at the request timeout. Node enforces it only while
+    // `headersTimeout` (default 60 s) is not above it, and checks both on a tick (default 30 s).
+    requestTimeout: requestTimeoutMs,
+    http: {
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1_000, Math.max(50, requestTimeoutMs >> 2)),
+    },
+    // A backstop for a socket with no traffic either way; longer than the request timeout and
+    // the referral's wait, so the 408 and 504 answers are written before it fires.
+    connectionTimeout: Math.max(requestTimeoutMs, config.limits.referralTimeoutMs) + 5_000,
     keepAliveTimeout: 5_000,
     logger: false,
+    clientErrorHandler: (err, socket) => {
+      const response = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+      if (socket.writable && response?.headersSent !== true) {
+        const { status, message } = clientErrorAnswer(
+          (err as { code?: string }).code,
+          requestTimeoutMs,
+        );
+        const body = JSON.stringify({ error: message });
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy();
+    },
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {

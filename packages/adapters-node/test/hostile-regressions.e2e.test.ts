@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG } from '../src/config.js';
+import { WsClient } from './support/client.js';
 import { startTestVenue } from './support/fixture.js';
 
 /** Writes `text` on a fresh TCP connection; resolves with what the server wrote before closing. */
@@ -46,6 +47,80 @@ describe('trading socket: a refused handshake gives its per-address slot back', 
       });
       expect(outcome).toBe('open');
       ws.close();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('HTTP: a request that never completes is answered 408 at the request timeout', () => {
+  it('silent body, trickling body, endless headers and a silent connection each get 408 {error} and a close', async () => {
+    const requestTimeoutMs = 1_000;
+    const t = await startTestVenue({
+      config: { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, requestTimeoutMs } },
+    });
+    try {
+      const head =
+        'POST /api/margin/withdrawal HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n';
+      /** Sends `first`, then `trickle` one byte every 200 ms; resolves with the answer and its time. */
+      const slow = (first: string, trickle = '') =>
+        new Promise<{ text: string; ms: number }>((resolve) => {
+          const started = performance.now();
+          const s = connect(t.venue.port, '127.0.0.1');
+          let text = '';
+          let i = 0;
+          const drip = setInterval(() => {
+            if (i < trickle.length && !s.destroyed) s.write(trickle[i++]!);
+          }, 200);
+          const stop = setTimeout(() => s.destroy(), requestTimeoutMs + 4_000);
+          s.on('data', (d) => {
+            text += d.toString('utf8');
+          });
+          s.on('error', () => {});
+          s.on('close', () => {
+            clearInterval(drip);
+            clearTimeout(stop);
+            resolve({ text, ms: performance.now() - started });
+          });
+          if (first !== '') s.write(first);
+        });
+      const socket = await WsClient.connect(t.venue.ws);
+      const answers = await Promise.all([
+        slow(`${head}{"amount":`),
+        slow(head, ' '.repeat(40)),
+        slow('GET /api/time HTTP/1.1\r\n', 'X'.repeat(40)),
+        slow(''),
+      ]);
+      for (const a of answers) {
+        expect(a.text).toMatch(/^HTTP\/1\.1 408 /);
+        const body = JSON.parse(a.text.slice(a.text.indexOf('\r\n\r\n') + 4)) as { error: string };
+        expect(body.error).toMatch(/^request timeout: /);
+        // Closed at the timeout (checked on a sub-second tick), not at a 30 s sweep or never.
+        expect(a.ms).toBeGreaterThan(requestTimeoutMs - 50);
+        expect(a.ms).toBeLessThan(requestTimeoutMs + 1_500);
+      }
+      // An upgraded WebSocket is not an HTTP request: it outlives the request timeout.
+      expect((await socket.request({ type: 'ping' })).type).toBe('pong');
+      await socket.close();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('an over-long header block and bytes that are not HTTP are 400 {error}, not a bare close', async () => {
+    const t = await startTestVenue();
+    try {
+      const long = await raw(
+        t.venue.port,
+        `GET /api/time?x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+      );
+      expect(long).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(long.slice(long.indexOf('\r\n\r\n') + 4)).error).toMatch(/headers exceed/);
+      const garbage = await raw(t.venue.port, '\u0000\u0001 GARBAGE\r\n\r\n');
+      expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4)).error).toMatch(
+        /malformed HTTP/,
+      );
     } finally {
       await t.close();
     }

@@ -34,6 +34,26 @@ export function isBadRequest(error: unknown): boolean {
 }
 
 /**
+ * The answer to a request Node's HTTP parser refused before any route saw it (its `clientError`):
+ * an incomplete request at the request timeout is 408 (an extension to the spec's status list,
+ * like 429: the client may resend), every other framing problem 400 (the spec's list has no 431).
+ */
+export function clientErrorAnswer(
+  code: string | undefined,
+  requestTimeoutMs: number,
+): { status: number; message: string } {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return {
+      status: 408,
+      message: `request timeout: the request (headers and body) did not arrive within ${requestTimeoutMs} ms`,
+    };
+  }
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 400, message: 'bad request: the request line and headers exceed 16 KiB' };
+  return { status: 400, message: `bad request: malformed HTTP (${code ?? 'unknown'})` };
+}
+
+/**
  * HTTP status of a refusal on a signed REST write: bad input, signatures and nonces are 400,
  * the invite gate 403, a missing account 404, rate limits 429 (an extension the spec's status
  * list lacks, as clients expect), server trouble 5xx.
