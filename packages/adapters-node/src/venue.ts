@@ -343,6 +343,14 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     connectionTimeout: Math.max(requestTimeoutMs, config.limits.referralTimeoutMs) + 5_000,
     keepAliveTimeout: 5_000,
     logger: false,
+    // Refusals of the router itself, in the venue's {error} shape (its 414 is not in the spec).
+    frameworkErrors: (error, _req, reply) => {
+      const message =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? 'a path parameter is longer than 100 characters'
+          : error.message;
+      return reply.code(400).send({ error: `bad request: ${message}` });
+    },
     clientErrorHandler: (err, socket) => {
       const response = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
       if (socket.writable && response?.headersSent !== true) {
@@ -379,7 +387,11 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     log(`request failed: ${error.stack ?? error.message}`);
     return reply.code(500).send({ error: 'internal server error; retry with backoff' });
   });
-  app.setNotFoundHandler((_req, reply) => reply.code(404).send({ error: 'not found' }));
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({
+      error: `not found: no route ${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 200)}`,
+    }),
+  );
   registerPublicRoutes(app, ctx);
   registerSignedRoutes(app, ctx, requests);
   registerAdminRoutes(app, ctx);

@@ -126,3 +126,31 @@ describe('HTTP: a request that never completes is answered 408 at the request ti
     }
   });
 });
+
+describe("HTTP: refusals made by the router answer the venue's {error} naming the check", () => {
+  it('bad percent-encoding and an over-long path parameter are 400; an unknown route is 404 naming it', async () => {
+    const t = await startTestVenue();
+    try {
+      const bad = await raw(
+        t.venue.port,
+        'GET /api/user/access-status/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
+      expect(bad).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(bad.slice(bad.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: "bad request: '/api/user/access-status/%E0%A4%A' is not a valid url component",
+      });
+      const long = await fetch(`${t.rest}/user/access-status/0x${'a'.repeat(400)}`);
+      expect(long.status).toBe(400);
+      expect(await long.json()).toEqual({
+        error: 'bad request: a path parameter is longer than 100 characters',
+      });
+      const none = await fetch(`${t.rest}/margin/withdrawal?x=1`, { method: 'PUT' });
+      expect(none.status).toBe(404);
+      expect(await none.json()).toEqual({
+        error: 'not found: no route PUT /api/margin/withdrawal',
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
