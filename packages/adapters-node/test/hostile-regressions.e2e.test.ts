@@ -154,3 +154,45 @@ describe("HTTP: refusals made by the router answer the venue's {error} naming th
     }
   });
 });
+
+describe('history reads: malformed orderId and cloid filters are 400, not an empty page', () => {
+  it('orderId must be a u64 decimal, cloid 0x and 32 hex digits', async () => {
+    const t = await startTestVenue();
+    try {
+      const w = `0x${'1'.repeat(40)}`;
+      for (const path of ['/historic/orders', '/account/trades']) {
+        for (const orderId of ['abc', '-1', '01', '1e3', '18446744073709551616', ' 1']) {
+          const r = await t.api(
+            'GET',
+            `${path}?wallet=${w}&orderId=${encodeURIComponent(orderId)}`,
+          );
+          expect(r, orderId).toMatchObject({
+            status: 400,
+            body: { error: 'orderId must be a u64 decimal string' },
+          });
+        }
+        for (const cloid of [
+          'xyz',
+          `0x${'0'.repeat(31)}`,
+          `0x${'0'.repeat(33)}`,
+          `${'0'.repeat(34)}`,
+        ]) {
+          const r = await t.api('GET', `${path}?wallet=${w}&cloid=${cloid}`);
+          expect(r, cloid).toMatchObject({
+            status: 400,
+            body: { error: 'cloid must be 0x and 32 hex digits' },
+          });
+        }
+        for (const q of [
+          'orderId=0',
+          'orderId=18446744073709551615',
+          `cloid=0x${'A'.repeat(32)}`,
+        ]) {
+          expect((await t.api('GET', `${path}?wallet=${w}&${q}`)).status, q).toBe(200);
+        }
+      }
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -20,6 +20,9 @@ import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
 
 const ADDRESS_ANY_CASE = /^0x[0-9a-fA-F]{40}$/;
+/** A u64 identifier as the wire writes it (protocol.md section 1): decimal, no leading zeros. */
+const U64_RE = /^(0|[1-9]\d{0,19})$/;
+const CLOID_RE = /^0x[0-9a-fA-F]{32}$/;
 
 /** A wallet from a public read: any case accepted, normalised to lowercase. */
 export function walletParam(value: unknown, name = 'wallet'): string {
@@ -60,11 +63,17 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
   const cursor = str('cursor');
   if (cursor !== undefined && cursor !== '' && !isValidCursor(orders ? 'orders' : 'trades', cursor))
     throw new HttpError(400, 'cursor must be a nextCursor returned by this endpoint');
+  const orderId = str('orderId');
+  if (orderId !== undefined && !(U64_RE.test(orderId) && BigInt(orderId) < 2n ** 64n))
+    throw new HttpError(400, 'orderId must be a u64 decimal string');
+  const cloid = str('cloid');
+  if (cloid !== undefined && !CLOID_RE.test(cloid))
+    throw new HttpError(400, 'cloid must be 0x and 32 hex digits');
   return {
     instrument: str('instrument'),
     status: status as HistoryQuery['status'],
-    orderId: str('orderId'),
-    cloid: str('cloid')?.toLowerCase(),
+    orderId,
+    cloid: cloid?.toLowerCase(),
     startTime: intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER),
     endTime: intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER),
     limit: intParam(q.limit, 'limit', 1, 500),
