@@ -219,6 +219,8 @@ export interface SignedRequestOptions<K extends StructKind> {
   readonly authenticated?: string | undefined;
   /** Whether this request was already counted against the wallet's rate (authenticated WS). */
   readonly counted?: boolean;
+  /** Name of the signature object's field in messages (default `signature`). */
+  readonly field?: string;
   /** Body agreement and other checks that need no signature; a rejection is a 4000/400. */
   readonly precheck?: ((payload: PayloadOf<K>) => Rejection | undefined) | undefined;
   /** Builds the command; defaults to {@link commandOf}. */
@@ -294,8 +296,9 @@ export class SignedRequests {
     signature: unknown,
     options: SignedRequestOptions<K>,
   ): Promise<RequestResult<PayloadOf<K>>> {
-    if (signature === null || typeof signature !== 'object') {
-      return refusal(reject('INVALID_REQUEST', 'signature must be an object { sig, payload }'));
+    if (signature === null || typeof signature !== 'object' || Array.isArray(signature)) {
+      const field = options.field ?? 'signature';
+      return refusal(reject('INVALID_REQUEST', `${field} must be an object { sig, payload }`));
     }
     const sigObj = signature as Record<string, unknown>;
     const received = receivePayload(sigObj.payload, {

@@ -196,3 +196,50 @@ describe('history reads: malformed orderId and cloid filters are 400, not an emp
     }
   });
 });
+
+describe('signed requests: a signature that is not a {sig, payload} object is refused naming its field', () => {
+  it('an array signature on REST and WS, and a bad depositSignature', async () => {
+    const t = await startTestVenue();
+    try {
+      const w = t.wallet(0);
+      await t.invite(w);
+      const sig = await w.sign('Withdrawal', { amount: 1_000_000n, market: 0, flags: 0 });
+      const r = await t.api('POST', '/margin/withdrawal', {
+        amount: '1',
+        instrument: null,
+        marginMode: 'Cross',
+        signature: [sig.sig, sig.payload],
+      });
+      expect(r).toMatchObject({
+        status: 400,
+        body: { error: 'INVALID_REQUEST: signature must be an object { sig, payload }' },
+      });
+      const ws = await t.connect(w);
+      const m = await ws.request({ type: 'placeOrder', signature: [sig.sig, sig.payload] });
+      expect(m).toMatchObject({
+        code: 4000,
+        message: 'INVALID_REQUEST: signature must be an object { sig, payload }',
+      });
+      const permit = await w.sign('Permit', {
+        spender: t.net.vault.address,
+        value: 1_000_000n,
+        nonce: 0n,
+        deadline: BigInt(Math.floor(Date.now() / 1000) + 600),
+      });
+      const d = await t.api('POST', '/margin/deposit', {
+        amount: '1',
+        instrument: null,
+        marginMode: 'Cross',
+        permitSignature: permit,
+        depositSignature: 'x',
+      });
+      expect(d).toMatchObject({
+        status: 400,
+        body: { error: 'INVALID_REQUEST: depositSignature must be an object { sig, payload }' },
+      });
+      await ws.close();
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -201,6 +201,7 @@ export function registerSignedRoutes(
     let permitVerification: ReturnType<typeof requests.verify> | undefined;
     const r = await requests.handle(body.depositSignature, {
       allowed: ['Deposit'],
+      field: 'depositSignature',
       precheck: ({ struct: s }) => {
         const mismatch = marginBody(ctx, body, s, 'marginMode');
         if (mismatch !== undefined) return mismatch;
