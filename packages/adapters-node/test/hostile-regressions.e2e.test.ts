@@ -243,3 +243,53 @@ describe('signed requests: a signature that is not a {sig, payload} object is re
     }
   });
 });
+
+describe('admin: instrument settings of the wrong JSON type are 400 naming the field, never 500', () => {
+  it('marginTiers, a tier, funding and liquidation fields and the numeric fields', async () => {
+    const t = await startTestVenue();
+    try {
+      const base = {
+        id: 77,
+        symbol: 'HOST-PERP',
+        tickSize: '0.5',
+        lotSize: '0.0001',
+        quantityDecimals: 4,
+        maxLeverage: 20,
+        openInterestCap: '100',
+      };
+      const before = await t.stateHash();
+      const cases: readonly (readonly [Record<string, unknown>, string])[] = [
+        [{ marginTiers: 'x' }, 'marginTiers must be an array of { notionalFloor, maxLeverage }'],
+        [{ marginTiers: {} }, 'marginTiers must be an array of { notionalFloor, maxLeverage }'],
+        [
+          { marginTiers: [null] },
+          'marginTiers[0] must be an object { notionalFloor, maxLeverage }',
+        ],
+        [
+          { marginTiers: [{ notionalFloor: 1, maxLeverage: 10 }] },
+          'marginTiers[0].notionalFloor must be a string',
+        ],
+        [
+          { marginTiers: [{ notionalFloor: '1', maxLeverage: '10' }] },
+          'marginTiers[0].maxLeverage must be a number',
+        ],
+        [{ funding: 'x' }, 'funding must be an object'],
+        [{ funding: { intervalMs: '3600000' } }, 'funding.intervalMs must be a number'],
+        [{ liquidation: [] }, 'liquidation must be an object'],
+        [{ liquidation: { feeRate: 0.01 } }, 'liquidation.feeRate must be a string'],
+        [{ maxLeverage: '20' }, 'maxLeverage must be a number'],
+        [{ maxLeverage: [20] }, 'maxLeverage must be a number'],
+        [{ defaultLeverage: true }, 'defaultLeverage must be a number'],
+        [{ tickSize: 0.5 }, 'tickSize must be a string'],
+      ];
+      for (const [extra, error] of cases) {
+        const r = await t.admin('POST', '/admin/instruments', { ...base, ...extra });
+        expect(r, JSON.stringify(extra)).toMatchObject({ status: 400, body: { error } });
+      }
+      expect(await t.stateHash()).toEqual(before);
+      expect((await t.admin('POST', '/admin/instruments', base)).status).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+});
