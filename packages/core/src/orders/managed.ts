@@ -48,10 +48,13 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
   if (parent.cloid === null || parent.managed) return;
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
-    if (!child.managed || child.parentCloid !== parent.cloid) continue;
+    // A child that already triggered is a working order (it may rest on the book): its size was
+    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`).
+    if (!child.managed || child.parentCloid !== parent.cloid || child.ordStatus !== 'Untriggered')
+      continue;
     const w = ctx.writableOrder(child.orderId);
     w.quantity = parent.cumQty;
-    if (!w.armed && w.ordStatus === 'Untriggered') {
+    if (!w.armed) {
       w.armed = true;
       addTrigger(ctx.writableMarket(w.market), w);
     }

@@ -1,0 +1,54 @@
+/**
+ * Minimal reproductions of what the robustness property (robustness.prop.test.ts) found: command
+ * sequences a user or the operator can send that made the reducer throw or broke an invariant.
+ * The test venue checks every invariant after every command.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Order } from '../src/index.js';
+import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+
+const BTC = 'BTC-PERP';
+
+function venue(): { v: TestVenue; a: string; b: string; c: string } {
+  const v = new TestVenue();
+  v.list({ ...BTC_SETTINGS, openInterestCap: '1000000' });
+  const [a, b, c] = [wallet(1), wallet(2), wallet(3)];
+  for (const w of [a, b, c]) {
+    v.open(w);
+    v.fund(w, '1000000');
+  }
+  v.oracle({ [BTC]: '50000' });
+  return { v, a, b, c };
+}
+
+describe('robustness reproductions', () => {
+  it('a managed child that triggered and rests keeps its size when its entry order fills more', () => {
+    // Before: the entry's later fill resized the resting child without its book level, so the
+    // level's total (and the depth it publishes) went wrong, then negative as the child filled.
+    const { v, a, b } = venue();
+    v.expectOk(v.place(a, BTC, { side: 'Buy', qty: '1', price: '49000', cloid: cloid(7) }));
+    v.expectOk(
+      v.place(a, BTC, {
+        side: 'Sell',
+        qty: '1',
+        type: 'StopLoss',
+        trigger: '48000',
+        price: '49500',
+        managed: true,
+        parentCloid: cloid(7),
+      }),
+    );
+    v.expectOk(v.place(b, BTC, { side: 'Sell', qty: '0.2', price: '49000', tif: 'IOC' }));
+    // The mark falls through the trigger: the child becomes a sell limit at 49,500 and rests.
+    v.oracle({ [BTC]: '47000' });
+    const child = (): Order => v.state.orders.get(2)!;
+    expect(child().ordStatus).toBe('New');
+    expect(child().slot).toBeGreaterThanOrEqual(0);
+    expect(child().quantity).toBe(2000n);
+    // The entry fills 0.3 more; the resting child stays at 0.2 and its level with it.
+    v.expectOk(v.place(b, BTC, { side: 'Sell', qty: '0.3', price: '49000', tif: 'IOC' }));
+    expect(child().quantity).toBe(2000n);
+    const level = v.state.markets.get(1)!.asks.find((l) => l.price === px('49500'))!;
+    expect(level.quantity).toBe(2000n);
+  });
+});
