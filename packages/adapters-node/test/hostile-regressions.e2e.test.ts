@@ -293,3 +293,44 @@ describe('admin: instrument settings of the wrong JSON type are 400 naming the f
     }
   });
 });
+
+describe('an instrument given as a JSON object with its own toString is a 4000/400, not a 5000/500', () => {
+  it('placeOrder on the socket and funding/settle on the admin surface', async () => {
+    const t = await startTestVenue();
+    try {
+      const w = t.wallet(0);
+      await t.invite(w);
+      const ws = await t.connect(w);
+      const order = await w.sign('Order', {
+        market: 1,
+        isBuy: true,
+        orderType: 0,
+        timeInForce: 0,
+        price: 60_000n * 10n ** 18n,
+        triggerPrice: 0n,
+        quantity: 100n,
+        flags: 0,
+        expiry: 0n,
+        nonce: BigInt(Date.now()),
+        deadline: BigInt(Math.floor(Date.now() / 1000) + 600),
+      });
+      ws.ws.send(
+        `{"type":"placeOrder","id":"x","instrument":{"toString":1},"signature":${JSON.stringify(order)}}`,
+      );
+      const m = await ws.waitFor((r) => r.id === 'x');
+      expect(m).toMatchObject({
+        type: 'error',
+        code: 4000,
+        message: 'INVALID_REQUEST: instrument {"toString":1} does not name the signed market 1',
+      });
+      const r = await t.admin('POST', '/admin/funding/settle', '{"instrument":{"toString":1}}');
+      expect(r).toMatchObject({
+        status: 404,
+        body: { error: 'unknown instrument {"toString":1}' },
+      });
+      await ws.close();
+    } finally {
+      await t.close();
+    }
+  });
+});

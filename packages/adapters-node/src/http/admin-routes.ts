@@ -24,6 +24,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
 import { createRandomInviteCode } from './invite-codes.js';
+import { showValue } from './json.js';
 import { walletParam, wireInstrument } from './public-routes.js';
 
 function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
@@ -152,7 +153,7 @@ export function wireCode(c: ReferralCode): Record<string, unknown> {
 
 function marketId(ctx: VenueContext, symbol: unknown): number {
   const id = typeof symbol === 'string' ? ctx.host.state.symbols.get(symbol) : undefined;
-  if (id === undefined) throw new HttpError(404, `unknown instrument ${String(symbol)}`);
+  if (id === undefined) throw new HttpError(404, `unknown instrument ${showValue(symbol)}`);
   return id;
 }
 

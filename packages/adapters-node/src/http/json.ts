@@ -53,3 +53,13 @@ export function parseJson(text: string, maxDepth: number): JsonResult {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * A client-sent value for an error message: a string as it is, anything else as its JSON, at
+ * most 64 characters. Never throws: `String()` of a parsed object with its own non-function
+ * `toString` key (`{"toString":1}`) does.
+ */
+export function showValue(value: unknown): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined');
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}

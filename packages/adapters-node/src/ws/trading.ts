@@ -26,7 +26,7 @@ import {
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type CommittedBatch, HostStoppedError } from '../engine/host.js';
-import { isRecord, parseJson } from '../http/json.js';
+import { isRecord, parseJson, showValue } from '../http/json.js';
 import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
@@ -235,7 +235,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       if (id === undefined || id !== struct.market) {
         return reject(
           'INVALID_REQUEST',
-          `instrument ${String(msg.instrument)} does not name the signed market ${struct.market}`,
+          `instrument ${showValue(msg.instrument)} does not name the signed market ${struct.market}`,
         );
       }
       return undefined;
