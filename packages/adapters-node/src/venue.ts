@@ -38,7 +38,7 @@ import {
   verifySignedPayload,
   WALLET_LIMITS,
 } from '@perp/core';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { ChainDesk } from './chain/desk.js';
 import { DEFAULT_CONFIG, type VenueConfig } from './config.js';
 import { type Clock, SystemClock } from './engine/clock.js';
@@ -349,7 +349,8 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
         error.code === 'FST_ERR_MAX_PARAM_LENGTH'
           ? 'a path parameter is longer than 100 characters'
           : error.message;
-      return reply.code(400).send({ error: `bad request: ${message}` });
+      // The hook's reply type is generic over route schemas this venue does not declare.
+      return (reply as FastifyReply).code(400).send({ error: `bad request: ${message}` });
     },
     clientErrorHandler: (err, socket) => {
       const response = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
