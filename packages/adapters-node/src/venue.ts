@@ -410,16 +410,32 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     ['/marketdata', marketData.handleUpgrade],
   ]);
   const extraClosers: (() => Promise<void>)[] = [];
+  /** Answers 404 `{error}` on a socket that left HTTP, and closes it. */
+  const notFound = (socket: import('node:stream').Duplex, error: string): void => {
+    const body = JSON.stringify({ error });
+    socket.end(
+      `HTTP/1.1 404 Not Found\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    // A client that never closes its side does not keep the socket.
+    setTimeout(() => socket.destroy(), 1_000).unref();
+  };
   app.server.on('upgrade', (req, socket, head) => {
     socket.on('error', () => {});
     const path = (req.url ?? '').split('?')[0] ?? '';
     const handler = upgrades.get(path);
     if (handler === undefined) {
-      socket.write('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-      socket.destroy();
+      notFound(
+        socket,
+        `not found: no WebSocket at ${path.slice(0, 200)} (the venue serves /ws and /marketdata)`,
+      );
       return;
     }
     handler(req, socket, head);
+  });
+  // Without a listener Node closes a CONNECT request's socket without a word.
+  app.server.on('connect', (req, socket) => {
+    socket.on('error', () => {});
+    notFound(socket, `not found: no route CONNECT ${(req.url ?? '').slice(0, 200)}`);
   });
 
   try {

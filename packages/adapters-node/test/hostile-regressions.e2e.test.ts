@@ -334,3 +334,28 @@ describe('an instrument given as a JSON object with its own toString is a 4000/4
     }
   });
 });
+
+describe('requests that leave HTTP (CONNECT, an upgrade to an unknown path) get a 404 {error}', () => {
+  it('answers instead of a bare close or an empty 404', async () => {
+    const t = await startTestVenue();
+    try {
+      const body = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+      const connectAnswer = await raw(
+        t.venue.port,
+        'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: x\r\n\r\n',
+      );
+      expect(connectAnswer).toMatch(/^HTTP\/1\.1 404 /);
+      expect(body(connectAnswer)).toEqual({ error: 'not found: no route CONNECT 127.0.0.1:1' });
+      const upgrade = await raw(
+        t.venue.port,
+        'GET /api/time HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+      );
+      expect(upgrade).toMatch(/^HTTP\/1\.1 404 /);
+      expect(body(upgrade)).toEqual({
+        error: 'not found: no WebSocket at /api/time (the venue serves /ws and /marketdata)',
+      });
+    } finally {
+      await t.close();
+    }
+  });
+});
