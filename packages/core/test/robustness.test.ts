@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Order } from '../src/index.js';
-import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+import { BTC_SETTINGS, cloid, ETH_SETTINGS, px, TestVenue, wallet } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
 
@@ -50,5 +50,34 @@ describe('robustness reproductions', () => {
     expect(child().quantity).toBe(2000n);
     const level = v.state.markets.get(1)!.asks.find((l) => l.price === px('49500'))!;
     expect(level.quantity).toBe(2000n);
+  });
+
+  it('the mark stays positive when a stale basis outweighs the index of a market that never traded', () => {
+    // Before: a user's quotes far below the index taught the basis EMA about -3,000; once they
+    // were cancelled and the index fell to half, the mark (the mean of the index and the EMA
+    // term, with no book and no trade) was -99.99, or 0 at 1,499.9925. A forced liquidation
+    // at that mark then threw 'division by zero' in the ADL queue when its auction ended.
+    const v = new TestVenue();
+    v.list({ ...ETH_SETTINGS, openInterestCap: '1000000' });
+    const ETH = 'ETH-PERP';
+    const [a, b] = [wallet(1), wallet(2)];
+    for (const w of [a, b]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.expectOk(v.place(a, ETH, { side: 'Buy', qty: '600', price: '0.01' }));
+    v.expectOk(v.place(a, ETH, { side: 'Sell', qty: '300', price: '0.02' }));
+    v.oracle({ [ETH]: '3000' });
+    expect(v.state.markets.get(2)!.prices.mark).toBe(px('0.015'));
+    v.expectOk(v.run({ type: 'cancelAll', account: a, market: 0 }));
+    v.oracle({ [ETH]: '1400' });
+    expect(v.state.markets.get(2)!.prices.mark).toBe(px('1400'));
+    v.oracle({ [ETH]: '1499.9925' });
+    expect(v.state.markets.get(2)!.prices.mark).toBe(px('1499.9925'));
+    v.expectOk(v.place(a, ETH, { side: 'Sell', qty: '1', price: '1500' }));
+    v.expectOk(v.place(b, ETH, { side: 'Buy', qty: '1', price: '1500' }));
+    v.expectOk(v.run({ type: 'liquidate', account: b, mode: 'Cross', market: 0, force: true }));
+    v.advance(40_000);
+    expect(v.state.accounts.get(b)!.positions).toEqual([]);
   });
 });

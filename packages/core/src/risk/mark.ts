@@ -76,7 +76,12 @@ export function updatePrices(market: Market, index: bigint, time: number): Price
     }
     emaTime = time;
   }
-  const emaPrice = den === 0n ? null : index + num / den;
+  // The EMA term is a price only while it is positive: a basis learned from a book far below
+  // the index, applied after that book emptied and the index fell, can take it to zero or
+  // below, and the mean of it and the index (no book, no trade) with it. Such a term does not
+  // exist, so the mark stays positive: every margin and ADL formula values positions at it.
+  const ema = den === 0n ? null : index + num / den;
+  const emaPrice = ema !== null && ema > 0n ? ema : null;
   const bookPrice = medianOf([bid, ask, market.lastTrade]);
   const mark = medianOf([index, emaPrice, bookPrice]) as bigint;
   return {
