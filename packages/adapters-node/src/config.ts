@@ -6,7 +6,8 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import type { InstrumentSettings } from '@perp/core';
+import { buildInstrument, type InstrumentSettings } from '@perp/core';
+import { instrumentSettingsOf } from './instrument-settings.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
 export type NetworkName = 'testnet' | 'mainnet';
@@ -186,6 +187,11 @@ export function validateConfig(c: VenueConfig): void {
     throw new Error('vault.name and token.name are strings');
   if (!Array.isArray(c.instruments) || c.instruments.length === 0)
     throw new Error('instruments must be a non-empty array');
+  c.instruments.forEach((settings: unknown, i) => {
+    instrumentSettingsOf(settings, `instruments[${i}].`);
+    const built = buildInstrument(settings as InstrumentSettings);
+    if (!built.ok) throw new Error(`instruments[${i}]: ${built.error}`);
+  });
   if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none')
     throw new Error('priceFeed.mode must be simulated or none');
   if (

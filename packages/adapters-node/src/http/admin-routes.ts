@@ -21,6 +21,7 @@ import {
   stateHash,
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { instrumentSettingsOf, SettingsTypeError } from '../instrument-settings.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
 import { createRandomInviteCode } from './invite-codes.js';
@@ -43,84 +44,14 @@ function body(req: FastifyRequest): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
-type JsonType = 'number' | 'string';
-const INSTRUMENT_FIELDS: Readonly<Record<string, JsonType>> = {
-  id: 'number',
-  symbol: 'string',
-  tickSize: 'string',
-  lotSize: 'string',
-  quantityDecimals: 'number',
-  maxLeverage: 'number',
-  defaultLeverage: 'number',
-  maintenanceMarginRate: 'string',
-  openInterestCap: 'string',
-  minNotional: 'string',
-  makerFeeRate: 'string',
-  takerFeeRate: 'string',
-};
-const TIER_FIELDS: Readonly<Record<string, JsonType>> = {
-  notionalFloor: 'string',
-  maxLeverage: 'number',
-};
-const FUNDING_FIELDS: Readonly<Record<string, JsonType>> = {
-  intervalMs: 'number',
-  interestRate8h: 'string',
-  premiumClamp: 'string',
-  capPerHour: 'string',
-  impactNotional: 'string',
-};
-const LIQUIDATION_FIELDS: Readonly<Record<string, JsonType>> = {
-  partialThreshold: 'string',
-  auctionDurationMs: 'number',
-  feeRate: 'string',
-};
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Refuses a present (non-null) field of `obj` whose JSON type is not the one listed. */
-function checkTypes(
-  obj: Record<string, unknown>,
-  fields: Readonly<Record<string, JsonType>>,
-  prefix: string,
-): void {
-  for (const [name, type] of Object.entries(fields)) {
-    const v = obj[name];
-    if (v !== undefined && v !== null && typeof v !== type)
-      throw new HttpError(400, `${prefix}${name} must be a ${type}`);
-  }
-}
-
-/**
- * A request body as instrument settings: the JSON type of every field is checked here, so
- * `buildInstrument` (which checks values, trusting its types) never sees a string where it
- * iterates an array or does arithmetic on a number.
- */
+/** A request body as instrument settings, every field's JSON type checked (400 naming it). */
 function instrumentSettings(b: Record<string, unknown>): InstrumentSettings {
-  checkTypes(b, INSTRUMENT_FIELDS, '');
-  const tiers = b.marginTiers;
-  if (tiers !== undefined && tiers !== null) {
-    if (!Array.isArray(tiers))
-      throw new HttpError(400, 'marginTiers must be an array of { notionalFloor, maxLeverage }');
-    tiers.forEach((tier: unknown, i) => {
-      if (!isObject(tier))
-        throw new HttpError(
-          400,
-          `marginTiers[${i}] must be an object { notionalFloor, maxLeverage }`,
-        );
-      checkTypes(tier, TIER_FIELDS, `marginTiers[${i}].`);
-    });
+  try {
+    return instrumentSettingsOf(b);
+  } catch (e) {
+    if (e instanceof SettingsTypeError) throw new HttpError(400, e.message);
+    throw e;
   }
-  for (const [name, fields] of [
-    ['funding', FUNDING_FIELDS],
-    ['liquidation', LIQUIDATION_FIELDS],
-  ] as const) {
-    const v = b[name];
-    if (v === undefined || v === null) continue;
-    if (!isObject(v)) throw new HttpError(400, `${name} must be an object`);
-    checkTypes(v, fields, `${name}.`);
-  }
-  return b as unknown as InstrumentSettings;
 }
 
 /** The outcome of an accepted admin command, or its refusal as the spec's HTTP status. */

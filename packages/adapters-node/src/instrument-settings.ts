@@ -1,0 +1,99 @@
+/**
+ * Instrument settings from JSON (the admin route's body, a `--config` file): the JSON type of
+ * every field is checked here, so `buildInstrument` (which checks values, trusting its types)
+ * never sees a string where it iterates an array or does arithmetic on a number.
+ *
+ * @module
+ */
+import type { InstrumentSettings } from '@perp/core';
+
+/** A settings field of the wrong JSON type; the message names it. */
+export class SettingsTypeError extends Error {
+  override readonly name = 'SettingsTypeError';
+}
+
+type JsonType = 'number' | 'string';
+const INSTRUMENT_FIELDS: Readonly<Record<string, JsonType>> = {
+  id: 'number',
+  symbol: 'string',
+  tickSize: 'string',
+  lotSize: 'string',
+  quantityDecimals: 'number',
+  maxLeverage: 'number',
+  defaultLeverage: 'number',
+  maintenanceMarginRate: 'string',
+  openInterestCap: 'string',
+  minNotional: 'string',
+  makerFeeRate: 'string',
+  takerFeeRate: 'string',
+};
+const TIER_FIELDS: Readonly<Record<string, JsonType>> = {
+  notionalFloor: 'string',
+  maxLeverage: 'number',
+};
+const FUNDING_FIELDS: Readonly<Record<string, JsonType>> = {
+  intervalMs: 'number',
+  interestRate8h: 'string',
+  premiumClamp: 'string',
+  capPerHour: 'string',
+  impactNotional: 'string',
+};
+const LIQUIDATION_FIELDS: Readonly<Record<string, JsonType>> = {
+  partialThreshold: 'string',
+  auctionDurationMs: 'number',
+  feeRate: 'string',
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Refuses a present (non-null) field of `obj` whose JSON type is not the one listed. */
+function checkTypes(
+  obj: Record<string, unknown>,
+  fields: Readonly<Record<string, JsonType>>,
+  prefix: string,
+): void {
+  for (const [name, type] of Object.entries(fields)) {
+    const v = obj[name];
+    if (v !== undefined && v !== null && typeof v !== type)
+      throw new SettingsTypeError(`${prefix}${name} must be a ${type}`);
+  }
+}
+
+/**
+ * Instrument settings from a JSON value, every field's JSON type checked; `prefix` names where
+ * they came from in messages (`instruments[2].`). Throws {@link SettingsTypeError}.
+ */
+export function instrumentSettingsOf(value: unknown, prefix = ''): InstrumentSettings {
+  if (!isObject(value)) {
+    throw new SettingsTypeError(
+      `${prefix.replace(/\.$/, '') || 'instrument settings'} must be an object`,
+    );
+  }
+  const b = value;
+  checkTypes(b, INSTRUMENT_FIELDS, prefix);
+  const tiers = b.marginTiers;
+  if (tiers !== undefined && tiers !== null) {
+    if (!Array.isArray(tiers))
+      throw new SettingsTypeError(
+        `${prefix}marginTiers must be an array of { notionalFloor, maxLeverage }`,
+      );
+    tiers.forEach((tier: unknown, i) => {
+      if (!isObject(tier))
+        throw new SettingsTypeError(
+          `${prefix}marginTiers[${i}] must be an object { notionalFloor, maxLeverage }`,
+        );
+      checkTypes(tier, TIER_FIELDS, `${prefix}marginTiers[${i}].`);
+    });
+  }
+  for (const [name, fields] of [
+    ['funding', FUNDING_FIELDS],
+    ['liquidation', LIQUIDATION_FIELDS],
+  ] as const) {
+    const v = b[name];
+    if (v === undefined || v === null) continue;
+    if (!isObject(v)) throw new SettingsTypeError(`${prefix}${name} must be an object`);
+    checkTypes(v, fields, `${prefix}${name}.`);
+  }
+  return b as unknown as InstrumentSettings;
+}
