@@ -651,6 +651,45 @@ describe('rate limits and time-dependent limits', () => {
     }
   });
 
+  it('signed REST writes count against their address budget first: forged floods get 429', async () => {
+    const t = await startTestVenue();
+    try {
+      const mallory = t.wallet(4);
+      const forged = async () => {
+        const sig = await mallory.sign('UpdateLeverage', {
+          market: 1,
+          leverage: 1000,
+          flags: 0,
+          nonce: freshNonce(),
+          deadline: Wallet.deadline(),
+        });
+        // A valid signature by mallory over another payload: it recovers someone else.
+        return { ...sig, payload: `${sig.payload.slice(0, -2)}00` };
+      };
+      const bodies = await Promise.all(Array.from({ length: 130 }, forged));
+      const before = await t.stateHash();
+      const answers = await Promise.all(
+        bodies.map((signature) =>
+          t.api('POST', '/update_leverage', {
+            leverage: 1000,
+            instrument: 'BTC-PERP',
+            marginMode: 'Cross',
+            signature,
+          }),
+        ),
+      );
+      const statuses = answers.map((r) => r.status);
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(30);
+      expect(statuses.every((s) => s === 429 || s === 400)).toBe(true);
+      const limited = answers.find((r) => r.status === 429)!;
+      expect(String(limited.body.error)).toMatch(/^too many requests from this address/);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await t.stateHash()).toEqual(before);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('4035 when the sustained signed budget is spent; cancels keep their headroom', async () => {
     const t = await startTestVenue({
       config: {

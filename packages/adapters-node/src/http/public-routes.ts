@@ -18,6 +18,7 @@ import { chainIdOf, tokenVersionOf } from '../config.js';
 import { type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
+import { chargeAddress } from './ip-limit.js';
 
 const ADDRESS_ANY_CASE = /^0x[0-9a-fA-F]{40}$/;
 /** A u64 identifier as the wire writes it (protocol.md section 1): decimal, no leading zeros. */
@@ -124,16 +125,8 @@ export function wireInstrument(m: Market): Record<string, unknown> {
 
 /** Registers the public reads under the `/api` prefix of `app`. */
 export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
-  const limited = (req: FastifyRequest, reply: FastifyReply): void => {
-    const d = ctx.ipLimiter.admit(req.ip, ctx.host.now(), 'unsigned');
-    if (!d.ok) {
-      reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
-      throw new HttpError(
-        429,
-        `too many requests from this address; retry in ${d.retryAfterMs} ms`,
-      );
-    }
-  };
+  const limited = (req: FastifyRequest, reply: FastifyReply): void =>
+    chargeAddress(ctx, req, reply);
 
   // Every public read counts toward the per-IP budget (protocol.md section 5), these two included.
   app.get('/api/time', async (req, reply) => {

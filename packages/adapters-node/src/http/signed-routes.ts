@@ -3,6 +3,10 @@
  * application (canonical-JSON personal_sign with headers), deposits (ERC-2612 permit plus vault
  * authorisation), withdrawals, margin transfers and leverage updates (EIP-712).
  *
+ * Every write first counts against its client address's budget (the one public reads use), so
+ * one address cannot queue unbounded signature recoveries with forged requests, which are only
+ * attributed to a wallet once they verify.
+ *
  * Answers: an accepted command is 200 `{command_id, status: "Submitted"}`; a business refusal
  * after admission is 200 `{command_id, status: "Rejected", code, message}`; bad input or a bad
  * signature or nonce is 400 `{error}`; no app access 403 `USER_NOT_INVITED: ...`.
@@ -31,6 +35,7 @@ import type { CommandResult } from '../engine/host.js';
 import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, isBadRequest, statusOf } from './errors.js';
+import { chargeAddress } from './ip-limit.js';
 import { isRecord } from './json.js';
 
 /** What a signed REST write answers. */
@@ -127,6 +132,7 @@ export function registerSignedRoutes(
   requests: SignedRequests,
 ): void {
   app.post('/api/margin/withdrawal', async (req, reply) => {
+    chargeAddress(ctx, req, reply);
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['Withdrawal'],
@@ -145,6 +151,7 @@ export function registerSignedRoutes(
   });
 
   app.post('/api/margin/transfer', async (req, reply) => {
+    chargeAddress(ctx, req, reply);
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['MarginTransfer'],
@@ -154,6 +161,7 @@ export function registerSignedRoutes(
   });
 
   app.post('/api/update_leverage', async (req, reply) => {
+    chargeAddress(ctx, req, reply);
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['UpdateLeverage'],
@@ -182,6 +190,7 @@ export function registerSignedRoutes(
   });
 
   app.post('/api/margin/deposit', async (req, reply) => {
+    chargeAddress(ctx, req, reply);
     const body = bodyOf(req);
     const permitObj = body.permitSignature;
     const permitReceived = isRecord(permitObj)
@@ -277,6 +286,7 @@ export function registerSignedRoutes(
     throw error;
   };
   app.post('/api/referral/apply', { errorHandler: referralErrors }, async (req, reply) => {
+    chargeAddress(ctx, req, reply);
     const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
     const parsed = parseFlatJsonObject(raw);
     if (!parsed.ok) throw new HttpError(400, malformed);

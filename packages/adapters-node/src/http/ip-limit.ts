@@ -1,0 +1,18 @@
+/**
+ * The per-address budget of requests not yet attributed to a wallet (protocol.md section 5: 100
+ * public reads per second per IP), answered 429 with `Retry-After` above it.
+ *
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { VenueContext } from '../venue-context.js';
+import { HttpError } from './errors.js';
+
+/** Counts a request against its client address's budget; throws 429 when it is spent. */
+export function chargeAddress(ctx: VenueContext, req: FastifyRequest, reply: FastifyReply): void {
+  const d = ctx.ipLimiter.admit(req.ip, ctx.host.now(), 'unsigned');
+  if (!d.ok) {
+    reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
+    throw new HttpError(429, `too many requests from this address; retry in ${d.retryAfterMs} ms`);
+  }
+}
