@@ -24,6 +24,7 @@ import {
   type Command,
   createEngineState,
   type EngineEvent,
+  type EngineState,
   type InstrumentSettings,
   type MarginMode,
   type Market,
@@ -47,8 +48,10 @@ import {
 import { checkReduceOnlyInvariant } from './reduce-only-invariant.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 60);
+/** Longest command sequence of a run (FC_MAX_STEPS). */
+const maxSteps = Number(process.env.FC_MAX_STEPS ?? 150);
 /** Long runs (FC_NUM_RUNS in the thousands) take minutes. */
-const timeout = Math.max(60_000, runs * 200);
+const timeout = Math.max(60_000, (runs * maxSteps * 4) / 3);
 /** With LOG_STATS set, counts of outcomes and events are printed after the run. */
 const stats = process.env.LOG_STATS ? new Map<string, number>() : undefined;
 const count = (key: string): void => {
@@ -570,7 +573,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       k: fc.constant('oracle' as const),
       entries: fc.uniqueArray(
         fc.record({
-          m: fc.constantFrom(1, 1, 1, 2, 3),
+          m: fc.constantFrom(1, 1, 1, 2, 3, 4),
           price: fc.oneof(
             {
               weight: 6,
@@ -598,7 +601,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       k: fc.constant('take' as const),
       w: fc.nat(FUNDED - 1),
-      m: fc.constantFrom(1, 1, 1, 2, 3),
+      m: fc.constantFrom(1, 1, 1, 2, 3, 4),
       buy: fc.boolean(),
       lots: fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 3000 })),
       iso: fc.boolean(),
@@ -627,7 +630,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       k: fc.constant('bracket' as const),
       w: fc.nat(FUNDED - 1),
-      m: fc.constantFrom(1, 1, 2, 3),
+      m: fc.constantFrom(1, 1, 2, 3, 4),
       buy: fc.boolean(),
       off: fc.integer({ min: -3, max: 10 }),
       lots: fc.oneof(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 500 })),
@@ -662,7 +665,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     weight: 5,
     arbitrary: fc.record({
       k: fc.constant('quote' as const),
-      m: fc.constantFrom(1, 1, 2, 3),
+      m: fc.constantFrom(1, 1, 2, 3, 4),
       spread: fc.integer({ min: 1, max: 30 }),
       lots: fc.integer({ min: 1, max: 4000 }),
       iso: fc.boolean(),
@@ -763,6 +766,37 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 
 // ---------------------------------------------------------------------------------------------
 // The interpreter.
+
+/**
+ * What later commands divide by or rely on, beyond `checkInvariants`: positive marks, positions
+ * with an entry (the realized PnL divides by the entry quantity), claim reservations equal to
+ * the live claims, an insurance fund never below zero.
+ */
+function checkExtra(state: EngineState): void {
+  state.markets.forEach((m, id) => {
+    if (m.prices.mark !== null && m.prices.mark <= 0n) {
+      throw new Error(`market ${id}: mark ${m.prices.mark} is not positive`);
+    }
+  });
+  const reserved = new Map<string, bigint>();
+  state.auctions.forEach((a) => {
+    for (const c of a.claims)
+      reserved.set(c.claimant, (reserved.get(c.claimant) ?? 0n) + c.reserve);
+  });
+  state.accounts.forEach((a) => {
+    for (const p of a.positions) {
+      if (p.entryQty <= 0n || p.entryNotional <= 0n) {
+        throw new Error(`${a.address} ${p.market}/${p.mode}: position without an entry`);
+      }
+    }
+    if (a.claimReserve !== (reserved.get(a.address) ?? 0n)) {
+      throw new Error(`${a.address}: claim reserve ${a.claimReserve} != live claims`);
+    }
+  });
+  // The fee pool may go below zero: a bust refunds a fee the operator may already have paid out.
+  if (state.insuranceFund < 0n)
+    throw new Error(`insurance fund below zero: ${state.insuranceFund}`);
+}
 
 class Driver {
   readonly v: TestVenue;
@@ -904,12 +938,7 @@ class Driver {
     if (o?.ok && o.kind === 'command')
       this.commandIds.push({ deposit: input.type === 'deposit', id: o.commandId });
     checkReduceOnlyInvariant(this.v.state);
-    // Every price the engine values positions at is positive (it divides by the mark).
-    this.v.state.markets.forEach((m, id) => {
-      if (m.prices.mark !== null && m.prices.mark <= 0n) {
-        throw new Error(`market ${id}: mark ${m.prices.mark} is not positive`);
-      }
-    });
+    checkExtra(this.v.state);
     return events;
   }
 
@@ -1553,7 +1582,7 @@ describe('robustness: the reducer never throws on user or operator input', () =>
           venueSettingsArb,
           settingsArb(3),
           fc.constantFrom(1_000, 50_000, 1_000_000),
-          fc.array(stepArb, { minLength: 20, maxLength: 150, size: 'max' }),
+          fc.array(stepArb, { minLength: 20, maxLength: maxSteps, size: 'max' }),
           (settings, dust, funds, steps) => {
             const d = setup(settings, dust, funds);
             for (const s of steps) {
