@@ -52,6 +52,32 @@ describe('robustness reproductions', () => {
     expect(level.quantity).toBe(2000n);
   });
 
+  it("a newer order that reuses an ended entry's cloid does not adopt its managed children", () => {
+    const { v, a, b } = venue();
+    v.expectOk(v.place(a, BTC, { side: 'Buy', qty: '1', price: '49000', cloid: cloid(9) }));
+    v.expectOk(
+      v.place(a, BTC, {
+        side: 'Sell',
+        qty: '1',
+        type: 'StopLoss',
+        trigger: '40000',
+        managed: true,
+        parentCloid: cloid(9),
+      }),
+    );
+    v.expectOk(v.place(b, BTC, { side: 'Sell', qty: '0.3', price: '49000', tif: 'IOC' }));
+    expect(v.state.orders.get(2)).toMatchObject({ armed: true, quantity: 3000n });
+    // The entry ends with 0.3 filled; its child keeps protecting those 0.3.
+    v.expectOk(v.cancel(a, BTC, { cloid: cloid(9) }));
+    // A day later the cloid is free again and a new entry order takes it and fills 0.5.
+    v.advance(86_400_001);
+    v.oracle({ [BTC]: '50000' });
+    v.expectOk(v.place(a, BTC, { side: 'Buy', qty: '1', price: '49000', cloid: cloid(9) }));
+    v.expectOk(v.place(b, BTC, { side: 'Sell', qty: '0.5', price: '49000', tif: 'IOC' }));
+    // Before: the old child was resized to the new order's 0.5.
+    expect(v.state.orders.get(2)).toMatchObject({ armed: true, quantity: 3000n });
+  });
+
   it('the mark stays positive when a stale basis outweighs the index of a market that never traded', () => {
     // Before: a user's quotes far below the index taught the basis EMA about -3,000; once they
     // were cancelled and the index fell to half, the mark (the mean of the index and the EMA

@@ -34,7 +34,8 @@ export function followParentCloid(ctx: Ctx, parent: Order, oldCloid: string): vo
   if (parent.managed || parent.cloid === null) return;
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
-    if (!child.managed || child.parentCloid !== oldCloid) continue;
+    if (!child.managed || child.parentCloid !== oldCloid || child.orderId < parent.orderId)
+      continue;
     // parentCloid is fixed for an order's life except here, where its parent's name changes.
     (ctx.writableOrder(child.orderId) as { parentCloid: string | null }).parentCloid = parent.cloid;
   }
@@ -49,8 +50,15 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
     // A child that already triggered is a working order (it may rest on the book): its size was
-    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`).
-    if (!child.managed || child.parentCloid !== parent.cloid || child.ordStatus !== 'Untriggered')
+    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`). A child is
+    // always placed after its entry order (its parentCloid had to name a working one), so an
+    // order older than the child that ended and left the cloid free is never its parent.
+    if (
+      !child.managed ||
+      child.parentCloid !== parent.cloid ||
+      child.ordStatus !== 'Untriggered' ||
+      child.orderId < parent.orderId
+    )
       continue;
     const w = ctx.writableOrder(child.orderId);
     w.quantity = parent.cumQty;
