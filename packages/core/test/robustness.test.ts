@@ -4,7 +4,7 @@
  * The test venue checks every invariant after every command.
  */
 import { describe, expect, it } from 'vitest';
-import type { Order } from '../src/index.js';
+import { buildInstrument, type Order } from '../src/index.js';
 import { BTC_SETTINGS, cloid, ETH_SETTINGS, px, TestVenue, wallet } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
@@ -76,6 +76,18 @@ describe('robustness reproductions', () => {
     v.expectOk(v.place(b, BTC, { side: 'Sell', qty: '0.5', price: '49000', tif: 'IOC' }));
     // Before: the old child was resized to the new order's 0.5.
     expect(v.state.orders.get(2)).toMatchObject({ armed: true, quantity: 3000n });
+  });
+
+  it('refuses a funding interval under a minute (missed intervals are settled one by one)', () => {
+    const built = (intervalMs: number) =>
+      buildInstrument({ ...BTC_SETTINGS, funding: { intervalMs } });
+    expect(built(1)).toEqual({
+      ok: false,
+      error: 'funding.intervalMs must be at least one minute and divide a day',
+    });
+    expect(built(59_999).ok).toBe(false);
+    expect(built(60_000).ok).toBe(true);
+    expect(built(7_000_000).ok).toBe(false); // does not divide a day
   });
 
   it('the mark stays positive when a stale basis outweighs the index of a market that never traded', () => {

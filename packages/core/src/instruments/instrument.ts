@@ -27,6 +27,9 @@ export interface MarginTier {
   readonly deduction: bigint;
 }
 
+/** Shortest funding interval an instrument may have, ms. */
+export const MIN_FUNDING_INTERVAL_MS = 60_000;
+
 /** Funding settings (engine-rules section 6). */
 export interface FundingSettings {
   readonly intervalMs: number;
@@ -224,8 +227,14 @@ function build(s: InstrumentSettings): Instrument {
   }
   const f = s.funding ?? {};
   const intervalMs = f.intervalMs ?? 3_600_000;
-  if (!Number.isInteger(intervalMs) || intervalMs <= 0 || 86_400_000 % intervalMs !== 0) {
-    throw new SettingsError('funding.intervalMs must divide a day');
+  // At least a minute: the engine settles every interval it missed one by one, so a 1 ms
+  // interval would turn an hour without commands into 3.6 million settlements in one command.
+  if (
+    !Number.isInteger(intervalMs) ||
+    intervalMs < MIN_FUNDING_INTERVAL_MS ||
+    86_400_000 % intervalMs !== 0
+  ) {
+    throw new SettingsError('funding.intervalMs must be at least one minute and divide a day');
   }
   const l = s.liquidation ?? {};
   const auctionDurationMs = l.auctionDurationMs ?? 30_000;
