@@ -29,7 +29,8 @@ export interface CliOptions {
   help: boolean;
 }
 
-const USAGE = `Usage: pnpm start [options]
+/** The `--help` text. */
+export const USAGE = `Usage: pnpm start [options]
 
 Runs the perpetual-futures venue: REST under /api, the trading WebSocket at /ws and market
 data at /marketdata, all on one port.
@@ -39,9 +40,11 @@ data at /marketdata, all on one port.
   --data <dir>               data directory: journal, chain state, admin token (default ./.data)
   --memory                   keep everything in memory (nothing survives a restart)
   --config <file>            JSON overrides of the default configuration
-  --price-feed <mode>        simulated (default) or none (prices only via POST /api/admin/oracle)
+  --price-feed <mode>        simulated or none (prices only via POST /api/admin/oracle); default:
+                             the config's priceFeed.mode, simulated unless --config changes it
   --snapshot-records <n>     snapshot the engine state every n journal records (default 250000; 0 off)
-  --snapshot-seconds <s>     also snapshot every s seconds when anything changed (default 3600; 0 off)
+  --snapshot-seconds <s>     also snapshot every s seconds when any record is new (default: every
+                             3600 s once 10000 records are new; 0 off)
   --no-snapshots             never snapshot: every start replays the whole journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
   --json                     print one JSON line when ready instead of text

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { parseArgs, USAGE } from './cli.js';
+import { DEFAULT_CONFIG } from './config.js';
+import { DEFAULT_SNAPSHOT_POLICY } from './journal/snapshots.js';
+
+describe('pnpm start --help', () => {
+  it('lists every flag parseArgs accepts', () => {
+    const flags = [
+      '--port',
+      '--host',
+      '--data',
+      '--memory',
+      '--config',
+      '--price-feed',
+      '--snapshot-records',
+      '--snapshot-seconds',
+      '--no-snapshots',
+      '--verify-workers',
+      '--json',
+      '--help',
+    ];
+    for (const flag of flags) expect(USAGE).toContain(`  ${flag} `);
+    expect(() => parseArgs(['--bogus'])).toThrow('unknown option --bogus');
+  });
+
+  it('states the real defaults: the config decides the price feed, the timer needs 10,000 new records', () => {
+    // Without --price-feed the config's mode applies (a --config file can make it `none`).
+    expect(parseArgs([]).priceFeed).toBeUndefined();
+    expect(USAGE).toContain(`the config's priceFeed.mode, ${DEFAULT_CONFIG.priceFeed.mode} unless`);
+    expect(USAGE).toContain(`(default ${DEFAULT_SNAPSHOT_POLICY.everyRecords}; 0 off)`);
+    expect(USAGE).toContain(
+      `every\n                             ${DEFAULT_SNAPSHOT_POLICY.everyMs / 1000} s once ${DEFAULT_SNAPSHOT_POLICY.minRecords} records are new`,
+    );
+    // Given on the command line, the timer takes a snapshot when any record is new.
+    expect(parseArgs(['--snapshot-seconds', '5']).snapshots).toEqual({
+      everyMs: 5_000,
+      minRecords: 1,
+    });
+    expect(parseArgs(['--snapshot-records', '10', '--no-snapshots']).snapshots).toBe(false);
+  });
+});
