@@ -949,6 +949,36 @@ describe('trade busts', () => {
     });
     expect(v.service.tickers()[0]).toMatchObject({ high24h: '60100', volume24h: '0.2' });
   });
+
+  it('busting a market’s only trade leaves a ticker as before it traded: last and 24 h prices null', async () => {
+    const v = await venue({ pacing: { housekeepingMs: 20 } });
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP', id: 't' });
+    const untraded = c.all('ticker')[0];
+    expect(untraded).toMatchObject({ last: null, open24h: null, high24h: null, volume24h: '0' });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '65000', '0.1');
+    await c.waitFor((m) => m.type === 'ticker' && m.last === '65000');
+    const seen = c.inbox.length;
+
+    await v.run({ type: 'bustTrade', tradeId: v.state.counters.trade, reason: 'fat finger' });
+    await c.waitFor((m) => m.type === 'ticker' && m.volume24h === '0', seen);
+    const restated = {
+      last: null,
+      open24h: null,
+      high24h: null,
+      low24h: null,
+      volume24h: '0',
+      quoteVolume24h: '0',
+      priceChange24h: null,
+      priceChangePct24h: null,
+      openInterest: '0',
+    };
+    expect(c.all('ticker').at(-1)).toMatchObject(restated);
+    expect(v.service.tickers()[0]).toMatchObject(restated);
+    // The candles forget the market had traded too: no open candle, no history.
+    expect(v.service.candles('BTC-PERP', '1m')).toEqual([]);
+  });
 });
 
 describe('errors and limits', () => {

@@ -153,7 +153,9 @@ export class TickerProjection {
   private tickerOf(state: EngineState, m: Market, time: number): WireTicker {
     const spec = m.spec;
     const stats = this.window(spec.id).stats(time);
-    const last = stats.last ?? m.lastTrade;
+    // Not the engine's `lastTrade`: a bust does not restate it, and a market whose trades were
+    // all busted has not traded (seedFrom puts the trades this projection never saw in the window).
+    const last = stats.last;
     const open = stats.open ?? last;
     const high = stats.high ?? open;
     const low = stats.low ?? open;
