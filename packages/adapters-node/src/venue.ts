@@ -51,7 +51,12 @@ import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
 import { FileJournal } from './journal/file-journal.js';
-import { loadNewestSnapshot, type SnapshotPolicy, Snapshotter } from './journal/snapshots.js';
+import {
+  listSnapshotFiles,
+  loadNewestSnapshot,
+  type SnapshotPolicy,
+  Snapshotter,
+} from './journal/snapshots.js';
 import { createMarketDataService } from './marketdata/index.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
@@ -146,7 +151,18 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
       writeDurably(venuePath, `${JSON.stringify(venueFile, null, 2)}\n`);
       created = true;
     }
-    journal = options.journal ?? FileJournal.open(join(dataDir, 'journal.log'), { log });
+    // Snapshots prove the journal held records: one with none valid is not this venue's.
+    const newestSnapshot = listSnapshotFiles(dataDir)[0];
+    journal =
+      options.journal ??
+      FileJournal.open(join(dataDir, 'journal.log'), {
+        log,
+        ...(newestSnapshot === undefined
+          ? {}
+          : {
+              expectRecords: `snapshot ${newestSnapshot.path} covers records up to seq ${newestSnapshot.seq}`,
+            }),
+      });
     const chainPath = join(dataDir, 'chain.json');
     if (existsSync(chainPath))
       chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;

@@ -257,6 +257,12 @@ export interface FileJournalOptions {
   /** Where repairs are reported. */
   readonly log?: (line: string) => void;
   readonly fs?: JournalFs;
+  /**
+   * Why the file must hold at least one record (e.g. snapshots of its records exist). A file in
+   * which not one record is valid is then refused instead of being cut to nothing as a torn tail:
+   * it is not this venue's journal, and cutting it would start the venue empty.
+   */
+  readonly expectRecords?: string;
 }
 
 /** The on-disk journal; see the module comment. */
@@ -308,6 +314,14 @@ export class FileJournal implements JournalStore {
     } catch (e) {
       closeSync(fd);
       throw e;
+    }
+    if (scan.tornBytes > 0 && scan.offsets.length === 0 && options.expectRecords !== undefined) {
+      closeSync(fd);
+      throw new JournalCorruptError(
+        path,
+        0,
+        `not one record is valid, but ${options.expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`,
+      );
     }
     if (scan.tornBytes > 0) {
       (options.log ?? console.error)(

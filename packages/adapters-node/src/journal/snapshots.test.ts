@@ -276,6 +276,23 @@ describe('venue recovery from snapshot + journal tail', () => {
     await venue.close();
   });
 
+  it('refuses a journal with no valid record when snapshots show it had records', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const venue = await start(dir, lines);
+    await driveToTwoSnapshots(venue, dir);
+    await venue.close();
+    const [newest] = listSnapshotFiles(dir);
+    // The wrong file restored in its place: not one valid record.
+    const garbage = Buffer.from('this is not the journal of this venue\n'.repeat(20));
+    writeFileSync(join(dir, 'journal.log'), garbage);
+    await expect(start(dir, lines)).rejects.toThrow(
+      `journal ${join(dir, 'journal.log')} is damaged at byte 0: not one record is valid, but snapshot ${newest?.path} covers records up to seq ${newest?.seq}; refusing to cut it`,
+    );
+    // Nothing was cut: the operator can still put the right file back.
+    expect(readFileSync(join(dir, 'journal.log'))).toEqual(garbage);
+  });
+
   it('with snapshots off, nothing is written and a restart replays the whole journal', async () => {
     const dir = tempDir();
     const venue = await startVenue({
