@@ -6,6 +6,7 @@
  * @module
  */
 import {
+  auctionPrice,
   type EngineEvent,
   type EngineState,
   formatDecimal,
@@ -45,6 +46,18 @@ export type AuctionEventSource = (
 export const noAuctions: AuctionSource = () => [];
 /** Default hooks: no auction changes until the risk engine provides them. */
 export const noAuctionEvents: AuctionEventSource = () => [];
+
+/**
+ * An auction priced at `time`. The state's own time is that of its last command, and nothing
+ * wakes the engine between an auction's start, claims and end, so a view priced by the state can
+ * lag the running price by up to the whole auction; a snapshot is priced now, as a claim would be.
+ * Auctions the state does not hold (injected sources) keep their price.
+ */
+export function pricedAt(auction: LiveAuction, state: EngineState, time: number): LiveAuction {
+  const live = state.auctions.get(Number(auction.auctionId));
+  if (live === undefined || auction.status !== 'Live') return auction;
+  return { ...auction, price: auctionPrice(live, Math.max(time, state.time)) };
+}
 
 /** The `liquidationAuction` message. */
 export interface WireAuction {

@@ -5,6 +5,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  auctionEvents,
   type Command,
   createEngineState,
   depthOf,
@@ -14,6 +15,7 @@ import {
   type InstrumentSettings,
   type JournalRecord,
   type JournalStore,
+  liveAuctions,
   type Outcome,
 } from '@perp/core';
 import {
@@ -879,6 +881,45 @@ describe('candles', () => {
     ]);
     expect(v.service.candles('BTC-PERP', '2m')).toBeUndefined();
     expect(v.service.candles('DOGE-PERP', '1m')).toBeUndefined();
+  });
+});
+
+describe('liquidation auctions', () => {
+  it('the subscribe snapshot prices a live auction now, not at the engine’s last event', async () => {
+    const v = await venue({ auctions: liveAuctions, auctionEvents });
+    const C = wallet(3);
+    await v.fund(C);
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Sell', qty: '0.1', price: '60000' });
+    await v.submitOrder(B, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '60000', tif: 'IOC' });
+    const watcher = await v.connect();
+    await watcher.request({ type: 'subscribe', id: 'w', channel: 'liquidations' });
+    await v.run({ type: 'liquidate', account: B, mode: 'Cross', market: 0, force: true });
+    const started = await watcher.next((m) => m.type === 'liquidationAuction');
+    expect(started).toMatchObject({ status: 'Live', remaining: '0.1' });
+    expect(started.price).toBe(started.startPrice);
+    const duration = v.state.markets.get(1)!.spec.liquidation.auctionDurationMs;
+
+    // Half the auction later, with no engine event in between, a new subscriber asks.
+    v.clock.set(v.clock.now() + duration / 2);
+    const late = await v.connect();
+    await late.request({ type: 'subscribe', id: 'l', channel: 'liquidations' });
+    const snapshot = await late.next((m) => m.type === 'liquidationAuction');
+    // What a claim would pay right now.
+    const claim = await v.run({
+      type: 'claimLiquidation',
+      account: C,
+      auctionId: Number(started.auctionId),
+      quantity: 10n,
+      maxPrice: px('100000'),
+    });
+    const o = claim.outcome as Outcome & { ok: true; kind: 'claim' };
+    expect(snapshot.price).toBe(formatPrice(o.price));
+    expect(snapshot.price).not.toBe(started.startPrice);
+    // The claim's own event carries the same price.
+    expect(await watcher.next((m) => m.type === 'liquidationAuction')).toMatchObject({
+      price: snapshot.price,
+      remaining: '0.099',
+    });
   });
 });
 

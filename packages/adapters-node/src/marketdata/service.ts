@@ -36,6 +36,7 @@ import {
   type AuctionSource,
   noAuctionEvents,
   noAuctions,
+  pricedAt,
   wireAuction,
 } from './liquidations.js';
 import { BOOK_DEPTHS, orderBookSnapshot } from './orderbook.js';
@@ -409,10 +410,12 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     const topic = ch.topic;
     if (topic.channel === 'liquidations') {
       const state = host.state;
+      const time = now();
       for (const a of auctions(state)) {
         if (topic.market !== null && a.market !== topic.market) continue;
         const spec = state.markets.get(a.market)?.spec;
-        if (spec !== undefined) deliver(s, JSON.stringify(wireAuction(a, spec)), false);
+        if (spec === undefined) continue;
+        deliver(s, JSON.stringify(wireAuction(pricedAt(a, state, time), spec)), false);
       }
       return;
     }
