@@ -9,6 +9,7 @@ import type { ChainDesk } from './chain/desk.js';
 import type { VenueConfig } from './config.js';
 import type { EngineHost } from './engine/host.js';
 import type { WalletQueue } from './engine/wallet-queue.js';
+import type { MarketDataService } from './marketdata/service.js';
 import type { HistoryStore } from './read/history.js';
 import type { ReportStreams } from './read/report-streams.js';
 
@@ -33,4 +34,6 @@ export interface VenueContext {
   readonly adminToken: string;
   /** Carries deposits and withdrawals to the chain and their results back. */
   readonly desk: ChainDesk;
+  /** The market-data projections, for the REST candle history and tickers. */
+  readonly marketData: Pick<MarketDataService, 'candles' | 'tickers'>;
 }

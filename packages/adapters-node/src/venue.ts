@@ -314,6 +314,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     walletQueue: new WalletQueue(),
     adminToken: venueFile.adminToken,
     desk,
+    marketData,
   };
   // Signature recovery runs on worker threads (native libsecp256k1 when it loads).
   const recovery = createSignatureRecovery({ workers: config.verifyWorkers ?? 'auto', log });

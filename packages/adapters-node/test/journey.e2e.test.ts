@@ -303,6 +303,49 @@ describe('user journey', () => {
     expect(deprecated.headers.get('deprecation')).toBe('true');
   });
 
+  it('serves candle history and tickers over REST, as the market-data socket sends them', async () => {
+    const r = await t.api('GET', '/candles?instrument=BTC-PERP&interval=1m');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ instrument: 'BTC-PERP', interval: '1m' });
+    const candles = r.body.candles as Record<string, unknown>[];
+    // The one trade of 0.1 at 65,000 is in the newest candle or an earlier one of the session.
+    const traded = candles.filter((c) => c.trades !== 0);
+    expect(traded).toHaveLength(1);
+    expect(traded[0]).toMatchObject({
+      instrument: 'BTC-PERP',
+      interval: '1m',
+      open: '65000',
+      high: '65000',
+      low: '65000',
+      close: '65000',
+      volume: '0.1',
+      quoteVolume: '6500',
+      trades: 1,
+    });
+    const c = traded[0] as { openTime: number; closeTime: number };
+    expect(c.closeTime - c.openTime).toBe(59_999);
+    expect(c.openTime % 60_000).toBe(0);
+    const day = await t.api('GET', '/candles?instrument=BTC-PERP&interval=1d&limit=1');
+    expect(day.body.candles).toHaveLength(1);
+    expect((day.body.candles as Record<string, unknown>[])[0]).toMatchObject({ volume: '0.1' });
+    // Bad queries name the parameter.
+    expect(await t.api('GET', '/candles?instrument=BTC-PERP&interval=2m')).toMatchObject({
+      status: 400,
+      body: { error: expect.stringMatching(/^interval must be one of 1m 3m 5m/) },
+    });
+    expect((await t.api('GET', '/candles?interval=1m')).status).toBe(400);
+    expect((await t.api('GET', '/candles?instrument=DOGE-PERP&interval=1m')).status).toBe(404);
+    expect((await t.api('GET', '/candles?instrument=BTC-PERP&interval=1m&limit=0')).status).toBe(
+      400,
+    );
+    const tickers = await t.api('GET', '/tickers');
+    expect(tickers.status).toBe(200);
+    const btcTicker = (tickers.body.tickers as Record<string, unknown>[]).find(
+      (x) => x.instrument === 'BTC-PERP',
+    );
+    expect(btcTicker).toMatchObject({ last: '65000', volume24h: '0.1', quoteVolume24h: '6500' });
+  });
+
   it('replays missed reports with fromSeq on a new connection', async () => {
     const ws = await t.connect(alice);
     const lastSeq = Math.max(...aliceWs.reports().map((r) => r.seq as number));

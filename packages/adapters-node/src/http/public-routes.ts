@@ -15,10 +15,12 @@ import {
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chainIdOf, tokenVersionOf } from '../config.js';
+import { INTERVALS, isCandleInterval } from '../marketdata/candles.js';
 import { type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
 import { chargeAddress } from './ip-limit.js';
+import { showValue } from './json.js';
 
 const ADDRESS_ANY_CASE = /^0x[0-9a-fA-F]{40}$/;
 /** A u64 identifier as the wire writes it (protocol.md section 1): decimal, no leading zeros. */
@@ -157,6 +159,32 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     limited(req, reply);
     const state = ctx.host.state;
     return { instruments: state.markets.values().map(wireInstrument) };
+  });
+
+  // Candle history (research 6.6: "history comes from REST"): the closed candles and the open
+  // one, oldest first, as the market-data socket sends them (without `type`).
+  app.get('/api/candles', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const instrument = q.instrument;
+    if (typeof instrument !== 'string' || instrument === '')
+      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
+    if (!ctx.host.state.symbols.has(instrument))
+      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const interval = q.interval;
+    if (typeof interval !== 'string' || !isCandleInterval(interval))
+      throw new HttpError(400, `interval must be one of ${INTERVALS.join(' ')}`);
+    const startTime = intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER);
+    const endTime = intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER);
+    const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
+    const candles = ctx.marketData.candles(instrument, interval, startTime, endTime, limit) ?? [];
+    return { instrument, interval, candles };
+  });
+
+  // Every instrument's ticker, as the market-data `tickers` channel sends it.
+  app.get('/api/tickers', async (req, reply) => {
+    limited(req, reply);
+    return { time: ctx.host.now(), tickers: ctx.marketData.tickers() };
   });
 
   app.get('/api/account_summary', async (req, reply) => {
