@@ -42,9 +42,10 @@ import type { EngineState } from './types.js';
 /**
  * Version of the snapshot text form. 2: order totals carry per-side leaves bounds (a snapshot of
  * version 1 lacks them and its state hash no longer matches, so it is refused). 3: price levels
- * keep their queue in fixed chunks and the trade log stores flat records.
+ * keep their queue in fixed chunks and the trade log stores flat records. 4: the basis EMA's sums
+ * carry 18 more decimals (a version 3 snapshot's would mix the two scales in its first update).
  */
-export const SNAPSHOT_VERSION = 3;
+export const SNAPSHOT_VERSION = 4;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {
