@@ -276,6 +276,38 @@ describe('venue recovery from snapshot + journal tail', () => {
     await venue.close();
   });
 
+  it('the timer also snapshots the tail replayed at start-up, with no new command', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    let venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      snapshots: { everyRecords: 0, everyMs: 0 },
+    });
+    await drive(venue, 0, 5);
+    const seq = venue.context.host.journalSeq;
+    await venue.close();
+    expect(listSnapshotFiles(dir)).toEqual([]);
+    venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      snapshots: { everyRecords: 0, everyMs: 30, minRecords: 1 },
+    });
+    try {
+      for (let i = 0; i < 100 && listSnapshotFiles(dir).length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(venue.context.host.journalSeq).toBe(seq);
+      expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([seq]);
+    } finally {
+      await venue.close();
+    }
+  });
+
   it('refuses a journal with no valid record when snapshots show it had records', async () => {
     const dir = tempDir();
     const lines: string[] = [];

@@ -278,6 +278,8 @@ export class Snapshotter {
    * snapshots by the policy. Returns the detach function.
    */
   attach(host: EngineHost): () => void {
+    // The replayed tail counts too: a venue that stays quiet after a restart still snapshots it.
+    this.latest = { state: host.state, seq: host.journalSeq };
     const unsubscribe = host.subscribe((batch) => {
       // Inside a listener the host's journal seq is exactly the batch's last record.
       this.latest = { state: batch.state, seq: host.journalSeq };
