@@ -27,7 +27,7 @@ import {
   measureScope,
   setIsolatedCash,
   sizeOf,
-  tierOf,
+  tierLeverageProblem,
   transferableOf,
   valuationPrice,
 } from './scope.js';
@@ -239,16 +239,10 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
   const account = ctx.account(cmd.account)!;
   const size = sizeOf(account, cmd.market, cmd.mode);
   const price = valuationPrice(market);
-  if (size !== 0n && price !== null && spec.tiers.length > 1) {
+  if (size !== 0n && price !== null) {
     // The open position's margin tier caps the leverage too (research 1.2).
-    const tier = tierOf(spec, size, price);
-    if (cmd.leverage > tier.maxLeverage) {
-      return rejectCommand(
-        ctx,
-        'MAX_LEVERAGE_EXCEEDED',
-        `leverage ${cmd.leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional`,
-      );
-    }
+    const tooHigh = tierLeverageProblem(spec, cmd.leverage, size, price);
+    if (tooHigh !== undefined) return rejectCommand(ctx, 'MAX_LEVERAGE_EXCEEDED', tooHigh);
   }
   const previous = leverageOf(account, spec, cmd.mode);
   if (cmd.leverage < previous) {

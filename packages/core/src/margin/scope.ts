@@ -26,6 +26,7 @@ import {
   notionalScale,
   RATE_SCALE,
 } from '../instruments/instrument.js';
+import { formatCollateral } from '../units/decimal.js';
 import { divCeil, divFloor } from '../units/rounding.js';
 
 /** Index of a (market, mode) pair in an account's small arrays, or -1. */
@@ -115,6 +116,7 @@ export function initialMargin(
  * it reaches (engine-rules section 2, research 1.2).
  */
 export function tierOf(spec: Instrument, size: bigint, price: bigint): MarginTier {
+  if (spec.tiers.length === 1) return spec.tiers[0]!;
   const abs = size < 0n ? -size : size;
   const rawNotional = abs * price; // scale: micro x notionalScale
   const scale = notionalScale(spec);
@@ -127,13 +129,28 @@ export function tierOf(spec: Instrument, size: bigint, price: bigint): MarginTie
   return tier;
 }
 
+/**
+ * Why `leverage` (x100) is too high for a position of `size` valued at `price`: its margin tier
+ * allows less (research 1.2); `undefined` when it fits.
+ */
+export function tierLeverageProblem(
+  spec: Instrument,
+  leverage: number,
+  size: bigint,
+  price: bigint,
+): string | undefined {
+  const tier = tierOf(spec, size, price);
+  if (leverage <= tier.maxLeverage) return undefined;
+  return `leverage ${leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional`;
+}
+
 /** Maintenance margin `|s| x M x mmr_t - deduction_t`, micro-units, rounded up. */
 export function maintenanceMargin(spec: Instrument, size: bigint, mark: bigint): bigint {
   const abs = size < 0n ? -size : size;
   if (abs === 0n) return 0n;
   const scale = notionalScale(spec);
   const rawNotional = abs * mark; // scale: micro x `scale`
-  const tier = spec.tiers.length === 1 ? spec.tiers[0]! : tierOf(spec, abs, mark);
+  const tier = tierOf(spec, abs, mark);
   return divCeil(
     rawNotional * tier.maintenanceMarginRate - tier.deduction * scale,
     scale * RATE_SCALE,
@@ -245,25 +262,29 @@ export interface ScopeMetrics {
 
 /**
  * How much more margin the resting orders of one (market, mode) scope would hold once `order`
- * rests with its leaves and price (replacing the resting order with its id, if any), the totals
- * changing by `delta` (negative when they would hold less).
+ * rests with its leaves and price, in place of the resting order with its id (a replace), if any
+ * (negative when they would hold less).
  */
 export function holdIncrease(
   state: EngineState,
   account: Account,
   spec: Instrument,
   mode: MarginMode,
-  delta: { buyQty: bigint; buyNotional: bigint; sellQty: bigint; sellNotional: bigint },
   order: HoldOverride,
 ): bigint {
   const t = totalsOf(account, spec.id, mode);
   const size = sizeOf(account, spec.id, mode);
+  const resting = state.orders.get(order.orderId);
+  const replaced = resting !== undefined && holdsMargin(resting) ? resting : undefined;
+  const replacedLeaves = replaced === undefined ? 0n : replaced.quantity - replaced.cumQty;
+  const qty = order.leaves - replacedLeaves;
+  const notional = order.leaves * order.price - replacedLeaves * (replaced?.price ?? 0n);
   const after: OrderTotals = {
     ...t,
-    buyQty: t.buyQty + delta.buyQty,
-    buyNotional: t.buyNotional + delta.buyNotional,
-    sellQty: t.sellQty + delta.sellQty,
-    sellNotional: t.sellNotional + delta.sellNotional,
+    buyQty: order.buy ? t.buyQty + qty : t.buyQty,
+    buyNotional: order.buy ? t.buyNotional + notional : t.buyNotional,
+    sellQty: order.buy ? t.sellQty : t.sellQty + qty,
+    sellNotional: order.buy ? t.sellNotional : t.sellNotional + notional,
   };
   return (
     scopeHold(state, account, spec, mode, after, size, order) -

@@ -16,11 +16,10 @@ import {
   accountOrders,
   availableToOpen,
   holdIncrease,
-  holdsMargin,
   leverageOf,
   measureScope,
   sizeOf,
-  tierOf,
+  tierLeverageProblem,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import { cloidTarget } from './cloids.js';
@@ -229,18 +228,16 @@ export function checkRiskAndSize(
     );
   }
   const increase = openingPart(size, order.side === 'Buy', leaves);
-  if (increase > 0n && spec.tiers.length > 1) {
+  if (increase > 0n) {
     // Margin tiers (engine-rules 2, research 1.2): the position the order would leave may not
     // sit in a tier whose maximum leverage is below the scope's.
     const after = size + (order.side === 'Buy' ? leaves : -leaves);
     const price = mark ?? order.price;
-    const tier = tierOf(spec, after, price);
-    if (leverage > tier.maxLeverage) {
+    const tooHigh = tierLeverageProblem(spec, leverage, after, price);
+    if (tooHigh !== undefined) {
+      const notional = ((after < 0n ? -after : after) * price) / notionalScale(spec);
       return problem(
-        reject(
-          'MAX_LEVERAGE_EXCEEDED',
-          `leverage ${leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional (this one ${formatCollateral(((after < 0n ? -after : after) * price) / notionalScale(spec))})`,
-        ),
+        reject('MAX_LEVERAGE_EXCEEDED', `${tooHigh} (this one ${formatCollateral(notional)})`),
         'MaxLeverage',
       );
     }
@@ -259,7 +256,7 @@ export function checkRiskAndSize(
     );
   }
   if (!ctx.state.settings.marginChecks || isTrigger) return undefined;
-  return checkHold(ctx, account, market, order, previous);
+  return checkHold(ctx, account, market, order);
 }
 
 /**
@@ -281,28 +278,14 @@ export function checkHold(
   account: Account,
   market: Market,
   order: Order,
-  previous?: Order,
 ): OrderProblem | undefined {
-  const buy = order.side === 'Buy';
-  const leaves = leavesOf(order);
-  const prevLeaves = previous !== undefined && holdsMargin(previous) ? leavesOf(previous) : 0n;
-  const prevPrice = previous?.price ?? 0n;
-  const qtyDelta = leaves - prevLeaves;
-  const notionalDelta = leaves * order.price - prevLeaves * prevPrice;
-  const increase = holdIncrease(
-    ctx.state,
-    account,
-    market.spec,
-    order.marginMode,
-    {
-      buyQty: buy ? qtyDelta : 0n,
-      buyNotional: buy ? notionalDelta : 0n,
-      sellQty: buy ? 0n : qtyDelta,
-      sellNotional: buy ? 0n : notionalDelta,
-    },
-    // The order as it would rest, in place of the version it replaces.
-    { orderId: previous?.orderId ?? order.orderId, buy, leaves, price: order.price },
-  );
+  // The order as it would rest, in place of the version it replaces (same id).
+  const increase = holdIncrease(ctx.state, account, market.spec, order.marginMode, {
+    orderId: order.orderId,
+    buy: order.side === 'Buy',
+    leaves: leavesOf(order),
+    price: order.price,
+  });
   if (increase <= 0n) return undefined;
   const before = measureScope(
     ctx.state,
