@@ -12,7 +12,7 @@
  * A helper module for tests, not a test file.
  */
 import type { EngineState, Order } from '../src/index.js';
-import { sweepOf } from '../src/orders/managed.js';
+import { sweepDirection } from '../src/orders/triggers-index.js';
 
 /** Throws with a description of the first scope that breaks the reduce-only invariant. */
 export function checkReduceOnlyInvariant(state: EngineState): void {
@@ -22,7 +22,7 @@ export function checkReduceOnlyInvariant(state: EngineState): void {
     const key = `${o.account}|${o.market}|${o.marginMode}`;
     const s = scopes.get(key) ?? { up: 0n, down: 0n, resting: 0n, orders: [] };
     const leaves = o.quantity - o.cumQty;
-    if (sweepOf(o) === 1) s.up += leaves;
+    if (sweepDirection(o) === 1) s.up += leaves;
     else s.down += leaves;
     if (o.slot >= 0) s.resting += leaves;
     s.orders.push(o);

@@ -22,6 +22,7 @@ import { Ctx } from '../engine/context.js';
 import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
+import { InvariantError } from '../errors.js';
 import { type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
@@ -76,6 +77,25 @@ function pruneTotals(account: Account, index: number): void {
   if (t.buyQty === 0n && t.sellQty === 0n && t.guardedCount === 0) {
     account.orderTotals.splice(index, 1);
   }
+}
+
+/**
+ * Lowers a writable working order's total quantity by `cut` (0 < cut < leaves; cumQty stays).
+ * While it rests, its level's quantity and its scope's hold totals fall with it in place, so it
+ * keeps its time priority (a replace's pure decrease, the reduce-only re-clamp).
+ */
+export function shrinkInPlace(ctx: Ctx, w: Order, cut: bigint): void {
+  if (w.slot >= 0) {
+    const market = ctx.writableMarket(w.market);
+    const bids = w.side === 'Buy';
+    const levels = ownSide(market, bids);
+    const at = findLevel(levels, w.price, bids);
+    if (at < 0) throw new InvariantError(`order ${w.orderId} rests on no level`);
+    ctx.writableLevel(market, levels, at).quantity -= cut;
+    if (holdsMargin(w)) adjustTotals(ctx.writableAccount(w.account), w, -cut);
+    ctx.bookTouched(market);
+  }
+  w.quantity -= cut;
 }
 
 /**

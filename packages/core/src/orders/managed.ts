@@ -7,13 +7,13 @@
  *
  * @module
  */
-import { findLevel, leavesOf, ownSide } from '../book/levels.js';
+import { leavesOf } from '../book/levels.js';
 import type { Ctx, PendingScope } from '../engine/context.js';
 import { viewAs } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
-import { accountOrders, findScope, holdsMargin, sizeOf } from '../margin/scope.js';
-import { adjustTotals, cancelOrder } from './execution.js';
-import { addTrigger, firesAbove } from './triggers-index.js';
+import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
+import { cancelOrder, shrinkInPlace } from './execution.js';
+import { addTrigger, sweepDirection } from './triggers-index.js';
 
 /** Working orders of a scope that follow its position (reduce-only or managed), oldest first. */
 export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
@@ -107,16 +107,6 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
 // ---- reduce-only re-clamp -------------------------------------------------------------------
 
 /**
- * Direction of the price move that makes a reduce-only order trade, 1 up and -1 down: an
- * untriggered order by its trigger, a working one by its side (a sell limit rests above the
- * market). The placement rule's sweeps (`checkReduceOnly` in rules.ts), kept identical.
- */
-export function sweepOf(o: Pick<Order, 'side' | 'orderType' | 'ordStatus'>): 1 | -1 {
-  if (o.ordStatus === 'Untriggered') return firesAbove(o) ? 1 : -1;
-  return o.side === 'Sell' ? 1 : -1;
-}
-
-/**
  * Reach order within one sweep, nearest to the market first: by the price the move must reach
  * (a working order's limit price, an untriggered order's trigger price), ascending for an
  * upward sweep and descending for a downward one; at the same price a working order before an
@@ -151,17 +141,7 @@ function byReach(direction: 1 | -1): (a: Order, b: Order) => number {
 function shrinkOrder(ctx: Ctx, orderId: number, cut: bigint): void {
   const w = ctx.writableOrder(orderId);
   const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
-  if (w.slot >= 0) {
-    const market = ctx.writableMarket(w.market);
-    const bids = w.side === 'Buy';
-    const levels = ownSide(market, bids);
-    const at = findLevel(levels, w.price, bids);
-    if (at < 0) throw new Error(`order ${orderId} rests on no level`);
-    ctx.writableLevel(market, levels, at).quantity -= cut;
-    if (holdsMargin(w)) adjustTotals(ctx.writableAccount(w.account), w, -cut);
-    ctx.bookTouched(market);
-  }
-  w.quantity -= cut;
+  shrinkInPlace(ctx, w, cut);
   w.updatedTime = ctx.time;
   ctx.report(w.account, {
     kind: 'OrderReplaced',
@@ -203,7 +183,7 @@ function clampSweeps(ctx: Ctx, ids: readonly number[], abs: bigint): void {
   const down: Order[] = [];
   for (const id of ids) {
     const o = ctx.order(id);
-    if (o !== undefined) (sweepOf(o) === 1 ? up : down).push(o);
+    if (o !== undefined) (sweepDirection(o) === 1 ? up : down).push(o);
   }
   if (up.length > 0) clampSweep(ctx, up, 1, abs);
   if (down.length > 0) clampSweep(ctx, down, -1, abs);
@@ -212,7 +192,7 @@ function clampSweeps(ctx: Ctx, ids: readonly number[], abs: bigint): void {
 /**
  * The reduce-only re-clamp (engine-rules section 5, "re-clamped when the position shrinks"):
  * after it, the unmanaged reduce-only orders of the scope's closing side that one price move
- * reaches (the placement rule's sweeps, {@link sweepOf}: for a long, the resting sells and the
+ * reaches (the placement rule's sweeps, {@link sweepDirection}: for a long, the resting sells and the
  * take-profits upward, the stops downward; mirrored for a short) total at most `|position|` per
  * sweep, so together with the placement check no sweep can ever promise to close more than is
  * held. The orders nearest to the market keep their size: walking a sweep in reach order

@@ -181,9 +181,10 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     cancelOrder(ctx, orderId, size === 0n ? 'PositionClosed' : 'ReduceOnly');
     return;
   }
-  if (after.reduceOnly && !after.managed) {
-    // Joining the resting sweep (a triggered stop) may take it over the position: re-clamp with
-    // this order in it. A fresh order passed the sweep check, so this changes nothing for it.
+  if (after.reduceOnly && !after.managed && after.orderType !== 'Limit') {
+    // A triggered stop joins the sweep of the resting orders, which may take it over the
+    // position: re-clamp with this order in it. (A limit order passed the sweep check at
+    // placement or replace, against these same orders.)
     clampReduceOnly(ctx, { account: after.account, market: after.market, mode: after.marginMode });
     if (ctx.order(orderId) === undefined) return; // cancelled by the clamp
   }

@@ -12,11 +12,10 @@ import type { Ctx } from '../engine/context.js';
 import { viewOf } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
-import { holdsMargin } from '../margin/scope.js';
 import { formatDecimal } from '../units/decimal.js';
 import { findWorkingOrder, targetProblem } from './cancel.js';
 import { cloidHolder, registerCloid } from './cloids.js';
-import { adjustTotals, rest, unrest } from './execution.js';
+import { rest, shrinkInPlace, unrest } from './execution.js';
 import { followParentCloid } from './managed.js';
 import { execute, latestOrder } from './place.js';
 import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
@@ -131,16 +130,9 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   const w = ctx.writableOrder(id);
   if (resting && losesPriority) {
     unrest(ctx, wMarket, w);
-  } else if (resting) {
+  } else if (resting && current.quantity > cmd.quantity) {
     // A pure decrease keeps the slot: shrink the level and the hold in place.
-    const decrease = current.quantity - cmd.quantity;
-    if (decrease > 0n) {
-      const levels = w.side === 'Buy' ? wMarket.bids : wMarket.asks;
-      const at = levels.findIndex((l) => l.price === w.price);
-      ctx.writableLevel(wMarket, levels, at).quantity -= decrease;
-      if (holdsMargin(w)) adjustTotals(ctx.writableAccount(w.account), w, -decrease);
-      ctx.bookTouched(wMarket);
-    }
+    shrinkInPlace(ctx, w, current.quantity - cmd.quantity);
   }
   if (w.ordStatus === 'Untriggered' && w.armed) removeTrigger(ctx, wMarket, w);
   w.price = amended.price;

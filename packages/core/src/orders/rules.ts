@@ -23,7 +23,7 @@ import {
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import { cloidTarget } from './cloids.js';
-import { firesAbove, triggerSatisfied } from './triggers-index.js';
+import { sweepDirection, triggerSatisfied } from './triggers-index.js';
 
 /** A refusal with the execution report's `reason`. */
 export interface OrderProblem extends Rejection {
@@ -41,12 +41,6 @@ export function marketStyleLimit(order: Pick<Order, 'side'>, mark: bigint, tick:
   const floor = (mark * 9n + 9n) / 10n;
   const ticks = (floor + tick - 1n) / tick;
   return ticks * tick > 0n ? ticks * tick : tick; // never below the cap
-}
-
-/** Direction of the price move that makes a reduce-only order trade: 1 up, -1 down. */
-function sweepDirection(o: Pick<Order, 'side' | 'orderType' | 'ordStatus'>): 1 | -1 {
-  if (o.ordStatus === 'Untriggered') return firesAbove(o) ? 1 : -1;
-  return o.side === 'Sell' ? 1 : -1;
 }
 
 /**

@@ -14,6 +14,17 @@ export function firesAbove(order: Pick<Order, 'side' | 'orderType'>): boolean {
   return order.side === 'Buy' ? stop : !stop;
 }
 
+/**
+ * Direction of the price move that makes a reduce-only order trade, 1 up and -1 down: an
+ * untriggered order by its trigger, a working one by its side (a sell limit rests above the
+ * market). The reduce-only rules group orders into sweeps by it (`checkReduceOnly` at placement,
+ * the re-clamp in managed.ts).
+ */
+export function sweepDirection(o: Pick<Order, 'side' | 'orderType' | 'ordStatus'>): 1 | -1 {
+  if (o.ordStatus === 'Untriggered') return firesAbove(o) ? 1 : -1;
+  return o.side === 'Sell' ? 1 : -1;
+}
+
 /** Whether the mark already satisfies the order's trigger. */
 export function triggerSatisfied(
   order: Pick<Order, 'side' | 'orderType' | 'triggerPrice'>,
