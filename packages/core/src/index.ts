@@ -79,7 +79,7 @@ export { type PKey, PMap } from './persistent/hamt.js';
 export type { IntMap } from './persistent/int-map.js';
 export type { TimeIdSet } from './persistent/sorted-set.js';
 export * from './ports.js';
-export { nextPosition } from './risk/bust.js';
+export { type BustedOrderFigures, nextPosition, orderAfterBust } from './risk/bust.js';
 export {
   averagePremium,
   fundingInfo,

@@ -12,6 +12,7 @@ import {
   type ExecutionReport,
   type OrderReport,
   type OrderView,
+  orderAfterBust,
   type TradeBustReport,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
@@ -257,10 +258,7 @@ export class HistoryStore {
   /**
    * A fill of an order that is no longer working was busted (engine-rules section 8: "the
    * order's cumQty drops"). The core updates only working orders, so the row is recomputed here
-   * from the order's last snapshot, the way the core treats a working order: cumQty and quantity
-   * drop by the busted quantity, the filled notional by quantity x price (avgPx stays exact:
-   * the remaining fills' notional over their quantity), and an order left without fills ends
-   * `Cancelled` with reason `Bust` (protocol.md section 6). `updatedTime` is the bust's time;
+   * from the order's last snapshot with the core's own rule (`orderAfterBust`). `updatedTime` is the bust's time;
    * `closedTime` stays. An order unknown here (ended before a snapshot this history starts
    * from, or dropped by retention) is left alone.
    */
@@ -273,14 +271,9 @@ export class HistoryStore {
       return;
     const qty = e.fill.quantity;
     if (qty <= 0n || qty > view.cumQty) return;
-    const cumQty = view.cumQty - qty;
     const next: OrderView = {
       ...view,
-      quantity: view.quantity - qty,
-      cumQty,
-      filledNotional: view.filledNotional - qty * e.fill.price,
-      ordStatus: cumQty === 0n ? 'Cancelled' : view.ordStatus,
-      reason: cumQty === 0n ? 'Bust' : view.reason,
+      ...orderAfterBust(view, qty, e.fill.price),
       updatedTime: e.time,
     };
     h.views.set(id, next);

@@ -16,6 +16,7 @@ import { viewOf } from '../engine/events.js';
 import type {
   Account,
   Market,
+  Order,
   PositionSnapshot,
   StoredTrade,
   TradeLeg,
@@ -28,6 +29,44 @@ import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
 import { reconcileScopes } from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
 import { FLAT, storedOfTrade, tradeOfStored, tradeRecordOf } from './trades.js';
+
+/** The figures of an order that a bust of one of its fills changes. */
+export type BustedOrderFigures = Pick<
+  Order,
+  'quantity' | 'cumQty' | 'filledNotional' | 'ordStatus' | 'reason'
+>;
+
+/**
+ * An order's figures after a bust of one of its fills, `qty` at `price` (engine-rules section 8):
+ * cumQty and the total quantity drop together, so the leaves (and the book) stay, and the filled
+ * notional drops by `qty x price`, keeping avgPx exact. A working order left without fills is
+ * `New` again; an order that already ended is `Cancelled` with reason `Bust` (protocol.md
+ * section 6). The engine applies it to working orders; history read models to ended ones.
+ */
+export function orderAfterBust(
+  order: BustedOrderFigures,
+  qty: bigint,
+  price: bigint,
+): BustedOrderFigures {
+  const cumQty = order.cumQty - qty;
+  const ended =
+    order.ordStatus === 'Filled' ||
+    order.ordStatus === 'Cancelled' ||
+    order.ordStatus === 'Expired';
+  let { ordStatus, reason } = order;
+  if (cumQty === 0n && ordStatus === 'PartiallyFilled') ordStatus = 'New';
+  else if (cumQty === 0n && ended) {
+    ordStatus = 'Cancelled';
+    reason = 'Bust';
+  }
+  return {
+    quantity: order.quantity - qty,
+    cumQty,
+    filledNotional: order.filledNotional - qty * price,
+    ordStatus,
+    reason,
+  };
+}
 
 /** The position after a fill of signed size `d` at `price`: the ledger's rules, as a value. */
 export function nextPosition(
@@ -185,10 +224,7 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     if (leg.orderId !== 0 && ctx.order(leg.orderId) !== undefined) {
       const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
       const w = ctx.writableOrder(leg.orderId);
-      w.cumQty -= qty;
-      w.filledNotional -= qty * rec.price;
-      w.quantity -= qty;
-      if (w.ordStatus === 'PartiallyFilled' && w.cumQty === 0n) w.ordStatus = 'New';
+      Object.assign(w, orderAfterBust(w, qty, rec.price));
       w.updatedTime = ctx.time;
       working = viewOf(w);
     }
