@@ -359,11 +359,6 @@ export class SignedRequests {
     });
   }
 
-  /** Submits an already built command under the wallet's queue. */
-  submitFor(wallet: string, command: CommandInput): Promise<CommandResult> {
-    return this.ctx.walletQueue.run(wallet, () => this.ctx.host.submit(command));
-  }
-
   /**
    * Runs an `authenticate` whose personal_sign signature verified as `wallet`, under the
    * wallet's queue: first counted against the wallet's limits like any attributed signed request
