@@ -130,6 +130,12 @@ function writeDurably(path: string, text: string): void {
   renameSync(tmp, path);
 }
 
+/** A whole HTTP/1.1 response with a JSON `{error}` body, for a socket no route answers. */
+function rawErrorResponse(status: number, error: string): string {
+  const body = JSON.stringify({ error });
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
 /** Starts a venue; see the module comment. */
 export async function startVenue(options: StartVenueOptions = {}): Promise<Venue> {
   const config = options.config ?? DEFAULT_CONFIG;
@@ -376,10 +382,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
           (err as { code?: string }).code,
           requestTimeoutMs,
         );
-        const body = JSON.stringify({ error: message });
-        socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
+        socket.write(rawErrorResponse(status, message));
       }
       socket.destroy();
     },
@@ -429,10 +432,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const extraClosers: (() => Promise<void>)[] = [];
   /** Answers 404 `{error}` on a socket that left HTTP, and closes it. */
   const notFound = (socket: import('node:stream').Duplex, error: string): void => {
-    const body = JSON.stringify({ error });
-    socket.end(
-      `HTTP/1.1 404 Not Found\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    socket.end(rawErrorResponse(404, error));
     // A client that never closes its side does not keep the socket.
     setTimeout(() => socket.destroy(), 1_000).unref();
   };
@@ -455,26 +455,33 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     notFound(socket, `not found: no route CONNECT ${(req.url ?? '').slice(0, 200)}`);
   });
 
-  try {
-    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
-  } catch (e) {
-    // The port is taken (or the host is not ours): release what was opened, so an embedding
-    // process is not left with worker threads, timers and an open journal.
+  const timers: NodeJS.Timeout[] = [];
+  /** Stops everything the venue opened, in order: sockets, HTTP, engine work, then storage. */
+  const releaseAll = async (): Promise<void> => {
+    for (const t of timers) clearInterval(t);
     backfill?.cancel();
     await trading.close();
     await marketData.close();
+    for (const c of extraClosers) await c();
     await app.close();
     await host.idle();
     await recovery.close();
     await snapshotter?.close();
     await journal.close();
+  };
+
+  try {
+    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 0 });
+  } catch (e) {
+    // The port is taken (or the host is not ours): release what was opened, so an embedding
+    // process is not left with worker threads, timers and an open journal.
+    await releaseAll();
     throw e;
   }
   const address = (app.server as Server).address() as AddressInfo;
   const hostName = address.family === 'IPv6' ? `[${address.address}]` : address.address;
 
   // ---- schedulers ----------------------------------------------------------------------
-  const timers: NodeJS.Timeout[] = [];
   const feedMode = options.priceFeed ?? config.priceFeed.mode;
   if (feedMode === 'simulated') {
     const start = new Map<number, number>();
@@ -509,18 +516,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
-    closing ??= (async () => {
-      for (const t of timers) clearInterval(t);
-      backfill?.cancel();
-      await trading.close();
-      await marketData.close();
-      for (const c of extraClosers) await c();
-      await app.close();
-      await host.idle();
-      await recovery.close();
-      await snapshotter?.close();
-      await journal.close();
-    })();
+    closing ??= releaseAll();
     return closing;
   };
   fatal = (e) => {
