@@ -23,7 +23,7 @@
  * @module
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
@@ -359,7 +359,7 @@ export class Snapshotter {
           pending = [];
           pendingChars = 0;
           crc = crc32(piece, crc);
-          await fh.write(piece, 0, piece.length, HEADER_BLOCK + bytes);
+          await this.writeAll(fh, piece, HEADER_BLOCK + bytes);
           bytes += piece.length;
         };
         for (let done = false; !done; ) {
@@ -391,7 +391,7 @@ export class Snapshotter {
         const line = JSON.stringify(header);
         if (line.length >= HEADER_BLOCK) throw new Error('snapshot header does not fit its block');
         // Padding spaces before the newline: the header line stays plain JSON.
-        await fh.write(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 0, 'utf8');
+        await this.writeAll(fh, Buffer.from(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 'utf8'), 0);
         if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
         else await fh.sync();
       } finally {
@@ -413,6 +413,23 @@ export class Snapshotter {
         `snapshot at seq ${seq} failed and was abandoned (the journal is unaffected): ${(e as Error).message}`,
       );
       return null;
+    }
+  }
+
+  /**
+   * Writes all of `data` at `position`. A write may write less than asked (a disk that is
+   * nearly full writes what fits and reports the rest only on the next call): the rest is
+   * written after it, and a write that makes no progress fails the snapshot. Ignoring the
+   * count left snapshots short of their header's length, reported as written, and the
+   * rotation then deleted the older, valid ones.
+   */
+  private async writeAll(fh: FileHandle, data: Buffer, position: number): Promise<void> {
+    for (let done = 0; done < data.length; ) {
+      const rest = data.subarray(done);
+      const { bytesWritten } = await fh.write(rest, 0, rest.length, position + done);
+      if (bytesWritten <= 0)
+        throw new Error(`snapshot write made no progress at byte ${position + done}`);
+      done += bytesWritten;
     }
   }
 
