@@ -260,7 +260,8 @@ export interface FileJournalOptions {
   /**
    * Why the file must hold at least one record (e.g. snapshots of its records exist). A file in
    * which not one record is valid is then refused instead of being cut to nothing as a torn tail:
-   * it is not this venue's journal, and cutting it would start the venue empty.
+   * it is not this venue's journal, and cutting it would start the venue empty. A missing file
+   * (not created then) and an empty one are refused the same way.
    */
   readonly expectRecords?: string;
 }
@@ -300,6 +301,15 @@ export class FileJournal implements JournalStore {
    */
   static open(path: string, options: FileJournalOptions = {}): FileJournal {
     const created = !existsSync(path);
+    // A journal that must hold records (snapshots of them exist) and is gone was deleted or
+    // never restored: creating an empty one would start a new, empty venue in its place.
+    if (created && options.expectRecords !== undefined) {
+      throw new JournalCorruptError(
+        path,
+        0,
+        `the file does not exist, but ${options.expectRecords}; refusing to create an empty journal (restore the journal that belongs to this data directory)`,
+      );
+    }
     const fd = openSync(path, 'a+');
     // A new file's directory entry must be durable before its first acknowledged record is.
     if (created) syncDirectory(dirname(path));
@@ -315,12 +325,14 @@ export class FileJournal implements JournalStore {
       closeSync(fd);
       throw e;
     }
-    if (scan.tornBytes > 0 && scan.offsets.length === 0 && options.expectRecords !== undefined) {
+    if (scan.offsets.length === 0 && options.expectRecords !== undefined) {
       closeSync(fd);
       throw new JournalCorruptError(
         path,
         0,
-        `not one record is valid, but ${options.expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`,
+        scan.tornBytes > 0
+          ? `not one record is valid, but ${options.expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`
+          : `the file is empty, but ${options.expectRecords}; refusing to start from an empty journal (restore the journal that belongs to this data directory)`,
       );
     }
     if (scan.tornBytes > 0) {

@@ -11,18 +11,20 @@
  * at any point leaves either the old set of snapshots or the new one, plus at worst a `.tmp`
  * file that the next start deletes. The newest `keep` snapshots are kept.
  *
- * Loading checks, newest first: header, length, CRC, that the seq is not past the journal's
- * last record, that the body decodes, and that the decoded state's hash equals the header's. A
- * snapshot that fails any check is skipped with a log line naming the file and the reason, and
- * the previous one is tried; with none left, recovery replays the whole journal. The journal
- * stays the record of truth: snapshots only save time, and losing all of them loses nothing.
+ * Loading checks, newest first: header, length, CRC, that the body decodes, and that the
+ * decoded state's hash equals the header's. A snapshot that fails any check is skipped with a
+ * log line naming the file and the reason, and the previous one is tried; with none left,
+ * recovery replays the whole journal. The journal stays the record of truth: snapshots only
+ * save time, and losing all of them loses nothing. A valid snapshot past the journal's last
+ * record stops start-up: snapshots are taken of durable states only, so the journal lost
+ * records that were acknowledged (deleted, replaced, cut), and starting would drop them.
  *
  * A failed snapshot write (including a failed fsync) is logged and abandoned; it is not fatal,
  * because acknowledgements depend only on the journal.
  *
  * @module
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -187,11 +189,35 @@ export interface LoadOptions {
   /** The journal's last seq: a snapshot past it is not used (the journal is the truth). */
   readonly maxSeq: number;
   readonly log?: (line: string) => void;
+  /** The journal file, named in errors (default: `journal.log` in the snapshot directory). */
+  readonly journal?: string;
+}
+
+/**
+ * Raised when a valid snapshot covers records the journal does not have: the journal lost
+ * records that were acknowledged (a snapshot is only ever taken of a durable state), or it was
+ * replaced by an older copy or deleted. Starting would silently drop them, so start-up stops.
+ */
+export class JournalBehindSnapshotError extends Error {
+  override readonly name = 'JournalBehindSnapshotError';
+  readonly file: string;
+  readonly offset: number;
+  readonly snapshot: string;
+
+  constructor(file: string, offset: number, lastSeq: number, snapshot: LoadedSnapshot) {
+    super(
+      `journal ${file} ends at seq ${lastSeq} (byte ${offset}), but the valid snapshot ${snapshot.path} covers records up to seq ${snapshot.seq} (hash ${snapshot.hash}): the journal is missing acknowledged records (deleted, replaced by an older copy, or cut). Refusing to start. Restore the journal that belongs to this data directory; if this is a restore from a copy in which the snapshots were copied after the journal, delete the snapshot files past seq ${lastSeq} and start again`,
+    );
+    this.file = file;
+    this.offset = offset;
+    this.snapshot = snapshot.path;
+  }
 }
 
 /**
  * The newest snapshot of `dir` that passes every check, or `null` (recover by full replay).
- * Each snapshot skipped is logged with the reason.
+ * Each snapshot skipped is logged with the reason. A valid snapshot past the journal's last
+ * record throws {@link JournalBehindSnapshotError}; an invalid one there is skipped like any.
  */
 export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSnapshot | null {
   const log = options.log ?? ((line: string) => console.error(line));
@@ -202,10 +228,22 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
     const fallback =
       next === undefined ? 'a full journal replay' : `the previous snapshot ${next.path}`;
     if (f.seq > options.maxSeq) {
-      log(
-        `snapshot ${f.path} is ahead of the journal (seq ${f.seq} > last record ${options.maxSeq}); skipped, using ${fallback}`,
-      );
-      continue;
+      // Only a snapshot that verifies proves the records existed; a damaged file proves nothing.
+      let ahead: LoadedSnapshot;
+      try {
+        ahead = readSnapshotFile(f.path);
+      } catch (e) {
+        log(`${(e as Error).message}; skipped, using ${fallback}`);
+        continue;
+      }
+      const journal = options.journal ?? join(dir, 'journal.log');
+      let size = 0;
+      try {
+        size = statSync(journal).size;
+      } catch {
+        // A missing journal ends at byte 0.
+      }
+      throw new JournalBehindSnapshotError(journal, size, options.maxSeq, ahead);
     }
     try {
       return readSnapshotFile(f.path);
