@@ -10,7 +10,10 @@
  *
  * A worker that dies fails its in-flight jobs with {@link VerificationUnavailable} (the request
  * gets a retryable 5000, never a hang) and is replaced; if workers keep dying, the pool stops
- * replacing them and recovers inline.
+ * replacing them and recovers inline. A worker that is alive but does not answer (stuck in a loop)
+ * counts as dead once it has held work for {@link VerifyPoolOptions.answerTimeoutMs} without
+ * answering: it is terminated, its jobs fail and it is replaced, so neither the request, its
+ * wallet's queue nor the venue's shutdown waits for it forever.
  *
  * @module
  */
@@ -106,6 +109,8 @@ interface Slot {
   /** Batches sent and not answered, by batch id. */
   readonly inflight: Map<number, readonly Job[]>;
   dead: boolean;
+  /** Armed while the worker holds work: fires when it has not answered for answerTimeoutMs. */
+  watchdog: NodeJS.Timeout | undefined;
 }
 
 /** Options of {@link VerifyPool}. */
@@ -120,6 +125,11 @@ export interface VerifyPoolOptions {
   /** After this many worker deaths within {@link VerifyPoolOptions.crashWindowMs}, stop replacing them (default 5). */
   readonly maxCrashes?: number;
   readonly crashWindowMs?: number;
+  /**
+   * A worker holding work that has not answered for this long is taken as hung: terminated, its
+   * jobs failed, replaced (default 5,000 ms; a full batch takes well under 200 ms with noble).
+   */
+  readonly answerTimeoutMs?: number;
   readonly log?: (line: string) => void;
   /** Starts one worker (tests substitute misbehaving workers). */
   readonly spawn?: (data: RecoverWorkerData) => Worker;
@@ -153,6 +163,7 @@ export class VerifyPool implements SignatureRecovery {
       pipeline: options.pipeline ?? 2,
       maxCrashes: options.maxCrashes ?? 5,
       crashWindowMs: options.crashWindowMs ?? 10_000,
+      answerTimeoutMs: options.answerTimeoutMs ?? 5_000,
     };
     this.log = options.log ?? (() => {});
     this.spawnWorker =
@@ -207,6 +218,8 @@ export class VerifyPool implements SignatureRecovery {
     const slots = this.slots.splice(0);
     for (const slot of slots) {
       slot.dead = true;
+      if (slot.watchdog !== undefined) clearTimeout(slot.watchdog);
+      slot.watchdog = undefined;
       this.failInflight(slot, error);
     }
     await Promise.all(slots.map((s) => s.worker.terminate()));
@@ -214,7 +227,7 @@ export class VerifyPool implements SignatureRecovery {
 
   private startWorker(): void {
     const worker = this.spawnWorker({ backend: this.backend });
-    const slot: Slot = { worker, inflight: new Map(), dead: false };
+    const slot: Slot = { worker, inflight: new Map(), dead: false, watchdog: undefined };
     worker.on('message', (msg: { id: number; out: Uint8Array }) => this.answer(slot, msg));
     worker.on('error', (e) => this.log(`verify worker ${worker.threadId} failed: ${String(e)}`));
     worker.on('exit', (code) => this.died(slot, code));
@@ -227,6 +240,8 @@ export class VerifyPool implements SignatureRecovery {
     if (jobs === undefined) return;
     slot.inflight.delete(msg.id);
     if (slot.inflight.size === 0) slot.worker.unref();
+    // The worker made progress: its next answer gets a fresh deadline.
+    this.arm(slot);
     const out = Buffer.from(msg.out.buffer, msg.out.byteOffset, msg.out.byteLength);
     for (let i = 0; i < jobs.length; i++) {
       const at = i * RESULT_BYTES;
@@ -236,20 +251,42 @@ export class VerifyPool implements SignatureRecovery {
     this.flush();
   }
 
-  private died(slot: Slot, code: number): void {
-    if (slot.dead) return; // terminated by close()
+  /** (Re)starts the slot's answer deadline while it holds work; stops it when idle. */
+  private arm(slot: Slot): void {
+    if (slot.watchdog !== undefined) clearTimeout(slot.watchdog);
+    slot.watchdog = undefined;
+    if (slot.dead || slot.inflight.size === 0) return;
+    slot.watchdog = setTimeout(() => this.hung(slot), this.options.answerTimeoutMs);
+    slot.watchdog.unref();
+  }
+
+  /** A worker that holds work and stopped answering: treated as dead, then terminated. */
+  private hung(slot: Slot): void {
+    if (slot.dead) return;
+    const ms = this.options.answerTimeoutMs;
+    this.log(
+      `verify worker ${slot.worker.threadId} did not answer within ${ms} ms; terminating it`,
+    );
+    this.died(slot, `a signature verification worker did not answer within ${ms} ms`);
+    // Its exit event finds the slot dead and does nothing more.
+    void slot.worker.terminate();
+  }
+
+  private died(slot: Slot, cause: number | string): void {
+    if (slot.dead) return; // terminated by close(), or already declared hung
     slot.dead = true;
+    if (slot.watchdog !== undefined) clearTimeout(slot.watchdog);
+    slot.watchdog = undefined;
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);
-    this.failInflight(
-      slot,
-      new VerificationUnavailable(`a signature verification worker exited (code ${code})`),
-    );
+    const reason =
+      typeof cause === 'number' ? `a signature verification worker exited (code ${cause})` : cause;
+    this.failInflight(slot, new VerificationUnavailable(reason));
     const now = Date.now();
     this.crashes = this.crashes.filter((t) => now - t < this.options.crashWindowMs);
     this.crashes.push(now);
     if (this.crashes.length < this.options.maxCrashes) {
-      this.log(`verify worker ${slot.worker.threadId} exited with code ${code}; replacing it`);
+      this.log(`verify worker ${slot.worker.threadId} failed (${reason}); replacing it`);
       this.startWorker();
     } else if (this.slots.length === 0 && this.fallback === undefined) {
       this.log(
@@ -325,7 +362,10 @@ export class VerifyPool implements SignatureRecovery {
     }
     const id = this.nextBatch++;
     slot.inflight.set(id, jobs);
-    if (slot.inflight.size === 1) slot.worker.ref();
+    if (slot.inflight.size === 1) {
+      slot.worker.ref();
+      this.arm(slot);
+    }
     slot.worker.postMessage({ id, count: jobs.length, jobs: bytes }, [bytes.buffer]);
   }
 }
