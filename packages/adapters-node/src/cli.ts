@@ -5,12 +5,16 @@
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
  * `--verify-workers <n>`. Stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
- * (a failed journal fsync is never retried: the process ends and a restart recovers).
+ * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
+ * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
+ * `LOCK` file, taken before anything is opened and removed at exit).
  *
  * @module
  */
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
+import { lockDataDir } from './journal/data-dir-lock.js';
 import { startVenue } from './venue.js';
 
 /** Parsed command-line options. */
@@ -147,6 +151,13 @@ async function main(): Promise<void> {
   if (options.help) {
     process.stdout.write(USAGE);
     return;
+  }
+  if (!options.memory) {
+    // One venue per data directory: two would both append to one journal (data-dir-lock.ts).
+    const dir = resolve(options.data);
+    mkdirSync(dir, { recursive: true });
+    const lock = lockDataDir(dir, (line) => process.stderr.write(`${line}\n`));
+    process.on('exit', () => lock.release());
   }
   const venue = await startVenue({
     config: {

@@ -1,0 +1,170 @@
+/**
+ * One venue per data directory. Two venues on one directory both append to `journal.log` with
+ * their own seqs and both acknowledge: the file then holds two records with the same seq, and
+ * the next start refuses it as damaged, after both venues told clients their requests were
+ * durable. The CLI therefore takes `<data>/LOCK` before it opens anything.
+ *
+ * The lock file is created atomically with its content (written to a temporary name, then
+ * `link`ed to `LOCK`, which fails if it exists) and holds the owner's pid, host and process
+ * start time (`/proc/<pid>/stat`, field 22, so a pid reused by another process after a reboot
+ * is not mistaken for the owner). It is removed when the process exits; a lock left by a
+ * process that died (SIGKILL, power loss) is stale and is taken over with a log line. A lock
+ * held by a live process, or by another host (which cannot be checked from here), refuses the
+ * start with the lock file, the owner and what to do.
+ *
+ * Limits: two processes that find the same stale lock at the same moment can both take it over
+ * (the check and the removal are two steps); the window is a few microseconds, once, after a
+ * crash. Processes in different pid namespaces sharing the directory see each other as dead:
+ * give each venue its own data directory.
+ *
+ * @module
+ */
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+/** Raised when the data directory is in use, or cannot be locked. */
+export class DataDirLockedError extends Error {
+  override readonly name = 'DataDirLockedError';
+  readonly file: string;
+
+  constructor(file: string, detail: string) {
+    super(`data directory lock ${file}: ${detail}`);
+    this.file = file;
+  }
+}
+
+interface LockContent {
+  readonly pid: number;
+  readonly host: string;
+  /** Start time of the process in clock ticks since boot (Linux), null when unknown. */
+  readonly started: string | null;
+  readonly time: string;
+}
+
+/** Start time of a process (field 22 of `/proc/<pid>/stat`), or null off Linux / when gone. */
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may contain spaces: count after it.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A held lock. */
+export interface DataDirLock {
+  readonly file: string;
+  /** Removes the lock file (idempotent; only while it is still this process's). */
+  release(): void;
+}
+
+/**
+ * Takes the lock of `dir` (which must exist) or throws {@link DataDirLockedError}. `log`
+ * reports a stale lock taken over.
+ */
+export function lockDataDir(dir: string, log: (line: string) => void): DataDirLock {
+  const file = join(dir, 'LOCK');
+  const mine: LockContent = {
+    pid: process.pid,
+    host: hostname(),
+    started: processStart(process.pid),
+    time: new Date().toISOString(),
+  };
+  const text = `${JSON.stringify(mine)}\n`;
+  const tmp = join(dir, `LOCK.${process.pid}.tmp`);
+  const tryLink = (): boolean => {
+    try {
+      writeFileSync(tmp, text);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new DataDirLockedError(
+        file,
+        `cannot write in the data directory (${code ?? (e as Error).message}): the venue needs a writable data directory for its journal`,
+      );
+    }
+    try {
+      linkSync(tmp, file);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw new DataDirLockedError(
+        file,
+        `cannot create it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`,
+      );
+    } finally {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    if (tryLink()) {
+      let held = true;
+      return {
+        file,
+        release() {
+          if (!held) return;
+          held = false;
+          try {
+            if (readFileSync(file, 'utf8') === text) unlinkSync(file);
+          } catch {
+            // Gone already.
+          }
+        },
+      };
+    }
+    let owner: LockContent | null = null;
+    try {
+      owner = JSON.parse(readFileSync(file, 'utf8')) as LockContent;
+    } catch {
+      owner = null;
+    }
+    if (owner === null || typeof owner.pid !== 'number') {
+      throw new DataDirLockedError(
+        file,
+        'the lock file exists but is unreadable; if no venue runs on this directory, delete it and start again',
+      );
+    }
+    const since = `since ${owner.time}`;
+    if (owner.host !== mine.host) {
+      throw new DataDirLockedError(
+        file,
+        `held by pid ${owner.pid} on host ${owner.host} (${since}); another venue may be using this directory. If none runs there, delete the lock file and start again`,
+      );
+    }
+    const ownerRuns =
+      alive(owner.pid) &&
+      (owner.started === null || processStart(owner.pid) === null
+        ? owner.pid !== process.pid
+        : processStart(owner.pid) === owner.started);
+    if (ownerRuns) {
+      throw new DataDirLockedError(
+        file,
+        `another venue (pid ${owner.pid}, ${since}) is using this data directory; stop it first (two venues on one journal corrupt it)`,
+      );
+    }
+    log(
+      `data directory lock ${file}: taking over a stale lock of pid ${owner.pid} (${since}), a venue that did not exit cleanly`,
+    );
+    try {
+      unlinkSync(file);
+    } catch {
+      // Someone else removed it; the next attempt decides.
+    }
+  }
+  throw new DataDirLockedError(file, 'another venue took the lock while this one started');
+}
