@@ -15,6 +15,11 @@
  * answering: it is terminated, its jobs fail and it is replaced, so neither the request, its
  * wallet's queue nor the venue's shutdown waits for it forever.
  *
+ * The queue of jobs waiting for a worker is bounded ({@link VerifyPoolOptions.maxQueued}): a
+ * flood of signed requests beyond what the workers can recover is refused at once with
+ * {@link VerificationUnavailable} (retryable 5000) instead of growing memory and latency without
+ * bound.
+ *
  * @module
  */
 import { availableParallelism } from 'node:os';
@@ -130,6 +135,11 @@ export interface VerifyPoolOptions {
    * jobs failed, replaced (default 5,000 ms; a full batch takes well under 200 ms with noble).
    */
   readonly answerTimeoutMs?: number;
+  /**
+   * Most jobs waiting for a worker (not counting those in flight); a recovery beyond it is
+   * refused at once (default 1,024 per worker: about 2 s of noble recovery per worker).
+   */
+  readonly maxQueued?: number;
   readonly log?: (line: string) => void;
   /** Starts one worker (tests substitute misbehaving workers). */
   readonly spawn?: (data: RecoverWorkerData) => Worker;
@@ -164,6 +174,7 @@ export class VerifyPool implements SignatureRecovery {
       maxCrashes: options.maxCrashes ?? 5,
       crashWindowMs: options.crashWindowMs ?? 10_000,
       answerTimeoutMs: options.answerTimeoutMs ?? 5_000,
+      maxQueued: options.maxQueued ?? 1_024 * options.size,
     };
     this.log = options.log ?? (() => {});
     this.spawnWorker =
@@ -196,6 +207,14 @@ export class VerifyPool implements SignatureRecovery {
     }
     if (this.fallback !== undefined) {
       return Promise.resolve(recoverSigner(this.fallback, digest, signature));
+    }
+    const waiting = this.queue.length - this.head;
+    if (waiting >= this.options.maxQueued) {
+      return Promise.reject(
+        new VerificationUnavailable(
+          `signature verification is overloaded (${waiting} signatures waiting)`,
+        ),
+      );
     }
     return new Promise<string | null>((resolve, reject) => {
       this.queue.push({ digest, signature, resolve, reject });
