@@ -14,12 +14,18 @@ import {
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 1000);
 const big = fc.bigInt({ min: -(10n ** 40n), max: 10n ** 40n });
+// Values around the decimal point too (below one whole unit, where the digits need padding).
+const anyScale = fc.oneof(
+  big,
+  fc.bigInt({ min: -(10n ** 20n), max: 10n ** 20n }),
+  fc.bigInt({ min: -99n, max: 99n }),
+);
 const nonZero = big.filter((b) => b !== 0n);
 
 describe('decimal codec', () => {
   it('round-trips every integer at every scale and always prints canonical text', () => {
     fc.assert(
-      fc.property(big, fc.integer({ min: 0, max: 18 }), (value, decimals) => {
+      fc.property(anyScale, fc.integer({ min: 0, max: 18 }), (value, decimals) => {
         const text = formatDecimal(value, decimals);
         expect(isCanonicalDecimal(text)).toBe(true);
         expect(parseDecimal(text, decimals, true)).toEqual({ ok: true, value });
@@ -50,6 +56,10 @@ describe('decimal codec', () => {
     expect(formatDecimal(1_500_000n, 6)).toBe('1.5');
     expect(formatDecimal(-5n, 6)).toBe('-0.000005');
     expect(formatDecimal(65_000_500_000_000_000_000_000n, 18)).toBe('65000.5');
+    expect(formatDecimal(100n, 2)).toBe('1');
+    expect(formatDecimal(10n, 2)).toBe('0.1');
+    expect(formatDecimal(-1_000_000n, 6)).toBe('-1');
+    expect(formatDecimal(-120n, 0)).toBe('-120');
   });
 });
 

@@ -60,15 +60,24 @@ export function isCanonicalDecimal(text: string): boolean {
   return CANONICAL_RE.test(text) && text !== '-0';
 }
 
-/** Formats an integer at `decimals` places as a canonical decimal string. */
+/**
+ * Formats an integer at `decimals` places as a canonical decimal string. One digit string cut at
+ * the point (no bigint division: summaries and wire reports format many values per message).
+ */
 export function formatDecimal(value: bigint, decimals: number): string {
   const negative = value < 0n;
-  const abs = negative ? -value : value;
-  const scale = pow10(decimals);
-  const whole = abs / scale;
-  const frac = abs % scale;
-  let out = whole.toString();
-  if (frac !== 0n) out += `.${frac.toString().padStart(decimals, '0').replace(/0+$/, '')}`;
+  const digits = (negative ? -value : value).toString();
+  let out: string;
+  if (decimals === 0) {
+    out = digits;
+  } else {
+    const cut = digits.length - decimals;
+    const whole = cut > 0 ? digits.slice(0, cut) : '0';
+    const frac = cut > 0 ? digits.slice(cut) : digits.padStart(decimals, '0');
+    let end = frac.length;
+    while (end > 0 && frac.charCodeAt(end - 1) === 48) end--; // trailing '0's
+    out = end === 0 ? whole : `${whole}.${frac.slice(0, end)}`;
+  }
   return negative ? `-${out}` : out;
 }
 
