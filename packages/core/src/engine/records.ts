@@ -127,6 +127,30 @@ function copyTotals(t: OrderTotals): OrderTotals {
   };
 }
 
+/**
+ * Totals as they would be with the given changes of resting quantity and notional (a what-if for
+ * margin checks; the leaves bounds stay). A new record in the one shape every totals record has.
+ */
+export function totalsShifted(
+  t: OrderTotals,
+  buyQtyDelta: bigint,
+  buyNotionalDelta: bigint,
+  sellQtyDelta: bigint,
+  sellNotionalDelta: bigint,
+): OrderTotals {
+  return {
+    market: t.market,
+    mode: t.mode,
+    buyQty: t.buyQty + buyQtyDelta,
+    buyNotional: t.buyNotional + buyNotionalDelta,
+    sellQty: t.sellQty + sellQtyDelta,
+    sellNotional: t.sellNotional + sellNotionalDelta,
+    buyMaxLeaves: t.buyMaxLeaves,
+    sellMaxLeaves: t.sellMaxLeaves,
+    guardedCount: t.guardedCount,
+  };
+}
+
 /** A copy of an account owned by `edit`, with its own positions and totals. */
 export function copyAccount(a: Account, edit: Edit): Account {
   return {

@@ -9,6 +9,7 @@
  * @module
  */
 
+import { totalsShifted } from '../engine/records.js';
 import type {
   Account,
   EngineState,
@@ -279,13 +280,9 @@ export function holdIncrease(
   const replacedLeaves = replaced === undefined ? 0n : replaced.quantity - replaced.cumQty;
   const qty = order.leaves - replacedLeaves;
   const notional = order.leaves * order.price - replacedLeaves * (replaced?.price ?? 0n);
-  const after: OrderTotals = {
-    ...t,
-    buyQty: order.buy ? t.buyQty + qty : t.buyQty,
-    buyNotional: order.buy ? t.buyNotional + notional : t.buyNotional,
-    sellQty: order.buy ? t.sellQty : t.sellQty + qty,
-    sellNotional: order.buy ? t.sellNotional : t.sellNotional + notional,
-  };
+  const after = order.buy
+    ? totalsShifted(t, qty, notional, 0n, 0n)
+    : totalsShifted(t, 0n, 0n, qty, notional);
   return (
     scopeHold(state, account, spec, mode, after, size, order) -
     scopeHold(state, account, spec, mode, t, size)
@@ -400,13 +397,13 @@ export function measureScope(
 
 function applyTotals(t: OrderTotals, change: ScopeChange | undefined): OrderTotals {
   if (change === undefined) return t;
-  return {
-    ...t,
-    buyQty: t.buyQty + change.buyQtyDelta,
-    buyNotional: t.buyNotional + change.buyNotionalDelta,
-    sellQty: t.sellQty + change.sellQtyDelta,
-    sellNotional: t.sellNotional + change.sellNotionalDelta,
-  };
+  return totalsShifted(
+    t,
+    change.buyQtyDelta,
+    change.buyNotionalDelta,
+    change.sellQtyDelta,
+    change.sellNotionalDelta,
+  );
 }
 
 function scopePart(
