@@ -137,6 +137,39 @@ describe('MemoryJournal: stored commands are protected', () => {
     expect(journal.lastSeq).toBe(0);
     expect(await collect(journal.read())).toEqual([]);
   });
+
+  it('says which command and which field is not plain data', async () => {
+    const journal = new MemoryJournal();
+    const cases: [unknown, string][] = [
+      [{ type: 'tick', time: 1, extra: new Map() }, 'command 1 (tick) has a Map at command.extra'],
+      [
+        { type: 'oracle', time: 1, prices: [{ market: 1, price: 1n, at: new Date(0) }] },
+        'command 1 (oracle) has a Date at command.prices[0].at',
+      ],
+      // structuredClone alone would throw a DataCloneError naming neither.
+      [
+        { type: 'tick', time: 1, later: () => 1 },
+        'command 1 (tick) has a function at command.later',
+      ],
+      [{ type: 'tick', time: 1, tag: Symbol('x') }, 'command 1 (tick) has a symbol at command.tag'],
+      // structuredClone would drop it silently: the journal would differ from what was reduced.
+      [{ type: 'tick', time: 1, [Symbol('x')]: 1 }, 'command 1 (tick) has a symbol key at command'],
+    ];
+    for (const [odd, message] of cases) {
+      const appending = journal.append([tick(0), odd as Command]);
+      await expect(appending).rejects.toThrow(TypeError);
+      await expect(appending).rejects.toThrow(message);
+    }
+    expect(journal.lastSeq).toBe(0);
+  });
+
+  it('stores a command that refers to the same object twice', async () => {
+    const journal = new MemoryJournal();
+    const price = { market: 1, price: 5n };
+    await journal.append([{ type: 'oracle', time: 1, prices: [price, price] }]);
+    const [record] = await collect(journal.read());
+    expect(record?.command).toEqual({ type: 'oracle', time: 1, prices: [price, price] });
+  });
 });
 
 describe('MemoryJournal: injected failure and close', () => {

@@ -43,7 +43,7 @@ export class MemoryJournal implements JournalStore {
     }
     let seq = this.#records.length;
     const records = commands.map(
-      (command): JournalRecord => Object.freeze({ seq: ++seq, command: frozenCopy(command) }),
+      (command, i): JournalRecord => Object.freeze({ seq: ++seq, command: frozenCopy(command, i) }),
     );
     this.#records.push(...records);
     return seq;
@@ -82,18 +82,48 @@ export class MemoryJournal implements JournalStore {
   }
 }
 
-/** A deep copy of a command, frozen all the way down (commands hold bigints and plain objects). */
-function frozenCopy(command: Command): Command {
+/**
+ * A deep copy of a command, frozen all the way down (commands hold bigints and plain objects).
+ * Anything else is refused with a TypeError that names the command and the field.
+ */
+function frozenCopy(command: Command, index: number): Command {
+  const problem = notPlainData(command, 'command', new Set());
+  if (problem !== undefined) {
+    const type = (command as { type?: unknown } | null)?.type;
+    throw new TypeError(
+      `journal commands must be plain data (objects, arrays, primitives): command ${index}` +
+        `${typeof type === 'string' ? ` (${type})` : ''} has ${problem}`,
+    );
+  }
   return deepFreeze(structuredClone(command));
+}
+
+/**
+ * Where a value stops being plain data, as `<path> <what>`, or `undefined` when it is plain.
+ * structuredClone would copy a Map, Set, Date or typed array (whose contents freezing cannot
+ * protect) and throws a DataCloneError naming neither command nor field for a function.
+ */
+function notPlainData(value: unknown, path: string, seen: Set<object>): string | undefined {
+  if (typeof value === 'function') return `a function at ${path}`;
+  if (typeof value === 'symbol') return `a symbol at ${path}`;
+  if (typeof value !== 'object' || value === null || seen.has(value)) return undefined;
+  seen.add(value);
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== Array.prototype && proto !== null) {
+    const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+    return `a ${typeof name === 'string' && name !== '' ? name : 'non-plain object'} at ${path}`;
+  }
+  for (const key of Reflect.ownKeys(value)) {
+    if (typeof key === 'symbol') return `a symbol key at ${path}`;
+    const inner = Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`;
+    const problem = notPlainData((value as Record<string, unknown>)[key], inner, seen);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    // structuredClone keeps Map, Set, Date and typed arrays; freezing cannot protect their contents.
-    const proto: unknown = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== Array.prototype && proto !== null) {
-      throw new TypeError('journal commands must be plain data (objects, arrays, primitives)');
-    }
     Object.freeze(value);
     for (const key of Reflect.ownKeys(value)) {
       deepFreeze((value as Record<PropertyKey, unknown>)[key]);
