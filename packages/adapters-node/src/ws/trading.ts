@@ -54,7 +54,10 @@ interface Session {
   trading: (() => void) | null;
   summaries: boolean;
   summaryTimer: NodeJS.Timeout | null;
-  /** Messages of this connection run one after another. */
+  /**
+   * Messages of this connection start one after another. A signed request only holds the next
+   * message until it has joined its wallet's queue, which orders it (see `answerLater`).
+   */
   chain: Promise<void>;
   closed: boolean;
 }
@@ -241,6 +244,101 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       return undefined;
     };
 
+  /** Answers a `claimLiquidation` from its engine outcome. */
+  const claimAnswer = (s: Session, id: string | undefined, r: Refusal | Processed): void => {
+    if (!r.ok) return outcomeError(s, id, r);
+    const refused = engineRefusal(r);
+    if (refused !== undefined) return outcomeError(s, id, refused);
+    const o = r.result.outcome;
+    if (!o.ok || o.kind !== 'claim')
+      return error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
+    // The auction may already be settled and gone: its market comes from the claim's own event.
+    let market: number | undefined;
+    for (const e of r.result.events)
+      if (e.type === 'auction' && e.auction.auctionId === o.auctionId) market = e.auction.market;
+    const spec = market === undefined ? undefined : ctx.host.state.markets.get(market)?.spec;
+    reply(s, id, {
+      type: 'claimAck',
+      auctionId: String(o.auctionId),
+      quantity:
+        spec === undefined
+          ? o.quantity.toString()
+          : formatDecimal(o.quantity, spec.quantityDecimals),
+      price: formatPrice(o.price),
+      seq: o.seq,
+    });
+  };
+
+  /** The unsigned fields of a `transferMargin` message against its signed payload. */
+  const transferCheck =
+    (msg: Record<string, unknown>) =>
+    ({
+      struct,
+    }: {
+      readonly struct: { readonly amount: bigint; readonly flags: number; readonly market: number };
+    }): Rejection | undefined => {
+      const bad = (d: string) => reject('INVALID_REQUEST', d);
+      if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
+      const amount = parseDecimal(msg.amount, 6);
+      if (!amount.ok || amount.value <= 0n)
+        return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
+      if (amount.value !== struct.amount)
+        return bad(
+          `amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,
+        );
+      if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross')
+        return bad('direction must be crossToIsolated or isolatedToCross');
+      if ((msg.direction === 'isolatedToCross') !== (struct.flags === 1))
+        return bad('direction does not match flags bit 0 of the signed payload');
+      const marketId =
+        typeof msg.instrument === 'string' ? ctx.host.state.symbols.get(msg.instrument) : undefined;
+      if (marketId === undefined || marketId !== struct.market)
+        return bad('instrument does not name the signed market');
+      return undefined;
+    };
+
+  /** Answers a `transferMargin` from its engine outcome (`command_id` lifecycle). */
+  const transferAnswer = (s: Session, id: string | undefined, r: Refusal | Processed): void => {
+    if (!r.ok) return outcomeError(s, id, r);
+    const o = r.result.outcome;
+    if (o.ok && o.kind === 'command')
+      return reply(s, id, {
+        type: 'marginTransferred',
+        command_id: o.commandId,
+        status: 'Submitted',
+      });
+    if (!o.ok && o.commandId !== undefined) {
+      return reply(s, id, {
+        type: 'marginTransferred',
+        command_id: o.commandId,
+        status: 'Rejected',
+        code: o.code,
+        message: o.message,
+      });
+    }
+    const refused = engineRefusal(r);
+    if (refused !== undefined) outcomeError(s, id, refused);
+  };
+
+  /** Answers a request whose handling threw: the host's stop code, else a retryable 5000. */
+  const failed = (s: Session, id: string | undefined, e: unknown): void => {
+    // A stopped engine is the spec's 5002 (journal) or 5001 (engine) and is logged by the host.
+    if (e instanceof HostStoppedError) return error(s, id, e.code, e.message);
+    error(s, id, 5000, 'INTERNAL_ERROR: the request failed; retry with backoff');
+    console.error('trading message failed', e);
+  };
+
+  /**
+   * A signed request has joined its wallet's queue (`SignedRequests.handle` queues before it
+   * first waits); its answer follows when the engine has it. The connection's next message is
+   * not held until then: the wallet queue, not the connection, orders a wallet's requests
+   * (protocol.md section 5, across connections), and a request held on one socket behind a slow
+   * signature check would let a later one from another socket of the wallet overtake it.
+   */
+  const answerLater = (s: Session, id: string | undefined, answer: Promise<void>): void => {
+    answer.catch((e: unknown) => failed(s, id, e));
+  };
+
   const handlers: Record<
     string,
     (s: Session, id: string | undefined, msg: Record<string, unknown>) => Promise<void> | void
@@ -401,124 +499,89 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       reply(s, id, { type: 'unsubscribeAccountSummarySuccess' });
     },
 
-    placeOrder: async (s, id, msg) => {
+    placeOrder: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const r = requests.handle(msg.signature, {
         allowed: ['Order'],
         authenticated: s.account,
         counted: true,
         precheck: instrumentCheck(msg),
       });
-      orderAnswer(s, id, r, 'orderAck');
+      answerLater(
+        s,
+        id,
+        r.then((answer) => orderAnswer(s, id, answer, 'orderAck')),
+      );
     },
-    cancelOrder: async (s, id, msg) => {
+    cancelOrder: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const r = requests.handle(msg.signature, {
         allowed: ['Cancel'],
         authenticated: s.account,
         counted: true,
         precheck: instrumentCheck(msg),
       });
-      orderAnswer(s, id, r, 'cancelAck');
+      answerLater(
+        s,
+        id,
+        r.then((answer) => orderAnswer(s, id, answer, 'cancelAck')),
+      );
     },
-    replaceOrder: async (s, id, msg) => {
+    replaceOrder: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const r = requests.handle(msg.signature, {
         allowed: ['Replace'],
         authenticated: s.account,
         counted: true,
         precheck: instrumentCheck(msg),
       });
-      orderAnswer(s, id, r, 'replaceAck');
+      answerLater(
+        s,
+        id,
+        r.then((answer) => orderAnswer(s, id, answer, 'replaceAck')),
+      );
     },
-    cancelAll: async (s, id, msg) => {
+    cancelAll: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const r = requests.handle(msg.signature, {
         allowed: ['CancelAll'],
         authenticated: s.account,
         counted: true,
       });
-      orderAnswer(s, id, r, 'cancelAllAck');
+      answerLater(
+        s,
+        id,
+        r.then((answer) => orderAnswer(s, id, answer, 'cancelAllAck')),
+      );
     },
 
-    claimLiquidation: async (s, id, msg) => {
+    claimLiquidation: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const pending = requests.handle(msg.signature, {
         allowed: ['ClaimLiquidation'],
         authenticated: s.account,
         counted: true,
       });
-      if (!r.ok) return outcomeError(s, id, r);
-      const refused = engineRefusal(r);
-      if (refused !== undefined) return outcomeError(s, id, refused);
-      const o = r.result.outcome;
-      if (!o.ok || o.kind !== 'claim')
-        return error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
-      // The auction may already be settled and gone: its market comes from the claim's own event.
-      let market: number | undefined;
-      for (const e of r.result.events)
-        if (e.type === 'auction' && e.auction.auctionId === o.auctionId) market = e.auction.market;
-      const spec = market === undefined ? undefined : ctx.host.state.markets.get(market)?.spec;
-      reply(s, id, {
-        type: 'claimAck',
-        auctionId: String(o.auctionId),
-        quantity:
-          spec === undefined
-            ? o.quantity.toString()
-            : formatDecimal(o.quantity, spec.quantityDecimals),
-        price: formatPrice(o.price),
-        seq: o.seq,
-      });
+      answerLater(
+        s,
+        id,
+        pending.then((r) => claimAnswer(s, id, r)),
+      );
     },
 
-    transferMargin: async (s, id, msg) => {
+    transferMargin: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
-      const r = await requests.handle(msg.signature, {
+      const pending = requests.handle(msg.signature, {
         allowed: ['MarginTransfer'],
         authenticated: s.account,
         counted: true,
-        precheck: ({ struct }) => {
-          const bad = (d: string) => reject('INVALID_REQUEST', d);
-          if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
-          const amount = parseDecimal(msg.amount, 6);
-          if (!amount.ok || amount.value <= 0n)
-            return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
-          if (amount.value !== struct.amount)
-            return bad(
-              `amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,
-            );
-          if (msg.direction !== 'crossToIsolated' && msg.direction !== 'isolatedToCross')
-            return bad('direction must be crossToIsolated or isolatedToCross');
-          if ((msg.direction === 'isolatedToCross') !== (struct.flags === 1))
-            return bad('direction does not match flags bit 0 of the signed payload');
-          const marketId =
-            typeof msg.instrument === 'string'
-              ? ctx.host.state.symbols.get(msg.instrument)
-              : undefined;
-          if (marketId === undefined || marketId !== struct.market)
-            return bad('instrument does not name the signed market');
-          return undefined;
-        },
+        precheck: transferCheck(msg),
       });
-      if (!r.ok) return outcomeError(s, id, r);
-      const o = r.result.outcome;
-      if (o.ok && o.kind === 'command')
-        return reply(s, id, {
-          type: 'marginTransferred',
-          command_id: o.commandId,
-          status: 'Submitted',
-        });
-      if (!o.ok && o.commandId !== undefined) {
-        return reply(s, id, {
-          type: 'marginTransferred',
-          command_id: o.commandId,
-          status: 'Rejected',
-          code: o.code,
-          message: o.message,
-        });
-      }
-      const refused = engineRefusal(r);
-      if (refused !== undefined) outcomeError(s, id, refused);
+      answerLater(
+        s,
+        id,
+        pending.then((r) => transferAnswer(s, id, r)),
+      );
     },
   };
 
@@ -572,10 +635,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     try {
       await handler(s, id, msg);
     } catch (e) {
-      // A stopped engine is the spec's 5002 (journal) or 5001 (engine) and is logged by the host.
-      if (e instanceof HostStoppedError) return error(s, id, e.code, e.message);
-      error(s, id, 5000, 'INTERNAL_ERROR: the request failed; retry with backoff');
-      console.error('trading message failed', e);
+      failed(s, id, e);
     }
   };
 
