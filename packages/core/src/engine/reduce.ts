@@ -36,6 +36,7 @@ import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
 import { oracle, setInstrument, setMarketStatus } from './markets.js';
+import { nextWakeTime } from './schedule.js';
 import type { EngineState } from './types.js';
 
 /** The result of one command. */
@@ -130,23 +131,46 @@ function outcomeOf(events: readonly EngineEvent[]): Outcome | undefined {
 }
 
 /**
+ * Runs the time-driven work due by the command time in the order of its due times: everything
+ * due at the earliest time (expiries, then funding, then auction ends), then the next time. A
+ * host that ticks at {@link nextWakeTime} meets one due time per command; a command after a
+ * silence (an embedder that never ticks, a venue back from downtime) must not charge funding on
+ * a position an auction that ended earlier had already closed. Returns whether any work ran.
+ */
+function settleDueWork(ctx: Ctx): boolean {
+  let any = false;
+  for (;;) {
+    const due = nextWakeTime(ctx.state);
+    if (due === null || due > ctx.time) return any;
+    // Each step settles everything of its kind due at or before `due`, so the next is later.
+    expireDue(ctx, due);
+    settleFundingDue(ctx, due);
+    settleAuctionsDue(ctx, due);
+    any = true;
+  }
+}
+
+/**
  * Applies one command inside a write session. Returns whether it changed the state: a command
  * refused before admission (bad fields, bad window) with no due housekeeping changes nothing.
  */
 function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[] } {
-  if (!Number.isSafeInteger(cmd.time) || cmd.time < ctx.state.time) {
+  if (!Number.isSafeInteger(cmd.time)) {
+    throw new InvariantError(
+      `command time ${String(cmd.time)} is not a whole number of milliseconds (a safe integer)`,
+    );
+  }
+  if (cmd.time < ctx.state.time) {
     throw new InvariantError(
       `command time ${cmd.time} is before the engine time ${ctx.state.time}`,
     );
   }
   ctx.begin(cmd.time);
   // Time-driven work first: expiry applies before any command at or after it.
-  let housekeeping = expireDue(ctx);
+  let housekeeping = settleDueWork(ctx);
   housekeeping = pruneNonces(ctx) || housekeeping;
   housekeeping = pruneCloids(ctx) || housekeeping;
   housekeeping = pruneTrades(ctx) || housekeeping;
-  housekeeping = settleFundingDue(ctx) || housekeeping;
-  housekeeping = settleAuctionsDue(ctx) || housekeeping;
   dispatch(ctx, cmd);
   // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
   riskSweep(ctx);

@@ -48,14 +48,14 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
 }
 
 /**
- * Expires every GTD/DAY order whose expiry is at or before the command time (engine-rules 5:
- * expiry applies before any command at or after it). Returns whether any expired.
+ * Expires every GTD/DAY order whose expiry is at or before `until` (engine-rules 5: expiry
+ * applies before any command at or after it). Returns whether any expired.
  */
-export function expireDue(ctx: Ctx): boolean {
+export function expireDue(ctx: Ctx, until: number = ctx.time): boolean {
   let any = false;
   for (;;) {
     const first = firstTimeId(ctx.state.expiries);
-    if (first === undefined || first[0] > ctx.time) return any;
+    if (first === undefined || first[0] > until) return any;
     const order = ctx.order(first[1])!;
     endOrder(ctx, first[1], 'Expired', order.timeInForce === 'DAY' ? 'DAY' : 'GTD');
     any = true;

@@ -212,12 +212,12 @@ function settleMarket(ctx: Ctx, market: Market, fundingTime: number): FundingSet
 }
 
 /**
- * Settles every funding time at or before the command time that is not settled yet, oldest
- * first and markets in id order within one time. Returns whether any was settled.
+ * Settles every funding time at or before `until` that is not settled yet, oldest first and
+ * markets in id order within one time. Returns whether any was settled.
  */
-export function settleFundingDue(ctx: Ctx): boolean {
+export function settleFundingDue(ctx: Ctx, until: number = ctx.time): boolean {
   let any = false;
-  while (ctx.state.fundingDue !== null && ctx.state.fundingDue <= ctx.time) {
+  while (ctx.state.fundingDue !== null && ctx.state.fundingDue <= until) {
     const due = ctx.state.fundingDue;
     const ids = ctx.state.markets.keys().sort((a, b) => a - b);
     for (const id of ids) {

@@ -653,19 +653,24 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
   coverDeficit(ctx, a.account, a.mode, scopeMarket);
 }
 
-/** Settles every auction whose end time has come; returns whether any did. */
-export function settleAuctionsDue(ctx: Ctx): boolean {
+/**
+ * Settles every auction that ends at or before `until`, earliest end first (by id within one
+ * end time); returns whether any did.
+ */
+export function settleAuctionsDue(ctx: Ctx, until: number = ctx.time): boolean {
   if (ctx.state.auctions.size === 0) return false;
-  const due: number[] = [];
+  const due: { id: number; end: number }[] = [];
   ctx.state.auctions.forEach((a, id) => {
-    if (a.endTime <= ctx.time) due.push(id);
+    if (a.endTime <= until) due.push({ id, end: a.endTime });
   });
-  for (const id of due) settleAuction(ctx, id);
+  due.sort((x, y) => x.end - y.end || x.id - y.id);
+  for (const { id } of due) settleAuction(ctx, id);
   return due.length > 0;
 }
 
 /** The earliest auction end, ms, or `null`. */
 export function nextAuctionEnd(state: EngineState): number | null {
+  if (state.auctions.size === 0) return null;
   let t: number | null = null;
   state.auctions.forEach((a) => {
     if (t === null || a.endTime < t) t = a.endTime;
