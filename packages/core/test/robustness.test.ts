@@ -90,6 +90,29 @@ describe('robustness reproductions', () => {
     expect(built(7_000_000).ok).toBe(false); // does not divide a day
   });
 
+  it('refuses a maintenance rate at or above the initial rate at maximum leverage', () => {
+    // Before: 50x with a 5% maintenance rate was accepted, and an order opened at 50x was
+    // liquidated in the command that filled it.
+    const built = (maxLeverage: number, rate: string) =>
+      buildInstrument({ ...BTC_SETTINGS, maxLeverage, maintenanceMarginRate: rate });
+    expect(built(50, '0.02')).toEqual({
+      ok: false,
+      error:
+        'maintenanceMarginRate must be below the initial margin rate at maximum leverage (1 / 50)',
+    });
+    expect(built(50, '0.05').ok).toBe(false);
+    expect(built(50, '0.019999').ok).toBe(true);
+    expect(built(12.5, '0.08').ok).toBe(false); // 1 / 12.5 = 0.08
+    expect(built(12.5, '0.0799').ok).toBe(true);
+  });
+
+  it('says a fractional command time is not whole milliseconds, not that it is in the past', () => {
+    const v = new TestVenue();
+    expect(() => v.run({ type: 'tick', time: v.state.time + 0.5 })).toThrow(
+      /is not a whole number of milliseconds/,
+    );
+  });
+
   it('the mark stays positive when a stale basis outweighs the index of a market that never traded', () => {
     // Before: a user's quotes far below the index taught the basis EMA about -3,000; once they
     // were cancelled and the index fell to half, the mark (the mean of the index and the EMA

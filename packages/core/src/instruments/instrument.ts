@@ -87,7 +87,7 @@ export interface InstrumentSettings {
   tickSize: string;
   lotSize: string;
   quantityDecimals: number;
-  /** Maximum leverage as a multiple, e.g. `40`; or x100 via `maxLeverageX100`. */
+  /** Maximum leverage as a multiple, e.g. `40` or `12.5` (at most 2 decimals; stored x100). */
   maxLeverage: number;
   defaultLeverage?: number | undefined;
   /** Decimal rate, e.g. `"0.0125"`; default `1 / (2 x maxLeverage)` rounded up to 18 decimals. */
@@ -199,6 +199,13 @@ function build(s: InstrumentSettings): Instrument {
       : parseField('maintenanceMarginRate', s.maintenanceMarginRate, '', RATE_DECIMALS);
   if (baseMmr <= 0n || baseMmr >= RATE_SCALE) {
     throw new SettingsError('maintenanceMarginRate must be in (0, 1)');
+  }
+  // At maximum leverage the initial margin is 1 / maxLeverage of the notional; a maintenance
+  // rate at or above it would liquidate a position in the command that opened it.
+  if (baseMmr * BigInt(maxLeverage) >= RATE_SCALE * 100n) {
+    throw new SettingsError(
+      `maintenanceMarginRate must be below the initial margin rate at maximum leverage (1 / ${maxLeverage / 100})`,
+    );
   }
   const tiers: MarginTier[] = [
     { notionalFloor: 0n, maxLeverage, maintenanceMarginRate: baseMmr, deduction: 0n },
