@@ -28,7 +28,9 @@ import {
   ftruncateSync,
   openSync,
   readSync,
+  statSync,
   write,
+  writeSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
@@ -283,10 +285,23 @@ export class FileJournal implements JournalStore {
   private broken: unknown = undefined;
   private closing: Promise<void> | null = null;
   private readonly fs: JournalFs;
+  /** The file opened (device and inode): appends check that `path` still names it. */
+  private readonly identity: { readonly dev: number; readonly ino: number };
+  private readonly log: (line: string) => void;
 
-  private constructor(path: string, fd: number, data: Buffer, scan: FrameScan, fs: JournalFs) {
+  private constructor(
+    path: string,
+    fd: number,
+    data: Buffer,
+    scan: FrameScan,
+    fs: JournalFs,
+    log: (line: string) => void,
+  ) {
     this.path = path;
     this.fd = fd;
+    const st = fstatSync(fd);
+    this.identity = { dev: st.dev, ino: st.ino };
+    this.log = log;
     this.data = data;
     this.offsets = scan.offsets;
     this.firstSeq = scan.firstSeq;
@@ -342,7 +357,14 @@ export class FileJournal implements JournalStore {
       ftruncateSync(fd, scan.validLength);
       fdatasyncSync(fd);
     }
-    return new FileJournal(path, fd, data, scan, options.fs ?? nodeJournalFs);
+    return new FileJournal(
+      path,
+      fd,
+      data,
+      scan,
+      options.fs ?? nodeJournalFs,
+      options.log ?? ((line) => console.error(line)),
+    );
   }
 
   get lastSeq(): number {
@@ -381,6 +403,7 @@ export class FileJournal implements JournalStore {
       if (data.length > 0) {
         await this.fs.write(this.fd, data);
         await this.fs.sync(this.fd);
+        this.checkStillNamed();
       }
     } catch (error) {
       // Never retried: after a failed fsync the page cache may have dropped the data while a
@@ -390,6 +413,60 @@ export class FileJournal implements JournalStore {
     }
     this.last = seq;
     return seq;
+  }
+
+  /**
+   * Throws unless `path` still names the file this journal writes to. A journal deleted (or
+   * replaced by another file) while the venue runs keeps taking appends on the open descriptor,
+   * in a file no restart will read: every acknowledgement from then on would be lost at exit,
+   * and the restart would find no journal or the wrong one. Checked after each flush, before the
+   * group is acknowledged; the records written to the detached file are first copied out beside
+   * it (`<path>.detached-<time>`), since they exist nowhere else once the process ends.
+   */
+  private checkStillNamed(): void {
+    let problem: string | null = null;
+    try {
+      const named = statSync(this.path);
+      if (named.dev !== this.identity.dev || named.ino !== this.identity.ino)
+        problem = 'was replaced by another file';
+      else if (fstatSync(this.fd).nlink === 0) problem = 'was deleted';
+    } catch (e) {
+      problem =
+        (e as NodeJS.ErrnoException).code === 'ENOENT'
+          ? 'was deleted'
+          : `cannot be checked (${(e as Error).message})`;
+    }
+    if (problem === null) return;
+    const size = fstatSync(this.fd).size;
+    let saved: string;
+    try {
+      const copy = `${this.path}.detached-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      const data = Buffer.alloc(size);
+      let read = 0;
+      while (read < size) {
+        const n = readSync(this.fd, data, read, size - read, read);
+        if (n <= 0) break;
+        read += n;
+      }
+      const out = openSync(copy, 'wx');
+      try {
+        let written = 0;
+        while (written < read) written += writeSync(out, data, written, read - written);
+        fsyncSync(out);
+      } finally {
+        closeSync(out);
+      }
+      syncDirectory(dirname(copy));
+      saved = `its ${read} bytes were copied to ${copy}; put that file back as ${this.path} (it holds every acknowledged record) and restart`;
+    } catch (e) {
+      saved = `copying its records out failed (${(e as Error).message}): they are lost when this process ends`;
+    }
+    this.log(`journal ${this.path} ${problem} while the venue ran; ${saved}`);
+    throw new JournalCorruptError(
+      this.path,
+      size,
+      `the file ${problem} while the venue ran (records written after that are in no file a restart reads); ${saved}`,
+    );
   }
 
   /**
