@@ -28,6 +28,7 @@ export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
 export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
 export { type BatchResult, type ReduceResult, reduce, reduceAll } from './engine/reduce.js';
+export { commandShapeProblem } from './engine/command-shape.js';
 export { nextWakeTime } from './engine/schedule.js';
 export {
   decodeSnapshot,

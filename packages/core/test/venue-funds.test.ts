@@ -105,7 +105,7 @@ describe('insurance transfer', () => {
       'an unknown direction',
       'Sideways',
       usd('1'),
-      'INVALID_REQUEST: direction must be ToInsuranceFund or ToFeePool',
+      'INVALID_REQUEST: insuranceTransfer.direction must be one of ToInsuranceFund, ToFeePool',
     ],
   ] as const)('refuses %s with 4000 and changes nothing', (_name, direction, amount, message) => {
     const v = venueWithFees();

@@ -32,6 +32,7 @@ import {
 } from '../risk/liquidation.js';
 import { pruneTrades } from '../risk/trades.js';
 import { feePayout, insuranceTransfer } from '../risk/venue-funds.js';
+import { commandShapeProblem } from './command-shape.js';
 import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
@@ -155,6 +156,13 @@ function settleDueWork(ctx: Ctx): boolean {
  * refused before admission (bad fields, bad window) with no due housekeeping changes nothing.
  */
 function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[] } {
+  const malformed = commandShapeProblem(cmd);
+  if (malformed !== undefined) {
+    // Nothing of it is trusted, its time included: refused at the engine's time, no work done.
+    ctx.begin(ctx.state.time);
+    ctx.fail(malformed.code, malformed.message);
+    return { changed: false, events: ctx.end() };
+  }
   if (!Number.isSafeInteger(cmd.time)) {
     throw new InvariantError(
       `command time ${String(cmd.time)} is not a whole number of milliseconds (a safe integer)`,
