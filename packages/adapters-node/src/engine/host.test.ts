@@ -92,16 +92,18 @@ function setup(fs: HeldFs) {
   const path = journalPath();
   const journal = FileJournal.open(path, { fs });
   let now = T;
+  // A fraction of a millisecond on the stamped time breaks the reducer's time invariant.
+  const skew = { fraction: 0 };
   const fatal: unknown[] = [];
   const host = new EngineHost({
     state: createEngineState({}, T),
     journal,
-    clock: { now: () => ++now },
+    clock: { now: () => ++now + skew.fraction },
     onFatal: (e) => fatal.push(e),
   });
   const seen: { state: EngineState; seq: number }[] = [];
   host.subscribe((b) => seen.push({ state: b.state, seq: host.journalSeq }));
-  return { path, journal, host, fatal, seen };
+  return { path, journal, host, fatal, seen, skew };
 }
 
 describe('EngineHost group commit over the asynchronous journal', () => {
@@ -192,18 +194,22 @@ describe('EngineHost group commit over the asynchronous journal', () => {
 
   it('a broken invariant refuses its batch and the queue; what was applied before it is still written and answered, then onFatal', async () => {
     const fs = new HeldFs();
-    const { host, journal, fatal, seen } = setup(fs);
+    const { host, journal, fatal, seen, skew } = setup(fs);
     const first = track(host.submit({ type: 'openAccount', account: wallet(1) }));
     await until(() => fs.held === 1);
     const second = track(host.submit({ type: 'openAccount', account: wallet(2) }));
     await until(() => host.backlog.waiting === 1);
-    // An unknown command makes the reducer throw an InvariantError.
-    const broken = track(host.submit({ type: 'no such command' } as never));
+    // A command stamped with a fractional time makes the reducer throw an InvariantError.
+    skew.fraction = 0.5;
+    const broken = track(host.submit({ type: 'tick' }));
+    skew.fraction = 0;
     await until(() => broken.settled);
     // The request gets the spec's 5001; the broken invariant itself is the cause (for the log).
     expect(broken.error).toBeInstanceOf(HostStoppedError);
     expect((broken.error as HostStoppedError).code).toBe(5001);
-    expect(String((broken.error as HostStoppedError).cause)).toContain('unknown command');
+    expect(String((broken.error as HostStoppedError).cause)).toContain(
+      'not a whole number of milliseconds',
+    );
     expect(host.failed).toBe(true);
     await expect(host.submit({ type: 'tick' })).rejects.toBeInstanceOf(HostStoppedError);
     // Not reported yet: the two valid groups are still on their way to the disk.
@@ -220,7 +226,7 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     // Reported a turn after the last answers went out.
     await until(() => fatal.length > 0);
     expect(fatal).toHaveLength(1);
-    expect(String(fatal[0])).toContain('unknown command');
+    expect(String(fatal[0])).toContain('not a whole number of milliseconds');
     expect(fs.calls.map((c) => c.op)).toEqual(['write', 'sync', 'write', 'sync']);
     await journal.close();
   });
