@@ -20,22 +20,23 @@ import {
 import { type Server, STATUS_CODES } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
+import {
+  MemoryJournal,
+  permitVerifier,
+  SimulatedChain,
+  type SimulatedChainSnapshot,
+} from '@perp/adapters-memory';
 import {
   auctionEvents,
   buildInstrument,
-  type ChainDeposit,
   type Command,
   createEngineState,
   createSigningContext,
-  DISCRIMINATOR,
-  encodePayloadHex,
   fundingInfo,
   type JournalStore,
   liveAuctions,
   nextWakeTime,
   RateLimiter,
-  verifySignedPayload,
   WALLET_LIMITS,
 } from '@perp/core';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -274,18 +275,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     tokenAddress: config.token.address.toLowerCase(),
   });
   // The simulated token verifies permits with the same code the venue uses.
-  const verifyPermit = (r: ChainDeposit): boolean => {
-    const payload = encodePayloadHex('Permit', {
-      owner: r.owner,
-      spender: r.permit.spender,
-      value: r.permit.value,
-      nonce: r.permit.nonce,
-      deadline: r.permit.deadline,
-    });
-    return verifySignedPayload(signing, r.permit.signature, payload, {
-      discriminator: DISCRIMINATOR.Permit,
-    }).ok;
-  };
+  const verifyPermit = permitVerifier(signing);
   const chainOptions = {
     tokenName: config.token.name,
     tokenAddress: config.token.address.toLowerCase(),
