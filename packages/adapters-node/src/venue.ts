@@ -184,12 +184,17 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const streams = new ReportStreams();
   // Recovery: the newest valid snapshot of the data directory, then the journal records after it
   // (without one, the whole journal). Read models only see what is replayed: see durability.md.
+  // With snapshots off the newest one is still read: a valid snapshot past the journal's end
+  // proves that acknowledged records are missing, and start-up stops on it either way.
+  const newestValid =
+    dataDir !== null && options.journal === undefined
+      ? loadNewestSnapshot(dataDir, { maxSeq: journal.lastSeq, log })
+      : null;
   const snapshotDir =
     dataDir !== null && options.journal === undefined && options.snapshots !== false
       ? dataDir
       : null;
-  const snapshot =
-    snapshotDir === null ? null : loadNewestSnapshot(snapshotDir, { maxSeq: journal.lastSeq, log });
+  const snapshot = snapshotDir === null ? null : newestValid;
   const startSeq = journal.lastSeq;
   const records: Command[] = [];
   for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);

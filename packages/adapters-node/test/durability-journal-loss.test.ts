@@ -103,6 +103,19 @@ describe('a journal that lost acknowledged records stops start-up', () => {
     );
   });
 
+  it('with snapshots off too: an older copy of the journal is refused, not replayed', async () => {
+    const { dir, early } = await prepared();
+    copyFileSync(early, join(dir, 'journal.log'));
+    const error = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      snapshots: false,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JournalBehindSnapshotError);
+  });
+
   it('a damaged snapshot past the journal proves nothing: it is skipped with a log line', async () => {
     const dir = tempDir();
     const s = new Snapshotter({ dir, log: () => {} });
