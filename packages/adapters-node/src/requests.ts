@@ -50,6 +50,12 @@ export interface Refusal {
   readonly code: ErrorCodeValue;
   readonly message: string;
   readonly retryAfterMs?: number | undefined;
+  /**
+   * A failure on the venue's side that is safe to retry as is (the signature check could not
+   * run: a worker died or hung, or the pool was full). REST answers it 503 with `Retry-After`;
+   * the WebSocket 5000 with `retryAfterMs`.
+   */
+  readonly transient?: boolean | undefined;
   /** The engine's outcome when the refusal came from the engine. */
   readonly outcome?: Outcome | undefined;
 }
@@ -232,6 +238,19 @@ export interface SignedRequestOptions<K extends StructKind> {
 }
 
 /** The refusal of a request whose recovery could not run (a worker died): retryable 5000. */
+/** How long a client is told to wait after a signature check that could not run. */
+export const VERIFY_RETRY_MS = 1_000;
+
+/** A signature check that could not run (not a bad signature): the refusal says retry. */
+type Unavailable = { readonly ok: false; readonly error: Rejection; readonly transient: true };
+
+/** The refusal of a settled check: transient when the check could not run. */
+function verifyRefusal(settled: { readonly error: Rejection } | Unavailable): Refusal {
+  return 'transient' in settled
+    ? refusal(settled.error, { transient: true, retryAfterMs: VERIFY_RETRY_MS })
+    : refusal(settled.error);
+}
+
 function unavailable(e: unknown): Rejection {
   return reject(
     'INTERNAL_ERROR',
@@ -266,12 +285,15 @@ export class SignedRequests {
    * Starts verifying a received payload's signature: the form (4001) now, the recovery on
    * {@link SignedRequests.recovery}. Never rejects: a recovery that could not run is a 5000.
    */
-  verify(received: ReceivedPayload, sigHex: unknown): Promise<AuthResult<VerifiedPayload>> {
+  verify(
+    received: ReceivedPayload,
+    sigHex: unknown,
+  ): Promise<AuthResult<VerifiedPayload> | Unavailable> {
     const pending = prepareSignature(this.signing, received, sigHex);
     if (!pending.ok) return Promise.resolve(pending);
     return this.recovery.recover(pending.value.digest, pending.value.signature).then(
       (signer) => settleSignature(pending.value, signer),
-      (e: unknown) => ({ ok: false, error: unavailable(e) }),
+      (e: unknown): Unavailable => ({ ok: false, error: unavailable(e), transient: true }),
     );
   }
 
@@ -327,7 +349,7 @@ export class SignedRequests {
       // struct's account is 4001 first (protocol.md section 2). Nothing reaches the engine, so
       // the other wallet's queue is not involved.
       const settled = await verification;
-      if (!settled.ok) return refusal(settled.error);
+      if (!settled.ok) return verifyRefusal(settled);
       return refusal(
         reject(
           'WALLET_MISMATCH',
@@ -337,7 +359,7 @@ export class SignedRequests {
     }
     return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
       const settled = await verification;
-      if (!settled.ok) return refusal(settled.error);
+      if (!settled.ok) return verifyRefusal(settled);
       const { signer, signature: sig, digest } = settled.value;
       const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer, signature: sig, digest };
       // Counted only once attributed: here, after the signature verified. An authenticated

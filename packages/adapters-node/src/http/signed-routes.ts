@@ -32,7 +32,13 @@ import {
 } from '@perp/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommandResult } from '../engine/host.js';
-import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
+import {
+  engineRefusal,
+  type Processed,
+  type Refusal,
+  type SignedRequests,
+  VERIFY_RETRY_MS,
+} from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, isBadRequest, statusOf } from './errors.js';
 import { chargeAddress } from './ip-limit.js';
@@ -43,7 +49,7 @@ function commandAnswer(reply: FastifyReply, r: Refusal | Processed): Record<stri
   if (!r.ok) {
     if (r.retryAfterMs !== undefined)
       reply.header('Retry-After', String(Math.ceil(r.retryAfterMs / 1000)));
-    throw new HttpError(statusOf(r.code), r.message);
+    throw new HttpError(r.transient === true ? 503 : statusOf(r.code), r.message);
   }
   const o = r.result.outcome;
   if (o.ok && o.kind === 'command') return { command_id: o.commandId, status: 'Submitted' };
@@ -233,6 +239,7 @@ export function registerSignedRoutes(
             ok: false,
             code: permitSig.error.code,
             message: `permit: ${permitSig.error.message}`,
+            ...('transient' in permitSig ? { transient: true, retryAfterMs: VERIFY_RETRY_MS } : {}),
           };
         const s = verified.payload.struct;
         const tokenNonce = await ctx.chain.permitNonce(verified.signer);
@@ -321,7 +328,10 @@ export function registerSignedRoutes(
     try {
       signer = await requests.verifyReferral(message, sig, wallet);
     } catch {
-      throw new HttpError(500, 'INTERNAL_ERROR: signature verification failed; retry the request');
+      // The check could not run (a worker died or hung, the pool is full): transient, and the
+      // spec's referral table has one answer for that.
+      reply.header('Retry-After', String(Math.ceil(VERIFY_RETRY_MS / 1000)));
+      throw new HttpError(503, 'Referral service unavailable, please retry');
     }
     if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
     const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');

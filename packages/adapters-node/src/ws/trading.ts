@@ -27,7 +27,13 @@ import {
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type CommittedBatch, HostStoppedError } from '../engine/host.js';
 import { isRecord, parseJson, showValue } from '../http/json.js';
-import { engineRefusal, type Processed, type Refusal, type SignedRequests } from '../requests.js';
+import {
+  engineRefusal,
+  type Processed,
+  type Refusal,
+  type SignedRequests,
+  VERIFY_RETRY_MS,
+} from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
 
@@ -359,7 +365,14 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       });
       if (!received.ok) return error(s, id, received.error.code, received.error.message);
       const v = await requests.verify(received.value, msg.signature.sig);
-      if (!v.ok) return error(s, id, v.error.code, v.error.message);
+      if (!v.ok)
+        return error(
+          s,
+          id,
+          v.error.code,
+          v.error.message,
+          'transient' in v ? { retryAfterMs: VERIFY_RETRY_MS } : {},
+        );
       if (v.value.payload.kind !== 'Authenticate')
         return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
