@@ -7,14 +7,12 @@
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
- * `LOCK` file, taken before anything is opened and removed at exit).
+ * `LOCK` file, taken before anything is opened and removed when the venue closes).
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
-import { lockDataDir } from './journal/data-dir-lock.js';
 import { startVenue } from './venue.js';
 
 /** Parsed command-line options. */
@@ -151,13 +149,6 @@ async function main(): Promise<void> {
   if (options.help) {
     process.stdout.write(USAGE);
     return;
-  }
-  if (!options.memory) {
-    // One venue per data directory: two would both append to one journal (data-dir-lock.ts).
-    const dir = resolve(options.data);
-    mkdirSync(dir, { recursive: true });
-    const lock = lockDataDir(dir, (line) => process.stderr.write(`${line}\n`));
-    process.on('exit', () => lock.release());
   }
   const venue = await startVenue({
     config: {

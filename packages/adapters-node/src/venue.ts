@@ -51,6 +51,7 @@ import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
+import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
 import {
   listSnapshotFiles,
@@ -137,8 +138,26 @@ function rawErrorResponse(status: number, error: string): string {
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
-/** Starts a venue; see the module comment. */
+/**
+ * Starts a venue; see the module comment. A data directory is locked first (`<data>/LOCK`, one
+ * venue per directory: two would both append to one journal) and released by `close()`.
+ */
 export async function startVenue(options: StartVenueOptions = {}): Promise<Venue> {
+  const dataDir = options.dataDir ?? null;
+  let lock: DataDirLock | null = null;
+  if (dataDir !== null) {
+    mkdirSync(dataDir, { recursive: true });
+    lock = lockDataDir(dataDir, options.log ?? ((line: string) => console.error(line)));
+  }
+  try {
+    return await startLocked(options, lock);
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
+}
+
+async function startLocked(options: StartVenueOptions, lock: DataDirLock | null): Promise<Venue> {
   const config = options.config ?? DEFAULT_CONFIG;
   const log = options.log ?? ((line: string) => console.error(line));
   const dataDir = options.dataDir ?? null;
@@ -463,6 +482,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     await recovery.close();
     await snapshotter?.close();
     await journal.close();
+    lock?.release();
   };
 
   try {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DataDirLockedError, lockDataDir } from '../src/journal/data-dir-lock.js';
+import { startVenue } from '../src/venue.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -92,6 +93,19 @@ describe('data directory lock', () => {
     lock.release();
     expect(existsSync(join(dir, 'LOCK'))).toBe(false);
   }, 60_000);
+
+  it('an embedded venue (startVenue) holds the lock too, until close; a failed start releases it', async () => {
+    const dir = tempDir();
+    const open = () => startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} });
+    const first = await open();
+    await expect(open()).rejects.toBeInstanceOf(DataDirLockedError);
+    await first.close();
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+    // A start refused after the lock was taken (a damaged venue.json) leaves no lock behind.
+    writeFileSync(join(dir, 'venue.json'), 'not json');
+    await expect(open()).rejects.toThrow(SyntaxError);
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+  });
 
   it('in one process: held until released; another host is never taken over', () => {
     const dir = tempDir();

@@ -2,7 +2,7 @@
  * One venue per data directory. Two venues on one directory both append to `journal.log` with
  * their own seqs and both acknowledge: the file then holds two records with the same seq, and
  * the next start refuses it as damaged, after both venues told clients their requests were
- * durable. The CLI therefore takes `<data>/LOCK` before it opens anything.
+ * durable. `startVenue` therefore takes `<data>/LOCK` before it opens anything.
  *
  * The lock file is created atomically with its content (written to a temporary name, then
  * `link`ed to `LOCK`, which fails if it exists) and holds the owner's pid, host and process
