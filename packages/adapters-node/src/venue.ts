@@ -219,9 +219,13 @@ async function startLocked(options: StartVenueOptions, lock: DataDirLock | null)
   for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
   if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const firstTime = records[0]?.time ?? 0;
-  const clock =
-    options.clock ??
-    new SystemClock(records[records.length - 1]?.time ?? snapshot?.state.time ?? 0);
+  const journaledTime = records[records.length - 1]?.time ?? snapshot?.state.time ?? 0;
+  const clock = options.clock ?? new SystemClock(journaledTime);
+  if (options.clock === undefined && Date.now() < journaledTime) {
+    log(
+      `the system clock is ${journaledTime - Date.now()} ms behind the last journaled command (${new Date(journaledTime).toISOString()}); command times stay there until it catches up`,
+    );
+  }
   let fatal: ((e: unknown) => void) | undefined;
   const host = new EngineHost({
     state: snapshot?.state ?? createEngineState({}, firstTime),
