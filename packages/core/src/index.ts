@@ -22,13 +22,19 @@ export {
 export * from './auth/index.js';
 export { depthOf, levelOrderIds } from './book/levels.js';
 export { decodeJson, encodeJson } from './codec/json.js';
+export { commandShapeProblem } from './engine/command-shape.js';
 export * from './engine/commands.js';
 export type { Ctx, PendingScope, ReportDraft } from './engine/context.js';
 export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
 export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
-export { type BatchResult, type ReduceResult, reduce, reduceAll } from './engine/reduce.js';
-export { commandShapeProblem } from './engine/command-shape.js';
+export {
+  type BatchResult,
+  outcomeOf,
+  type ReduceResult,
+  reduce,
+  reduceAll,
+} from './engine/reduce.js';
 export { nextWakeTime } from './engine/schedule.js';
 export {
   decodeSnapshot,

@@ -5,7 +5,7 @@
  * every command).
  */
 import { describe, expect, it } from 'vitest';
-import { accountSummary, type EngineEvent, type Outcome, stateHash } from '../src/index.js';
+import { accountSummary, outcomeOf, stateHash } from '../src/index.js';
 import { TestVenue, usd, wallet } from '../src/testing/index.js';
 
 const TAKER = wallet(0x91);
@@ -37,9 +37,6 @@ function venueWithFees(): TestVenue {
   expect(v.state.insuranceFund).toBe(0n);
   return v;
 }
-
-const outcomeOf = (events: readonly EngineEvent[]): Outcome =>
-  events.find((e): e is Outcome => e.type === 'outcome') as Outcome;
 
 describe('insurance transfer', () => {
   it('moves collateral from the fee pool into the fund and back, to the micro-unit', () => {

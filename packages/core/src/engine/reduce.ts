@@ -126,9 +126,19 @@ function settleFunding(ctx: Ctx, market: number | undefined): void {
   ctx.emit({ type: 'outcome', ok: true, kind: 'funding', settlements });
 }
 
-function outcomeOf(events: readonly EngineEvent[]): Outcome | undefined {
+function findOutcome(events: readonly EngineEvent[]): Outcome | undefined {
   for (const e of events) if (e.type === 'outcome') return e;
   return undefined;
+}
+
+/**
+ * The outcome of one command from its events (every command has exactly one): accepted or
+ * refused, with the code, message, ids and seq the command produced.
+ */
+export function outcomeOf(events: readonly EngineEvent[]): Outcome {
+  const outcome = findOutcome(events);
+  if (outcome === undefined) throw new InvariantError('these events hold no command outcome');
+  return outcome;
 }
 
 /**
@@ -183,7 +193,7 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
   // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
   riskSweep(ctx);
   const events = ctx.end();
-  const outcome = outcomeOf(events);
+  const outcome = findOutcome(events);
   if (outcome === undefined) throw new InvariantError(`command ${cmd.type} produced no outcome`);
   const pureRefusal = !outcome.ok && !outcome.nonceConsumed && outcome.commandId === undefined;
   const changed = housekeeping || !pureRefusal;
