@@ -6,7 +6,7 @@
  * Needs the built CLI (`npx tsc -b`).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -105,6 +105,21 @@ describe('data directory lock', () => {
     writeFileSync(join(dir, 'venue.json'), 'not json');
     await expect(open()).rejects.toThrow(SyntaxError);
     expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+  });
+
+  it('an unreadable lock from before this boot (a power loss) is taken over; a fresh one is not', () => {
+    const dir = tempDir();
+    const file = join(dir, 'LOCK');
+    writeFileSync(file, '');
+    expect(() => lockDataDir(dir, () => {})).toThrow(/the lock file exists but is unreadable/);
+    utimesSync(file, new Date(0), new Date(0));
+    const lines: string[] = [];
+    const lock = lockDataDir(dir, (l) => lines.push(l));
+    expect(lines).toEqual([
+      `data directory lock ${file}: taking over an unreadable lock written before this machine booted`,
+    ]);
+    expect(JSON.parse(readFileSync(file, 'utf8')).pid).toBe(process.pid);
+    lock.release();
   });
 
   it('in one process: held until released; another host is never taken over', () => {

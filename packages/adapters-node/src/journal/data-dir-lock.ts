@@ -4,8 +4,8 @@
  * the next start refuses it as damaged, after both venues told clients their requests were
  * durable. `startVenue` therefore takes `<data>/LOCK` before it opens anything.
  *
- * The lock file is created atomically with its content (written to a temporary name, then
- * `link`ed to `LOCK`, which fails if it exists) and holds the owner's pid, host and process
+ * The lock file is created atomically with its content (written to a temporary name and
+ * fsynced, then `link`ed to `LOCK`, which fails if it exists, and the directory fsynced) and holds the owner's pid, host and process
  * start time (`/proc/<pid>/stat`, field 22, so a pid reused by another process after a reboot
  * is not mistaken for the owner). It is removed when the process exits; a lock left by a
  * process that died (SIGKILL, power loss) is stale and is taken over with a log line. A lock
@@ -19,9 +19,19 @@
  *
  * @module
  */
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { syncDirectory } from './file-journal.js';
 
 /** Raised when the data directory is in use, or cannot be locked. */
 export class DataDirLockedError extends Error {
@@ -51,6 +61,41 @@ function processStart(pid: number): string | null {
     return fields[19] ?? null;
   } catch {
     return null;
+  }
+}
+
+/** When this machine booted, ms since the epoch (`btime` of `/proc/stat`), or null off Linux. */
+function bootTime(): number | null {
+  try {
+    const m = /^btime (\d+)$/m.exec(readFileSync('/proc/stat', 'utf8'));
+    return m === null ? null : Number(m[1]) * 1000;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether an unreadable lock file was written before this machine booted: no venue of this boot
+ * holds it. A power loss can leave the link of a lock without its content on some file systems.
+ */
+function fromBeforeBoot(file: string): boolean {
+  const boot = bootTime();
+  if (boot === null) return false;
+  try {
+    return statSync(file).mtimeMs < boot;
+  } catch {
+    return false;
+  }
+}
+
+/** Writes `text` to `path` and fsyncs it. */
+function writeSynced(path: string, text: string): void {
+  const fd = openSync(path, 'w');
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -86,7 +131,9 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
   const tmp = join(dir, `LOCK.${process.pid}.tmp`);
   const tryLink = (): boolean => {
     try {
-      writeFileSync(tmp, text);
+      // Content on disk before the link makes it visible: a power loss must not leave a LOCK
+      // that exists but is empty.
+      writeSynced(tmp, text);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       throw new DataDirLockedError(
@@ -96,6 +143,7 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
     }
     try {
       linkSync(tmp, file);
+      syncDirectory(dir);
       return true;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
@@ -132,6 +180,17 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
       owner = JSON.parse(readFileSync(file, 'utf8')) as LockContent;
     } catch {
       owner = null;
+    }
+    if ((owner === null || typeof owner.pid !== 'number') && fromBeforeBoot(file)) {
+      log(
+        `data directory lock ${file}: taking over an unreadable lock written before this machine booted`,
+      );
+      try {
+        unlinkSync(file);
+      } catch {
+        // Someone else removed it; the next attempt decides.
+      }
+      continue;
     }
     if (owner === null || typeof owner.pid !== 'number') {
       throw new DataDirLockedError(

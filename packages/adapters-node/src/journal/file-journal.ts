@@ -205,7 +205,7 @@ function hasValidRecordAfter(data: Buffer, from: number): boolean {
 }
 
 /** fsync of a directory (its entries: a created or renamed file). */
-function syncDirectory(dir: string): void {
+export function syncDirectory(dir: string): void {
   const fd = openSync(dir, 'r');
   try {
     fsyncSync(fd);
