@@ -275,8 +275,16 @@ export class VerifyPool implements SignatureRecovery {
     if (slot.watchdog !== undefined) clearTimeout(slot.watchdog);
     slot.watchdog = undefined;
     if (slot.dead || slot.inflight.size === 0) return;
-    slot.watchdog = setTimeout(() => this.hung(slot), this.options.answerTimeoutMs);
-    slot.watchdog.unref();
+    const timer = setTimeout(() => {
+      // After a stall of the main thread this timer can run before the worker's answer, which
+      // may already wait on its port: look again once pending messages have been delivered
+      // (an immediate runs after the poll phase that delivers them). An answer re-arms the slot.
+      setImmediate(() => {
+        if (slot.watchdog === timer) this.hung(slot);
+      });
+    }, this.options.answerTimeoutMs);
+    timer.unref();
+    slot.watchdog = timer;
   }
 
   /** A worker that holds work and stopped answering: treated as dead, then terminated. */
