@@ -2,7 +2,9 @@
  * The trading WebSocket at `/ws` (interface-spec "Trading WebSocket messages", protocol.md
  * section 5, research 6.2-6.5): authentication, execution-report streams with `fromSeq` replay,
  * account-summary pushes, order entry and margin transfers. One reply per request, echoing its
- * `id`; the messages of a connection are handled one at a time, in order.
+ * `id`. A connection's messages start in order; a signed request holds the next one only until
+ * it has joined its wallet's queue, which applies a wallet's requests in arrival order across
+ * connections, so answers to signed requests may come back out of order.
  *
  * @module
  */
