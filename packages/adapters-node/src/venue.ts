@@ -149,15 +149,29 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
     mkdirSync(dataDir, { recursive: true });
     lock = lockDataDir(dataDir, options.log ?? ((line: string) => console.error(line)));
   }
+  // What a failed start has opened so far, closed before the error goes out (once the venue's
+  // own shutdown exists, it takes over and this is emptied).
+  const opened: (() => Promise<void> | void)[] = [];
   try {
-    return await startLocked(options, lock);
+    return await startLocked(options, lock, opened);
   } catch (e) {
+    for (const close of opened.reverse()) {
+      try {
+        await close();
+      } catch {
+        // The start failed already; its error is the one to report.
+      }
+    }
     lock?.release();
     throw e;
   }
 }
 
-async function startLocked(options: StartVenueOptions, lock: DataDirLock | null): Promise<Venue> {
+async function startLocked(
+  options: StartVenueOptions,
+  lock: DataDirLock | null,
+  opened: (() => Promise<void> | void)[],
+): Promise<Venue> {
   const config = options.config ?? DEFAULT_CONFIG;
   const log = options.log ?? ((line: string) => console.error(line));
   const dataDir = options.dataDir ?? null;
@@ -189,6 +203,7 @@ async function startLocked(options: StartVenueOptions, lock: DataDirLock | null)
               expectRecords: `snapshot ${newestSnapshot.path} covers records up to seq ${newestSnapshot.seq}`,
             }),
       });
+    if (options.journal === undefined) opened.push(() => journal.close());
     const chainPath = join(dataDir, 'chain.json');
     if (existsSync(chainPath))
       chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;
@@ -293,6 +308,7 @@ async function startLocked(options: StartVenueOptions, lock: DataDirLock | null)
           ...(options.snapshots ? { policy: options.snapshots } : {}),
         });
   snapshotter?.attach(host);
+  if (snapshotter !== null) opened.push(() => snapshotter.close());
 
   // ---- chain ---------------------------------------------------------------------------
   const signing = createSigningContext({
@@ -342,6 +358,7 @@ async function startLocked(options: StartVenueOptions, lock: DataDirLock | null)
   };
   // Signature recovery runs on worker threads (native libsecp256k1 when it loads).
   const recovery = createSignatureRecovery({ workers: config.verifyWorkers ?? 'auto', log });
+  opened.push(() => recovery.close());
   const requests = new SignedRequests(ctx, signing, recovery);
 
   // ---- bootstrap -------------------------------------------------------------------------
@@ -474,6 +491,7 @@ async function startLocked(options: StartVenueOptions, lock: DataDirLock | null)
   });
 
   const timers: NodeJS.Timeout[] = [];
+  opened.length = 0; // releaseAll closes everything from here on
   /** Stops everything the venue opened, in order: sockets, HTTP, engine work, then storage. */
   const releaseAll = async (): Promise<void> => {
     for (const t of timers) clearInterval(t);

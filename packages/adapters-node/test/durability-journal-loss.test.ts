@@ -7,7 +7,15 @@
  * record was gone, with no error. The same happened for an empty journal and for an older copy
  * of the journal put in its place.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallet } from '@perp/core/testing';
@@ -30,6 +38,23 @@ function tempDir(): string {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+/** How many of this process's file descriptors are open on `path` (Linux; 0 elsewhere). */
+function openDescriptorsOf(path: string): number {
+  let n = 0;
+  try {
+    for (const fd of readdirSync('/proc/self/fd')) {
+      try {
+        if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
+      } catch {
+        // Closed while listing.
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return n;
+}
 
 function start(dir: string, lines: string[]): Promise<Venue> {
   return startVenue({
@@ -92,6 +117,9 @@ describe('a journal that lost acknowledged records stops start-up', () => {
     copyFileSync(early, journal);
     const [newest] = listSnapshotFiles(dir);
     const error = await start(dir, []).catch((e: unknown) => e);
+    // The refused start closed the journal it had opened (and left no lock).
+    expect(openDescriptorsOf(journal)).toBe(0);
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
     expect(error).toBeInstanceOf(JournalBehindSnapshotError);
     const e = error as JournalBehindSnapshotError;
     expect(e.file).toBe(journal);
