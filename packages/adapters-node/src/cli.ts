@@ -167,6 +167,23 @@ async function main(): Promise<void> {
       process.exit(70);
     },
   });
+  // Before the ready line: whoever reads it may stop the venue at once, and a signal that came
+  // before the handlers would end the process without closing the journal.
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`${signal}: shutting down\n`);
+    venue.close().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        process.stderr.write(`shutdown failed: ${String(e)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   const showSecrets = venue.created;
   if (options.json) {
     process.stdout.write(
@@ -194,21 +211,6 @@ async function main(): Promise<void> {
     if (venue.inviteCode !== null) lines.push(`  invite code  ${venue.inviteCode}`);
     process.stdout.write(`${lines.join('\n')}\n`);
   }
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`${signal}: shutting down\n`);
-    venue.close().then(
-      () => process.exit(0),
-      (e: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(e)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
 }
 
 const invokedDirectly =
