@@ -876,7 +876,12 @@ function orderingChecks(run: WalletRun, v: string[]): void {
       o.loggedIn &&
       s.loggedIn &&
       o.answers.length > 0 &&
-      s.answers.length > 0
+      s.answers.length > 0 &&
+      // Only a copy of a message that spent its nonce (refusals before the engine's nonce
+      // check, like a claim of an auction that does not exist, spend nothing).
+      (isAck(o.answers[0]) ||
+        o.answers[0]!.type === 'marginTransferred' ||
+        o.answers[0]!.code === 4041)
     ) {
       if (s.answers[0]!.code !== 4002)
         fail(
