@@ -368,13 +368,14 @@ function checkRisk(
       }
       if (e.type === 'backstop') {
         // The fee pool pays only after the fund is empty, never more than it holds, and a debt
-        // is left only when it is empty too.
+        // is left only when it is empty too. It is below zero only after a bust refunded fees
+        // that a payout had already taken out (docs/risk-engine.md); it then pays nothing.
         expect(fund).toBe(0n);
         expect(e.amount).toBeGreaterThanOrEqual(0n);
-        expect(e.feePool).toBeGreaterThanOrEqual(0n);
+        if (e.feePool < 0n) expect(e.amount).toBe(0n);
         expect(e.debt).toBeGreaterThanOrEqual(0n);
         if (e.debt > 0n) {
-          expect(e.feePool).toBe(0n);
+          expect(e.feePool <= 0n).toBe(true);
           debtNow.add(scopeKey(e.account, e.marginMode, e.market));
           seen.debts!++;
         }
