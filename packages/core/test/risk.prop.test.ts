@@ -423,6 +423,9 @@ function checkRisk(
     if (fundAfter.get(id) !== 0n) continue;
     if (debtNow.has(scope) || !scopeIsFlat(state, scope)) shortNow.add(scope);
   }
+  // A bust can leave a flat scope owing what the fund and the fee pool could not pay (funding
+  // paid on the busted position is not reversed): a debt reported in this command's backstop.
+  for (const scope of debtNow) if (scopeIsFlat(state, scope)) shortNow.add(scope);
   state.accounts.forEach((a) => {
     for (const s of scopesOf(a)) {
       const mode = s === 0 ? 'Cross' : 'Isolated';

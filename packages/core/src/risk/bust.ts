@@ -28,6 +28,7 @@ import { addHolder } from '../margin/ledger.js';
 import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
 import { reconcileScopes } from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
+import { coverDeficit } from './liquidation.js';
 import { FLAT, storedOfTrade, tradeOfStored, tradeRecordOf } from './trades.js';
 
 /** The figures of an order that a bust of one of its fills changes. */
@@ -263,6 +264,12 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     storedOfTrade({ ...rec, busted: true }),
   );
   reconcileScopes(ctx);
+  // A scope the bust left flat with negative cash (funding paid on the busted position, which a
+  // bust does not reverse, now without the position's gains to cover it) cannot be liquidated
+  // back to zero: the venue covers it as any deficit (insurance fund, then fee pool, else debt).
+  for (const leg of rec.legs) {
+    coverDeficit(ctx, leg.account, leg.mode, leg.mode === 'Cross' ? 0 : spec.id);
+  }
   const accounts = rec.legs.map((l) => l.account);
   ctx.emit({
     type: 'tradeBusted',

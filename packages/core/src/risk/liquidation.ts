@@ -1024,7 +1024,12 @@ function absorbDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket:
  * as it holds, with a `backstop` event. Neither goes below zero; what both cannot pay stays in
  * the pool as the account's debt, the venue's shortfall in plain sight (docs/risk-engine.md).
  */
-function coverDeficit(ctx: Ctx, address: string, mode: MarginMode, scopeMarket: number): void {
+export function coverDeficit(
+  ctx: Ctx,
+  address: string,
+  mode: MarginMode,
+  scopeMarket: number,
+): void {
   const account = ctx.account(address)!;
   if (scopePositions(account, mode, scopeMarket).length > 0) return;
   const cash = mode === 'Cross' ? account.crossCash : isolatedCash(account, scopeMarket);
