@@ -27,6 +27,8 @@ import {
   type TimeIdSet,
   timeIdEntries,
 } from '../src/persistent/sorted-set.js';
+import { TradeLog } from '../src/risk/trade-log.js';
+import { newStoredTrade } from '../src/risk/trades.js';
 
 /** The snapshot text form as the array-expanding walk wrote it (version prefix left out). */
 function reference(value: unknown): string {
@@ -48,7 +50,7 @@ function reference(value: unknown): string {
   }
   if (value === null) return 'null';
   if (Array.isArray(value)) return `["a"${value.map((v) => `,${reference(v)}`).join('')}]`;
-  if (value instanceof PMap || value instanceof IntMap) {
+  if (value instanceof PMap || value instanceof IntMap || value instanceof TradeLog) {
     const parts: string[] = [];
     (value as PMap<string | number, unknown>).forEach((v, k) => {
       parts.push(`,${reference(k)},${reference(v)}`);
@@ -99,8 +101,24 @@ function richState(n: number): EngineState {
     ['ints', IntMap.empty()],
     ['inner', pmap(edit, plain.slice(0, 20))],
   ]);
+  // The trade log walks as the IntMap of records it stands for: some appended, one rewritten
+  // (a bust), one removed out of order, the oldest dropped.
+  let trades = TradeLog.empty();
+  for (let id = 1; id <= n; id++) {
+    const t = newStoredTrade(id, 1, 1_000 + id, 'Order', BigInt(id) * 10n ** 18n, 1n, BigInt(id));
+    t.account0 = '0xa';
+    t.entryNotional1 = 2n ** 80n + BigInt(id);
+    trades = trades.set(edit, id, t);
+  }
+  if (n > 3) {
+    const busted = newStoredTrade(2, 1, 1_002, 'Order', 5n, 1n, 1n);
+    busted.busted = true;
+    trades = trades.set(edit, 2, busted).delete(edit, 3).delete(edit, 1);
+  }
+  trades.edit = null;
   return {
     ...createEngineState(),
+    trades,
     extraColliding: pmap(edit, colliding),
     extraPlain: pmap(edit, plain),
     extraInts: ints,
@@ -161,6 +179,8 @@ describe('snapshot walk over persistent collections', () => {
     const pe = vi.spyOn(PMap.prototype, 'entries');
     const im = vi.spyOn(IntMap.prototype, 'forEach');
     const ie = vi.spyOn(IntMap.prototype, 'entries');
+    const te = vi.spyOn(TradeLog.prototype, 'entries');
+    const tf = vi.spyOn(TradeLog.prototype, 'forEach');
     const tree = (state as unknown as { extraTimes: TimeIdSet }).extraTimes.tree;
     const ka = vi.spyOn(Object.getPrototypeOf(tree), 'keysArray');
     // With a budget of 4 values a step, 20,000 entries of one map need thousands of steps, and
@@ -168,6 +188,6 @@ describe('snapshot walk over persistent collections', () => {
     const { steps } = encodeIn(state, 4);
     hashIn(state, 4);
     expect(steps).toBeGreaterThan(20_000 / 4);
-    for (const spy of [pm, pe, im, ie, ka]) expect(spy).not.toHaveBeenCalled();
+    for (const spy of [pm, pe, im, ie, te, tf, ka]) expect(spy).not.toHaveBeenCalled();
   });
 });

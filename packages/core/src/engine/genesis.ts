@@ -6,6 +6,7 @@
 import { PMap } from '../persistent/hamt.js';
 import { IntMap } from '../persistent/int-map.js';
 import { emptyTimeIdSet } from '../persistent/sorted-set.js';
+import { TradeLog } from '../risk/trade-log.js';
 import type { EngineState, VenueSettings } from './types.js';
 
 /** Default venue-wide settings. */
@@ -40,7 +41,7 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     pending: PMap.empty(),
     fundingDue: null,
     auctions: IntMap.empty(),
-    trades: IntMap.empty(),
+    trades: TradeLog.empty(),
     tradeLogHead: 1,
     feePool: 0n,
     insuranceFund: 0n,

@@ -37,7 +37,8 @@ import {
   type TimeIdSet,
   timeIdSetSize,
 } from '../persistent/sorted-set.js';
-import type { EngineState } from './types.js';
+import { TradeLog } from '../risk/trade-log.js';
+import type { EngineState, StoredTrade } from './types.js';
 
 /**
  * Version of the snapshot text form. 2: order totals carry per-side leaves bounds (a snapshot of
@@ -228,7 +229,7 @@ const SNAPSHOT_FORMAT: Format = {
     if (value === null) return 'null';
     if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
     if (value instanceof PMap) return { open: '["m"', frame: pairsFrame(value.cursor(), ',', ']') };
-    if (value instanceof IntMap)
+    if (value instanceof IntMap || value instanceof TradeLog)
       return { open: '["i"', frame: pairsFrame(value.cursor(), ',', ']') };
     if (isTimeIdSet(value)) {
       const entry = (t: number, id: number) => `,${snapshotNumber(t)},${snapshotNumber(id)}`;
@@ -271,7 +272,7 @@ const CANONICAL_FORMAT: Format = {
       return { open: `[${value.length}:`, frame: listFrame(value, null, ']') };
     if (value instanceof PMap)
       return { open: `{${value.size}:`, frame: pairsFrame(value.cursor(), null, '}') };
-    if (value instanceof IntMap)
+    if (value instanceof IntMap || value instanceof TradeLog)
       return { open: `#${value.size}:`, frame: keyedFrame(value.cursor(), '#') };
     if (isTimeIdSet(value)) {
       const entry = (t: number, id: number) => `${t},${id};`;
@@ -450,7 +451,13 @@ export function decodeSnapshot(text: string): EngineState {
   const state = decodeValue(doc.state, newEdit());
   if (state === null || typeof state !== 'object' || Array.isArray(state))
     fail('the state is not a record');
-  return state as EngineState;
+  // The trade log is written as an IntMap of its records (the same bytes as before it was
+  // column-stored); it is read back into its own structure.
+  const s = state as EngineState;
+  const trades: unknown = s.trades;
+  if (!(trades instanceof IntMap)) fail('the trade log is not an IntMap');
+  s.trades = TradeLog.fromEntries((trades as IntMap<StoredTrade>).entries());
+  return s;
 }
 
 /** `stateHash` of a decoded snapshot, for callers that only hold the text. */

@@ -11,6 +11,7 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { PMap } from '../persistent/hamt.js';
 import { IntMap } from '../persistent/int-map.js';
 import { isTimeIdSet, timeIdEntries } from '../persistent/sorted-set.js';
+import { TradeLog } from '../risk/trade-log.js';
 import type { EngineState } from './types.js';
 
 function write(out: string[], value: unknown): void {
@@ -54,7 +55,7 @@ function write(out: string[], value: unknown): void {
     out.push('}');
     return;
   }
-  if (value instanceof IntMap) {
+  if (value instanceof IntMap || value instanceof TradeLog) {
     out.push(`#${value.size}:`);
     value.forEach((v, k) => {
       out.push(`${k}=`);

@@ -10,6 +10,7 @@ import type { Edit, Owned } from '../persistent/edit.js';
 import type { PMap } from '../persistent/hamt.js';
 import type { IntMap } from '../persistent/int-map.js';
 import type { TimeIdSet } from '../persistent/sorted-set.js';
+import type { TradeLog } from '../risk/trade-log.js';
 
 /** Order side. */
 export type Side = 'Buy' | 'Sell';
@@ -324,10 +325,10 @@ export interface EngineState {
   /** Live liquidation auctions by id. */
   auctions: IntMap<Auction>;
   /**
-   * Recent trades by id (bust window), for busts and entry-price rebuilding, stored flat (see
-   * {@link StoredTrade}); read them as {@link TradeRecord}s through `risk/trades.ts`.
+   * Recent trades by id (bust window), for busts and entry-price rebuilding, column-stored (see
+   * {@link TradeLog}); read them as {@link TradeRecord}s through `risk/trades.ts`.
    */
-  trades: IntMap<StoredTrade>;
+  trades: TradeLog;
   /** Lowest trade id that may still be in `trades` (pruning cursor). */
   tradeLogHead: number;
   /** Fees collected, micro-units. */
@@ -421,10 +422,10 @@ export interface TradeRecord {
 }
 
 /**
- * How the trade log keeps a {@link TradeRecord}: one flat record, both legs and their "before"
- * positions inline (suffix 0: the first leg, 1: the second). Up to 100,000 trades stay alive for
- * the bust window, and one object per trade instead of five is most of what that costs the
- * garbage collector. Convert with `tradeOfStored` / `storedOfTrade` (`risk/trades.ts`).
+ * A {@link TradeRecord} as the trade log reads and writes it: one flat record, both legs and
+ * their "before" positions inline (suffix 0: the first leg, 1: the second). The log itself keeps
+ * these fields in columns ({@link TradeLog}) and builds a record on each read. Convert with
+ * `tradeOfStored` / `storedOfTrade` (`risk/trades.ts`).
  */
 export interface StoredTrade {
   readonly tradeId: number;

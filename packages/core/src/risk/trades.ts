@@ -354,13 +354,13 @@ export function pruneTrades(ctx: Ctx): boolean {
   if (s.tradeLogHead === ctx.tradePruneHead && ctx.tradePruneTime > horizon) return false;
   let any = false;
   while (s.tradeLogHead <= s.counters.trade) {
-    const r = s.trades.get(s.tradeLogHead);
-    if (r !== undefined && r.time > horizon) {
+    const time = s.trades.timeOf(s.tradeLogHead);
+    if (time !== undefined && time > horizon) {
       ctx.tradePruneHead = s.tradeLogHead;
-      ctx.tradePruneTime = r.time;
+      ctx.tradePruneTime = time;
       break;
     }
-    if (r !== undefined) s.trades = s.trades.delete(ctx.edit, s.tradeLogHead);
+    if (time !== undefined) s.trades = s.trades.delete(ctx.edit, s.tradeLogHead);
     s.tradeLogHead++;
     any = true;
   }
