@@ -115,6 +115,12 @@ export class Ctx {
    */
   tradePruneHead = -1;
   tradePruneTime = 0;
+  /**
+   * Whether fills are written to the trade log. A throw-away trial match (FOK) turns this off:
+   * nothing reads the log during matching, and a trial's appends would make the real session's
+   * next append copy the log's shared chunk.
+   */
+  recordsTrades = true;
 
   constructor(state: EngineState) {
     this.edit = newEdit();

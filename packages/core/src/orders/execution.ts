@@ -346,6 +346,7 @@ function takerGuard(ctx: Ctx, market: Market, taker: Order, mark: bigint, size: 
  */
 export function fillsCompletely(ctx: Ctx, takerId: number, limit: bigint): boolean {
   const trial = new Ctx(ctx.state);
+  trial.recordsTrades = false;
   trial.begin(ctx.time);
   const market = trial.writableMarket(trial.order(takerId)!.market);
   matchTaker(trial, market, takerId, limit);

@@ -331,6 +331,7 @@ export function recordTrade(ctx: Ctx, record: TradeRecord): void {
  * must not change afterwards: it is shared with every later state.
  */
 export function storeTrade(ctx: Ctx, trade: StoredTrade): void {
+  if (!ctx.recordsTrades) return;
   const s = ctx.state;
   s.trades = s.trades.set(ctx.edit, trade.tradeId, trade);
   while (s.trades.size > s.settings.maxRetainedTrades) dropOldest(ctx);
