@@ -426,8 +426,10 @@ describe('snapshots', () => {
     expect(() => decodeSnapshot('{"v":2,"state":{}}')).toThrow(SnapshotFormatError);
     // Version 3 kept the basis EMA at another scale: refused, so the journal is replayed.
     expect(() => decodeSnapshot('{"v":3,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":5,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":4,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    // Version 4 threaded each account's orders through two state-wide maps.
+    expect(() => decodeSnapshot('{"v":4,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":6,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":5,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
   });
 });

@@ -137,7 +137,7 @@ export class HistoryStore {
   seedWorkingOrders(state: EngineState): void {
     const specOf = specsOf(state);
     state.accounts.forEach((acct) => {
-      if (acct.orderCount === 0) return;
+      if (acct.orders.length === 0) return;
       const h = this.account(acct.address);
       for (const o of accountOrders(state, acct)) {
         const wire = wireOrder(o, specOf(o.market));

@@ -57,8 +57,6 @@ function ownedCopy(state: EngineState, edit: Edit): EngineState {
     symbols: state.symbols,
     accounts: state.accounts,
     orders: state.orders,
-    nextOfAccount: state.nextOfAccount,
-    prevOfAccount: state.prevOfAccount,
     cloids: state.cloids,
     cloidLog: state.cloidLog,
     expiries: state.expiries,

@@ -29,8 +29,6 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     symbols: PMap.empty(),
     accounts: PMap.empty(),
     orders: IntMap.empty(),
-    nextOfAccount: IntMap.empty(),
-    prevOfAccount: IntMap.empty(),
     cloids: PMap.empty(),
     cloidLog: { head: 0, tail: 0, entries: IntMap.empty() },
     expiries: emptyTimeIdSet(),

@@ -93,9 +93,7 @@ export function newAccount(edit: Edit, address: string, time: number): Account {
     positions: [],
     leverage: [],
     orderTotals: [],
-    firstOrder: 0,
-    lastOrder: 0,
-    orderCount: 0,
+    orders: [],
     claimReserve: 0n,
   };
 }
@@ -163,9 +161,7 @@ export function copyAccount(a: Account, edit: Edit): Account {
     positions: a.positions.map(copyPosition),
     leverage: a.leverage.slice(),
     orderTotals: a.orderTotals.map(copyTotals),
-    firstOrder: a.firstOrder,
-    lastOrder: a.lastOrder,
-    orderCount: a.orderCount,
+    orders: a.orders.slice(),
     claimReserve: a.claimReserve,
   };
 }

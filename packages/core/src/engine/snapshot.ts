@@ -45,8 +45,10 @@ import type { EngineState, StoredTrade } from './types.js';
  * version 1 lacks them and its state hash no longer matches, so it is refused). 3: price levels
  * keep their queue in fixed chunks and the trade log stores flat records. 4: the basis EMA's sums
  * carry 18 more decimals (a version 3 snapshot's would mix the two scales in its first update).
+ * 5: an account lists its working orders in an array of ids, not a list threaded through two
+ * state-wide maps.
  */
-export const SNAPSHOT_VERSION = 4;
+export const SNAPSHOT_VERSION = 5;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {

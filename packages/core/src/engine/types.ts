@@ -244,11 +244,11 @@ export interface Account extends Owned {
   positions: Position[];
   leverage: LeverageSetting[];
   orderTotals: OrderTotals[];
-  /** First and last of the account's working orders (a list threaded through the orders). */
-  firstOrder: number;
-  lastOrder: number;
-  /** Number of working orders. */
-  orderCount: number;
+  /**
+   * Ids of the account's working orders, ascending: ids are handed out in order, so this is
+   * oldest first. Copied with the account; a new order appends, an ended one is cut out.
+   */
+  orders: number[];
   /** Reserved margin of pending liquidation-auction claims, micro-units. */
   claimReserve: bigint;
 }
@@ -297,13 +297,6 @@ export interface EngineState {
   accounts: PMap<string, Account>;
   /** Working orders by id. */
   orders: IntMap<Order>;
-  /**
-   * Each account lists its working orders oldest first, as a list threaded through these two
-   * maps (order id -> next / previous order id of the same account, 0 at the ends). Kept apart
-   * from the order records so linking never copies an order.
-   */
-  nextOfAccount: IntMap<number>;
-  prevOfAccount: IntMap<number>;
   /** `${account}|${cloid}` -> entry. */
   cloids: PMap<string, CloidEntry>;
   /** Cloid registrations in acceptance order, for pruning after the retention time. */

@@ -207,7 +207,7 @@ export function sideHoldNotional(
   if (k >= bound) return notional;
   let held = extra === undefined ? 0n : (extra.leaves < k ? extra.leaves : k) * extra.price;
   if (stored === undefined) return held; // no resting order in the scope
-  for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
+  for (const id of account.orders) {
     if (id === extra?.orderId) continue;
     const o = state.orders.get(id)!;
     if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
@@ -220,10 +220,9 @@ export function sideHoldNotional(
 
 /** The account's working orders, oldest first. */
 export function accountOrders(state: EngineState, account: Account): Order[] {
-  const out: Order[] = [];
-  for (let id = account.firstOrder; id !== 0; id = state.nextOfAccount.get(id)!) {
-    out.push(state.orders.get(id)!);
-  }
+  const ids = account.orders;
+  const out: Order[] = new Array(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = state.orders.get(ids[i] as number)!;
   return out;
 }
 

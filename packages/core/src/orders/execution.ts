@@ -141,31 +141,28 @@ export function hasGuarded(account: Account, market: number, mode: Order['margin
 /** Stores a freshly accepted order as working and indexes it on its account. */
 export function registerOrder(ctx: Ctx, order: Order): void {
   const account = ctx.writableAccount(order.account);
-  const s = ctx.state;
-  const id = order.orderId;
   ctx.putOrder(order);
-  s.prevOfAccount = s.prevOfAccount.set(ctx.edit, id, account.lastOrder);
-  s.nextOfAccount = s.nextOfAccount.set(ctx.edit, id, 0);
-  if (account.lastOrder !== 0)
-    s.nextOfAccount = s.nextOfAccount.set(ctx.edit, account.lastOrder, id);
-  else account.firstOrder = id;
-  account.lastOrder = id;
-  account.orderCount++;
+  // The newest id: appending keeps the list ascending.
+  account.orders.push(order.orderId);
   adjustGuarded(account, order, 1);
 }
 
-/** Takes a working order out of its writable account's list. */
-function unlinkFromAccount(ctx: Ctx, account: Account, id: number): void {
-  const s = ctx.state;
-  const prev = s.prevOfAccount.get(id)!;
-  const next = s.nextOfAccount.get(id)!;
-  if (prev !== 0) s.nextOfAccount = s.nextOfAccount.set(ctx.edit, prev, next);
-  else account.firstOrder = next;
-  if (next !== 0) s.prevOfAccount = s.prevOfAccount.set(ctx.edit, next, prev);
-  else account.lastOrder = prev;
-  s.prevOfAccount = s.prevOfAccount.delete(ctx.edit, id);
-  s.nextOfAccount = s.nextOfAccount.delete(ctx.edit, id);
-  account.orderCount--;
+/** Takes a working order out of its writable account's list (a binary search: ids ascend). */
+function unlinkFromAccount(account: Account, id: number): void {
+  const ids = account.orders;
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = ids[mid] as number;
+    if (at === id) {
+      ids.splice(mid, 1);
+      return;
+    }
+    if (at < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  throw new InvariantError(`order ${id} is not in the list of ${account.address}`);
 }
 
 /** Puts a working, writable order at the back of its level and into its hold totals. */
@@ -202,7 +199,7 @@ export function retire(ctx: Ctx, orderId: number): Order {
     ctx.state.expiries = removeTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
   }
   const account = ctx.writableAccount(order.account);
-  unlinkFromAccount(ctx, account, orderId);
+  unlinkFromAccount(account, orderId);
   adjustGuarded(account, order, -1);
   ctx.deleteOrder(orderId);
   releaseCloidOnEnd(ctx, order);
