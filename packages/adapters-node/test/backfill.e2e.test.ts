@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallet as plainWallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Clock } from '../src/engine/clock.js';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';
@@ -150,8 +151,34 @@ async function readModels(t: TestVenue, x: Traders): Promise<Record<string, unkn
   return out;
 }
 
+/**
+ * One clock per data directory, shared by every venue started on it: wall time shifted forward
+ * (by under a minute, well inside the signed requests' 5-minute window) so the test starts on a
+ * minute boundary. The read models compared include each interval's open candle, which follows
+ * the clock; a boundary between the two reads would make them differ for no fault of the
+ * backfill, and every interval's next boundary is at least a minute after the test starts.
+ */
+const clocks = new Map<string, Clock>();
+
+function clockFor(dir: string): Clock {
+  let clock = clocks.get(dir);
+  if (clock === undefined) {
+    const start = Date.now();
+    const minute = Math.ceil(start / 60_000) * 60_000;
+    clock = { now: () => minute + (Date.now() - start) };
+    clocks.set(dir, clock);
+  }
+  return clock;
+}
+
 async function restart(dir: string, options: StartVenueOptions = {}): Promise<TestVenue> {
-  return startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS, config: CONFIG, ...options });
+  return startTestVenue({
+    dataDir: dir,
+    snapshots: SNAPSHOTS,
+    config: CONFIG,
+    clock: clockFor(dir),
+    ...options,
+  });
 }
 
 describe('history backfill after a restart from a snapshot', () => {
