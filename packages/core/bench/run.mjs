@@ -1,7 +1,9 @@
 // `pnpm bench` (core part): the order-book workloads of shared/bench against nodejs-order-book,
 // in one process, alternating engines round by round, medians of the rounds, ratios printed.
 // Every run is checked against the workload's reference book (same final resting orders, lots
-// and best prices) before its figure counts.
+// and best prices) before its figure counts. The `floor:` rows are not engines: they build the
+// same commands and allocate the same events the engine emits, and nothing else (floor.mjs), so
+// they show the ceiling of this interface and event model in the same run.
 //
 //   BENCH_OPS     timed operations per workload (default 1,000,000; the workload's own size)
 //   BENCH_ROUNDS  rounds per engine (default 3)
@@ -13,6 +15,7 @@
 // the same flags; the header prints them.
 
 import { runEngine, runNob } from './book-engines.mjs';
+import { runFloor } from './floor.mjs';
 import { summaryBench } from './summary-bench.mjs';
 import { loadWorkload, WORKLOADS } from './workloads.mjs';
 
@@ -22,6 +25,7 @@ const batch = Number(process.env.BENCH_BATCH ?? 256);
 
 const wl = await loadWorkload();
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const rateOf = (res) => res.ops / res.seconds;
 const fmt = (x) => Math.round(x).toLocaleString('en-US');
 
 // nodejs-order-book's depth() gives lots and prices, not order counts.
@@ -40,6 +44,12 @@ const engines = {
   'engine, book only, 1 command per reduce': (w) => runEngine(w, { batch: 1 }),
   'engine, margin on (1,000 accounts), batch': (w) => runEngine(w, { batch, margin: true }),
 };
+// Not engines: what building the same commands and allocating the same events costs alone
+// (floor.mjs). No engine with this interface and event model can run faster than its floor.
+const floors = {
+  'floor: commands + events only, book only': (w) => runFloor(w, { batch }),
+  'floor: commands + events only, margin on': (w) => runFloor(w, { batch, margin: true }),
+};
 
 console.log(
   `# Order book: ${ops.toLocaleString('en-US')} timed ops per workload, ${rounds} rounds, batch ${batch}, Node ${process.version}${process.execArgv.length ? ` ${process.execArgv.join(' ')}` : ''}`,
@@ -47,8 +57,11 @@ console.log(
 const results = {};
 for (const [name, opts] of Object.entries(WORKLOADS)) {
   const w = wl.generate({ ...opts, n: ops });
-  const rates = Object.fromEntries(Object.keys(engines).map((k) => [k, []]));
+  const rates = Object.fromEntries(
+    [...Object.keys(engines), ...Object.keys(floors)].map((k) => [k, []]),
+  );
   for (let r = 0; r < rounds; r++) {
+    for (const [floor, run] of Object.entries(floors)) rates[floor].push(rateOf(run(w)));
     for (const [engine, run] of Object.entries(engines)) {
       const res = run(w);
       if (!sameBook(res.final, w.final)) {
@@ -63,7 +76,7 @@ for (const [name, opts] of Object.entries(WORKLOADS)) {
         console.error(`${name} ${engine}: ${res.failures} refused commands`);
         process.exitCode = 1;
       }
-      rates[engine].push(res.ops / res.seconds);
+      rates[engine].push(rateOf(res));
     }
   }
   results[name] = Object.fromEntries(Object.entries(rates).map(([k, v]) => [k, median(v)]));

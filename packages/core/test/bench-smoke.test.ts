@@ -2,7 +2,7 @@
  * Smoke test of `pnpm bench` (`bench/run.mjs`): one tiny round of every engine on both workloads
  * against the built `dist/`. The script itself checks each run's final book against the
  * workload's reference book and fails on a refused command; here it must exit 0 and print a
- * figure for every engine. No timing is asserted: figures of a run this small mean nothing.
+ * figure for every engine and every floor row. No timing is asserted: figures of a run this small mean nothing.
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -37,7 +37,9 @@ describe('pnpm bench (smoke)', () => {
     for (const workload of ['W1', 'W2']) expect(stdout).toContain(`## ${workload}`);
     const rows = stdout.split('\n').filter((l) => /^\| (nodejs-order-book|engine,) /.test(l));
     expect(rows).toHaveLength(8);
-    for (const row of rows) expect(row).toMatch(/\| [\d,]+ \| \d+\.\d\dx \|$/);
+    const floors = stdout.split('\n').filter((l) => /^\| floor: /.test(l));
+    expect(floors).toHaveLength(4);
+    for (const row of [...rows, ...floors]) expect(row).toMatch(/\| [\d,]+ \| \d+\.\d\dx \|$/);
     expect(stdout).toMatch(/account with 50 positions \| [\d,]+ summaries\/s/);
   }, 150_000);
 });
