@@ -114,8 +114,8 @@ export {
   bankruptcyRaw,
   liveAuctions,
 } from './risk/liquidation.js';
-export { tradeRecordOf, tradeRecords } from './risk/trades.js';
 export type { TradeLog } from './risk/trade-log.js';
+export { tradeRecordOf, tradeRecords } from './risk/trades.js';
 export * from './units/decimal.js';
 export * from './units/rational.js';
 export * from './units/rounding.js';
