@@ -9,29 +9,31 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const script = fileURLToPath(new URL('../bench/run.mjs', import.meta.url));
+const probe = fileURLToPath(new URL('../bench/probe.mjs', import.meta.url));
+
+/** Runs a bench script on a tiny workload; its exit code and output. */
+function runScript(path: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--max-semi-space-size=64', path],
+      {
+        timeout: 120_000,
+        env: { ...process.env, BENCH_OPS: '20000', BENCH_ROUNDS: '1' },
+      },
+      (error, out, err) =>
+        resolve({
+          code: error === null ? 0 : ((error.code as number) ?? 1),
+          stdout: out,
+          stderr: err,
+        }),
+    );
+  });
+}
 
 describe('pnpm bench (smoke)', () => {
   it('runs every engine on W1 and W2 and every final book matches the reference', async () => {
-    const { code, stdout, stderr } = await new Promise<{
-      code: number;
-      stdout: string;
-      stderr: string;
-    }>((resolve) => {
-      execFile(
-        process.execPath,
-        ['--max-semi-space-size=64', script],
-        {
-          timeout: 120_000,
-          env: { ...process.env, BENCH_OPS: '20000', BENCH_ROUNDS: '1' },
-        },
-        (error, out, err) =>
-          resolve({
-            code: error === null ? 0 : ((error.code as number) ?? 1),
-            stdout: out,
-            stderr: err,
-          }),
-      );
-    });
+    const { code, stdout, stderr } = await runScript(script);
     expect(stderr).not.toMatch(/differs from the reference|refused commands/);
     expect(code).toBe(0);
     for (const workload of ['W1', 'W2']) expect(stdout).toContain(`## ${workload}`);
@@ -41,5 +43,13 @@ describe('pnpm bench (smoke)', () => {
     expect(floors).toHaveLength(4);
     for (const row of [...rows, ...floors]) expect(row).toMatch(/\| [\d,]+ \| \d+\.\d\dx \|$/);
     expect(stdout).toMatch(/account with 50 positions \| [\d,]+ summaries\/s/);
+  }, 150_000);
+
+  it('runs the design probe (bench/probe.mjs) to the reference book in every variant', async () => {
+    const { code, stdout, stderr } = await runScript(probe);
+    expect(stderr).not.toMatch(/final book differs/);
+    expect(code).toBe(0);
+    const rows = stdout.split('\n').filter((l) => /^\| probe, /.test(l));
+    expect(rows).toHaveLength(8);
   }, 150_000);
 });
