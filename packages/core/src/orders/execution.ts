@@ -23,6 +23,7 @@ import { type Fill, type OrderView, viewAs } from '../engine/events.js';
 import { newTotals } from '../engine/records.js';
 import type { Account, Level, Market, Order, OrderTotals, TradeLeg } from '../engine/types.js';
 import { InvariantError } from '../errors.js';
+import { estimateAfterFill, surelyCovered, surelySolvent } from '../margin/estimate.js';
 import { type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
@@ -282,20 +283,44 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
   const account = ctx.account(maker.account)!;
   const size = sizeOf(account, maker.market, maker.marginMode);
   const signed = maker.side === 'Buy' ? qty : -qty;
-  const after = size + signed;
+  const sizeAfter = size + signed;
   const absBefore = size < 0n ? -size : size;
-  const absAfter = after < 0n ? -after : after;
+  const absAfter = sizeAfter < 0n ? -sizeAfter : sizeAfter;
   const spec = market.spec;
   const price = maker.price;
   const buy = maker.side === 'Buy';
+  // Far from the boundary a float estimate with an error bound decides (margin/estimate.ts);
+  // near it, the exact figures below.
   if (absAfter <= absBefore) {
     // Reducing: only the solvency guard (an increasing fill passing the check below keeps
     // equity at or above initial margin and holds, so above zero).
     const mark = guardMark(market);
     if (mark === null) return true;
+    const estimate = estimateAfterFill(
+      ctx.state,
+      account,
+      maker.marginMode,
+      spec,
+      buy,
+      qty,
+      price,
+      spec.makerFeeRate,
+    );
+    if (surelySolvent(estimate)) return true;
     const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
     return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
   }
+  const estimate = estimateAfterFill(
+    ctx.state,
+    account,
+    maker.marginMode,
+    spec,
+    buy,
+    qty,
+    price,
+    spec.makerFeeRate,
+  );
+  if (surelyCovered(estimate)) return true;
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
   const resting = holdsMargin(maker) ? qty : 0n;
@@ -317,6 +342,32 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     true,
   );
   return availableToOpen(metrics) >= 0n;
+}
+
+/**
+ * Whether a float estimate with an error bound shows the whole fill keeps the taker's scope
+ * solvent (margin/estimate.ts); `false` only means the exact guard must look.
+ */
+function takerSurelySolvent(
+  ctx: Ctx,
+  market: Market,
+  taker: Order,
+  qty: bigint,
+  price: bigint,
+): boolean {
+  const spec = market.spec;
+  return surelySolvent(
+    estimateAfterFill(
+      ctx.state,
+      ctx.account(taker.account)!,
+      taker.marginMode,
+      spec,
+      taker.side === 'Buy',
+      qty,
+      price,
+      spec.takerFeeRate,
+    ),
+  );
 }
 
 /** The solvency guard's view of a taker's scope in `market` (`solvency.ts`). */
@@ -411,7 +462,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
         }
         if (room < qty) qty = room;
       }
-      if (mark !== null) {
+      if (mark !== null && !takerSurelySolvent(ctx, market, t, qty, level.price)) {
         // The solvency guard: it measures the scope only when the fill costs equity, and clamps
         // only when the scope cannot pay for it.
         const size = sizeOf(ctx.account(takerAccount)!, t.market, t.marginMode);

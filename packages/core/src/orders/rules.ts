@@ -12,6 +12,7 @@ import type { Ctx } from '../engine/context.js';
 import type { Account, Market, Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
 import { notionalScale } from '../instruments/instrument.js';
+import { holdSurelyFits } from '../margin/estimate.js';
 import {
   accountOrders,
   availableToOpen,
@@ -273,6 +274,13 @@ export function checkHold(
   market: Market,
   order: Order,
 ): OrderProblem | undefined {
+  // Far from the boundary a float estimate with an error bound decides (margin/estimate.ts);
+  // near it, the exact sums below.
+  if (
+    holdSurelyFits(ctx.state, account, market.spec, order.marginMode, leavesOf(order), order.price)
+  ) {
+    return undefined;
+  }
   // The order as it would rest, in place of the version it replaces (same id).
   const increase = holdIncrease(ctx.state, account, market.spec, order.marginMode, {
     orderId: order.orderId,

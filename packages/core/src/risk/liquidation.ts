@@ -63,6 +63,7 @@ import type {
 } from '../engine/types.js';
 import { reject } from '../errors.js';
 import { notionalScale, RATE_SCALE } from '../instruments/instrument.js';
+import { estimateScope, surelyHealthy } from '../margin/estimate.js';
 import { quoteAmount } from '../margin/ledger.js';
 import {
   liquidationPrice,
@@ -1195,15 +1196,23 @@ function checkAccount(ctx: Ctx, address: string): void {
     if (p.mode === 'Cross') cross = true;
     else isolated.push(p.market);
   }
+  // Far from the boundary a float estimate with an error bound shows a scope healthy
+  // (margin/estimate.ts); near it, the exact figures decide.
   if (cross && !scopeInAuction(ctx.state, address, 'Cross', 0)) {
-    if (isLiquidatable(scopeRisk(ctx.state, account, 'Cross', 0))) {
+    if (
+      !surelyHealthy(estimateScope(ctx.state, account, 'Cross', 0, undefined, true)) &&
+      isLiquidatable(scopeRisk(ctx.state, account, 'Cross', 0))
+    ) {
       liquidateScope(ctx, address, 'Cross', 0, false, false);
     }
   }
   for (const m of isolated.sort((a, b) => a - b)) {
     const a = ctx.account(address)!;
     if (scopeInAuction(ctx.state, address, 'Isolated', m)) continue;
-    if (isLiquidatable(scopeRisk(ctx.state, a, 'Isolated', m))) {
+    if (
+      !surelyHealthy(estimateScope(ctx.state, a, 'Isolated', m, undefined, true)) &&
+      isLiquidatable(scopeRisk(ctx.state, a, 'Isolated', m))
+    ) {
       liquidateScope(ctx, address, 'Isolated', m, false, false);
     }
   }
