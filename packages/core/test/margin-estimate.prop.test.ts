@@ -8,6 +8,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { newMarket } from '../src/engine/records.js';
 import {
   type Account,
   availableToOpen,
@@ -143,12 +144,7 @@ const caseArb: fc.Arbitrary<Case> = fc.tuple(specArb(1), specArb(2), specArb(3))
       specs.forEach((spec, i) => {
         const mark = r.marks[i] as bigint;
         const market: Market = {
-          edit: null,
-          spec,
-          status: 'Active',
-          bids: [],
-          asks: [],
-          bookSeq: 0,
+          ...newMarket(edit, spec),
           prices: {
             index: mark,
             indexTime: 0,
@@ -159,11 +155,6 @@ const caseArb: fc.Arbitrary<Case> = fc.tuple(specArb(1), specArb(2), specArb(3))
             basisEmaTime: 0,
           },
           lastTrade: mark,
-          openInterest: 0n,
-          triggersAbove: [],
-          triggersBelow: [],
-          funding: { lastFundingTime: 0, premiumSum: 0n, sampleCount: 0 },
-          holders: PMap.empty(),
         };
         markets = markets.set(edit, spec.id, market);
       });
@@ -306,6 +297,10 @@ const exact = {
   },
 };
 
+/** The filters' estimate of the scope after the case's fill at fee rate `rate`. */
+const afterFill = (c: Case, rate: bigint) =>
+  estimateAfterFill(c.state, c.account, c.mode, specOf(c), c.buy, c.qty, c.price, rate);
+
 const counts = { decided: 0, undecided: 0 };
 
 /** The filter must not be sure where the exact figure is negative. */
@@ -367,19 +362,7 @@ describe('float filters of margin decisions (margin/estimate.ts)', () => {
         aroundBoundary(
           c,
           (k) => exact.covered(k, rate),
-          (k, e) => {
-            const est = estimateAfterFill(
-              k.state,
-              k.account,
-              k.mode,
-              specOf(k),
-              k.buy,
-              k.qty,
-              k.price,
-              rate,
-            );
-            agrees(surelyCovered(est), e, 'covered');
-          },
+          (k, e) => agrees(surelyCovered(afterFill(k, rate)), e, 'covered'),
           NEAR,
         );
       }),
@@ -397,19 +380,7 @@ describe('float filters of margin decisions (margin/estimate.ts)', () => {
         aroundBoundary(
           c,
           (k) => exact.solvent(k, rate),
-          (k, e) => {
-            const est = estimateAfterFill(
-              k.state,
-              k.account,
-              k.mode,
-              specOf(k),
-              k.buy,
-              k.qty,
-              k.price,
-              rate,
-            );
-            agrees(surelySolvent(est), e, 'solvent');
-          },
+          (k, e) => agrees(surelySolvent(afterFill(k, rate)), e, 'solvent'),
           NEAR,
         );
       }),

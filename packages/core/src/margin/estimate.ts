@@ -6,12 +6,13 @@
  * figures would say so too, so the engine's decisions are exactly those of the bigint rules.
  *
  * Why the bound holds: every exact term is a bigint quotient rounded once (by less than 1
- * micro-unit), and its float estimate comes from a handful of correctly rounded operations on
- * exactly converted or correctly rounded inputs, so its relative error is below 2^-49 (eight
- * roundings of 2^-53 each, with room to spare); a sum of n terms in floats adds at most n more
- * roundings. {@link RELATIVE} (2^-40) covers that five hundred times over for any scope of
- * fewer than 10,000 terms. The bound is `RELATIVE x (sum of the terms' magnitudes) + one
- * micro-unit per rounded term + 2`.
+ * micro-unit), and its float estimate comes from at most eight correctly rounded operations on
+ * correctly rounded inputs (`Number` of a bigint, products, quotients), so it is within
+ * 8 x 2^-53 of the term's magnitude; adding n such terms in floats rounds n more times, each
+ * by at most 2^-53 of the magnitudes summed so far. So a figure's float error is below
+ * (8 + n) x 2^-53 x M, M the sum of the magnitudes of its terms (and of the intermediate
+ * products a difference of them cancels). {@link relativeError} allows eight times that, and the
+ * bound adds one micro-unit per rounded term and two more.
  *
  * @module
  */
@@ -19,8 +20,14 @@ import type { Account, EngineState, MarginMode } from '../engine/types.js';
 import { type Instrument, RATE_SCALE } from '../instruments/instrument.js';
 import { leverageOf, valuationPrice } from './scope.js';
 
-/** Relative error allowance of one float estimate (see the module comment). */
-const RELATIVE = 2 ** -40;
+/**
+ * Error allowance per unit of magnitude of a figure built from `terms` float terms: eight times
+ * the worst case (see the module comment), with room for the few operations that combine them.
+ */
+function relativeError(terms: number): number {
+  return (terms + 16) * 2 ** -50;
+}
+
 const RATE = Number(RATE_SCALE);
 /** `Number(notionalScale(spec))` by quantity decimals (0..18): correctly rounded constants. */
 const SCALES: readonly number[] = Array.from({ length: 19 }, (_, qd) =>
@@ -139,7 +146,7 @@ export function estimateScope(
     initialMargin: im,
     maintenance: mm,
     holdFull: hold,
-    error: magnitude * RELATIVE + terms + 2 + extra,
+    error: magnitude * relativeError(terms) + terms + 2 + extra,
   };
 }
 
@@ -185,7 +192,7 @@ export function estimateFillCash(
   const fee = (quote * Number(rate)) / RATE;
   return {
     cash: (buy ? -quote : quote) - fee,
-    error: (quote + Math.abs(fee)) * RELATIVE + 2,
+    error: (quote + Math.abs(fee)) * relativeError(2) + 2,
   };
 }
 
@@ -208,7 +215,7 @@ export function holdSurelyFits(
     (Number(leaves) * Number(price) * 100) / (scaleOf(spec) * leverageOf(account, spec, mode));
   const reserve = mode === 'Cross' ? Number(account.claimReserve) : 0;
   const room = e.equity - e.initialMargin - e.holdFull - hold - reserve;
-  return room > e.error + (hold + Math.abs(reserve)) * RELATIVE + 2;
+  return room > e.error + (hold + Math.abs(reserve)) * relativeError(2) + 2;
 }
 
 /**
@@ -225,23 +232,15 @@ export function estimateAfterFill(
   qty: bigint,
   price: bigint,
   rate: bigint,
-  maintenance = false,
 ): ScopeEstimate {
   const cash = estimateFillCash(spec, buy, qty, price, rate);
-  return estimateScope(
-    state,
-    account,
-    mode,
-    spec.id,
-    {
-      market: spec.id,
-      price,
-      sizeDelta: buy ? qty : -qty,
-      cashDelta: cash.cash,
-      cashError: cash.error,
-    },
-    maintenance,
-  );
+  return estimateScope(state, account, mode, spec.id, {
+    market: spec.id,
+    price,
+    sizeDelta: buy ? qty : -qty,
+    cashDelta: cash.cash,
+    cashError: cash.error,
+  });
 }
 
 /** Whether the estimate surely leaves available-to-open (equity - IM - holds) at or above zero. */

@@ -291,25 +291,6 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
   const buy = maker.side === 'Buy';
   // Far from the boundary a float estimate with an error bound decides (margin/estimate.ts);
   // near it, the exact figures below.
-  if (absAfter <= absBefore) {
-    // Reducing: only the solvency guard (an increasing fill passing the check below keeps
-    // equity at or above initial margin and holds, so above zero).
-    const mark = guardMark(market);
-    if (mark === null) return true;
-    const estimate = estimateAfterFill(
-      ctx.state,
-      account,
-      maker.marginMode,
-      spec,
-      buy,
-      qty,
-      price,
-      spec.makerFeeRate,
-    );
-    if (surelySolvent(estimate)) return true;
-    const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
-    return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
-  }
   const estimate = estimateAfterFill(
     ctx.state,
     account,
@@ -320,6 +301,15 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     price,
     spec.makerFeeRate,
   );
+  if (absAfter <= absBefore) {
+    // Reducing: only the solvency guard (an increasing fill passing the check below keeps
+    // equity at or above initial margin and holds, so above zero).
+    const mark = guardMark(market);
+    if (mark === null) return true;
+    if (surelySolvent(estimate)) return true;
+    const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
+    return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
+  }
   if (surelyCovered(estimate)) return true;
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
