@@ -486,6 +486,28 @@ describe('pre-trade checks', () => {
     expect(cancelled.order.reason).toBe('InsufficientMargin');
     expect(kinds(e, C)).toEqual(['OrderFilled']);
   });
+
+  it('re-checks a maker whose fill flips its position: the opening side needs initial margin', () => {
+    v.fund(A, '1100');
+    v.fund(B, '100000');
+    v.fund(C, '100000');
+    // A is short 0.1 at 50,000 and rests a 0.2 bid at 50,000, a flip to long 0.1 (hold 500 for
+    // the opening 0.1: 1,100 - IM 500 - 500 fits). The mark then falls to 40,000: the flip would
+    // leave A long 0.1 with equity 100 (cash -3,900 + 4,000) against an initial margin of 400. The
+    // fill keeps A solvent and its size the same, but its opening half is a new position.
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.1', price: '50000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Sell', qty: '0.1', price: '50000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '0.2', price: '50000' }));
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.2', price: '50000' }));
+    v.oracle({ [BTC]: '30000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('40000'));
+    const e = v.place(B, BTC, { side: 'Sell', qty: '0.2', price: '50000' });
+    const cancelled = reports(e, A)[0] as OrderReport;
+    expect(cancelled.kind).toBe('OrderCancelled');
+    expect(cancelled.order.reason).toBe('InsufficientMargin');
+    expect(kinds(e, C)).toEqual(['OrderFilled']);
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(-1_000n);
+  });
 });
 
 describe("reduce-only and TP/SL rules (the spec's five messages)", () => {

@@ -274,8 +274,8 @@ export function reducibleBy(ctx: Ctx, order: Order): bigint {
 }
 
 /**
- * Match-time margin check of a resting maker (engine-rules section 5): a fill that increases
- * its position must leave its scope's available-to-open at or above zero (initial margin). A
+ * Match-time margin check of a resting maker (engine-rules section 5): a fill that opens or
+ * increases a position (a flip included) must leave its scope's available-to-open at or above zero (initial margin). A
  * fill that only reduces it is exempt from that, but not from the solvency guard
  * (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
  */
@@ -284,8 +284,10 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
   const size = sizeOf(account, maker.market, maker.marginMode);
   const signed = maker.side === 'Buy' ? qty : -qty;
   const sizeAfter = size + signed;
-  const absBefore = size < 0n ? -size : size;
-  const absAfter = sizeAfter < 0n ? -sizeAfter : sizeAfter;
+  // Only a fill with no opening part is exempt from initial margin (engine-rules 5): a flip
+  // opens the other side, whatever the sizes before and after.
+  const reducing =
+    size !== 0n && signed < 0n !== size < 0n && (sizeAfter === 0n || sizeAfter < 0n === size < 0n);
   const spec = market.spec;
   const price = maker.price;
   const buy = maker.side === 'Buy';
@@ -301,7 +303,7 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     price,
     spec.makerFeeRate,
   );
-  if (absAfter <= absBefore) {
+  if (reducing) {
     // Reducing: only the solvency guard (an increasing fill passing the check below keeps
     // equity at or above initial margin and holds, so above zero).
     const mark = guardMark(market);
