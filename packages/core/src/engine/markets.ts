@@ -5,6 +5,7 @@
  * @module
  */
 import { reject } from '../errors.js';
+import { instrumentProblem } from '../instruments/instrument.js';
 import { fireTriggers } from '../orders/trigger.js';
 import { firstFundingBase, refreshFundingDue, samplePremium } from '../risk/funding.js';
 import { updatePrices } from '../risk/mark.js';
@@ -15,6 +16,11 @@ import { newMarket } from './records.js';
 /** Handles `setInstrument`: lists a market or replaces its settings. */
 export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   const spec = cmd.instrument;
+  const problem = instrumentProblem(spec);
+  if (problem !== null) {
+    const r = reject('INVALID_REQUEST', `instrument ${spec.id}: ${problem}`);
+    return ctx.fail(r.code, r.message);
+  }
   const bySymbol = ctx.state.symbols.get(spec.symbol);
   if (bySymbol !== undefined && bySymbol !== spec.id) {
     const r = reject(

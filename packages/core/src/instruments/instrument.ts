@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type DecimalError, parseDecimal, pow10 } from '../units/decimal.js';
+import { type DecimalError, formatDecimal, parseDecimal, pow10 } from '../units/decimal.js';
 import { divCeil } from '../units/rounding.js';
 
 /** Decimals of every rate (fees, maintenance, funding): rates are integers at 1e18. */
@@ -274,6 +274,82 @@ function build(s: InstrumentSettings): Instrument {
       feeRate: parseField('liquidation.feeRate', l.feeRate, '0.005', 18),
     },
   };
+}
+
+/**
+ * The settings an instrument was built from, every default written out: `buildInstrument` of
+ * them gives the same instrument back (for one it built).
+ */
+export function instrumentSettingsOf(spec: Instrument): InstrumentSettings {
+  const base = spec.tiers[0];
+  return {
+    id: spec.id,
+    symbol: spec.symbol,
+    tickSize: formatDecimal(spec.tickSize, 18),
+    lotSize: formatDecimal(spec.lotSize, spec.quantityDecimals),
+    quantityDecimals: spec.quantityDecimals,
+    maxLeverage: spec.maxLeverage / 100,
+    defaultLeverage: spec.defaultLeverage / 100,
+    ...(base === undefined
+      ? {}
+      : { maintenanceMarginRate: formatDecimal(base.maintenanceMarginRate, RATE_DECIMALS) }),
+    marginTiers: spec.tiers.slice(1).map((t) => ({
+      notionalFloor: formatDecimal(t.notionalFloor, 6),
+      maxLeverage: t.maxLeverage / 100,
+    })),
+    openInterestCap: formatDecimal(spec.openInterestCap, spec.quantityDecimals),
+    minNotional: formatDecimal(spec.minNotional, 6),
+    makerFeeRate: formatDecimal(spec.makerFeeRate, RATE_DECIMALS),
+    takerFeeRate: formatDecimal(spec.takerFeeRate, RATE_DECIMALS),
+    funding: {
+      intervalMs: spec.funding.intervalMs,
+      interestRate8h: formatDecimal(spec.funding.interestRate8h, 18),
+      premiumClamp: formatDecimal(spec.funding.premiumClamp, 18),
+      capPerHour: formatDecimal(spec.funding.capPerHour, 18),
+      impactNotional: formatDecimal(spec.funding.impactNotional, 6),
+    },
+    liquidation: {
+      partialThreshold: formatDecimal(spec.liquidation.partialThreshold, 6),
+      auctionDurationMs: spec.liquidation.auctionDurationMs,
+      feeRate: formatDecimal(spec.liquidation.feeRate, 18),
+    },
+  };
+}
+
+/**
+ * Why an instrument in engine units is not one {@link buildInstrument} could have made (a
+ * setting out of range, a tier table whose rates or deductions do not follow from its floors),
+ * or `null`. The engine's margin math, its float estimates included, relies on those rules, so
+ * `setInstrument` refuses anything else.
+ */
+export function instrumentProblem(spec: Instrument): string | null {
+  if (spec.tiers.length === 0) return 'tiers must hold the base tier';
+  const rebuilt = buildInstrument(instrumentSettingsOf(spec));
+  if (!rebuilt.ok) return rebuilt.error;
+  return firstDifference(spec, rebuilt.instrument, 'instrument');
+}
+
+/** The path of the first field where `a` differs from `b` and both values, or `null`. */
+function firstDifference(a: unknown, b: unknown, path: string): string | null {
+  if (typeof b === 'object' && b !== null) {
+    if (typeof a !== 'object' || a === null) return `${path} must be an object`;
+    const keysA = Object.keys(a);
+    const keysB = Object.keys(b);
+    if (Array.isArray(b) && (!Array.isArray(a) || a.length !== b.length)) {
+      return `${path} must hold ${b.length} entries`;
+    }
+    for (const k of keysA) if (!keysB.includes(k)) return `${path}.${k} is not a field`;
+    for (const k of keysB) {
+      const d = firstDifference(
+        (a as Record<string, unknown>)[k],
+        (b as Record<string, unknown>)[k],
+        Array.isArray(b) ? `${path}[${k}]` : `${path}.${k}`,
+      );
+      if (d !== null) return d;
+    }
+    return null;
+  }
+  return a === b ? null : `${path} is ${String(a)}, its settings give ${String(b)}`;
 }
 
 /** Scale that turns `quantity x price` (raw units) into collateral micro-units. */

@@ -138,7 +138,7 @@ export function estimateScope(
       ((Number(t.buyNotional) + Number(t.sellNotional)) * 100) /
       (scaleOf(spec) * leverageOf(account, spec, mode));
     hold += h;
-    magnitude += h;
+    magnitude += Math.abs(h);
     terms += 2;
   }
   return {
@@ -170,11 +170,12 @@ function positionTerms(
       if (notional >= Number(t.notionalFloor)) tier = t;
       else break;
     }
-    // Maintenance is continuous across tier floors, so a tier picked wrongly by a float at a
-    // floor changes it by far less than the error bound.
+    // Maintenance is continuous across tier floors (setInstrument takes only the tier tables
+    // buildInstrument derives, whose deductions make it so), so a tier picked wrongly by a
+    // float at a floor changes it by far less than the error bound.
     mm = (notional * Number(tier.maintenanceMarginRate) - Number(tier.deduction)) / RATE;
   }
-  return { value, im, mm, magnitude: notional + im + Math.abs(mm) };
+  return { value, im, mm, magnitude: notional + Math.abs(im) + Math.abs(mm) };
 }
 
 /**
