@@ -322,11 +322,11 @@ describe('cancel', () => {
     const e1 = v.run({ type: 'cancelAll', account: A, market: 1 });
     const o1 = outcome(e1);
     expect(o1.ok && o1.kind === 'cancelAll' ? o1.cancelled : -1).toBe(2);
-    expect(v.state.accounts.get(A)!.orders).toHaveLength(1);
+    expect(v.state.accounts.get(A)!.orders.size).toBe(1);
     const o2 = outcome(v.run({ type: 'cancelAll', account: A, market: 0 }));
     expect(o2.ok && o2.kind === 'cancelAll' ? o2.cancelled : -1).toBe(1);
-    expect(v.state.accounts.get(A)!.orders).toHaveLength(0);
-    expect(v.state.accounts.get(B)!.orders).toHaveLength(1);
+    expect(v.state.accounts.get(A)!.orders.size).toBe(0);
+    expect(v.state.accounts.get(B)!.orders.size).toBe(1);
   });
 });
 

@@ -1323,7 +1323,7 @@ class Driver {
       }
       case 'relist': {
         for (const w of W.slice(0, FUNDED + 1)) {
-          if (this.v.state.accounts.get(w)?.orders.length)
+          if (this.v.state.accounts.get(w)?.orders.size)
             this.run({ type: 'cancelAll', account: w, market: s.m });
         }
         const built = buildInstrument({

@@ -9,6 +9,7 @@
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit } from '../persistent/edit.js';
 import { PMap } from '../persistent/hamt.js';
+import { IdList } from '../persistent/id-list.js';
 import type { Account, Level, Market, Order, OrderTotals, Position } from './types.js';
 
 /** A new, empty market. */
@@ -93,7 +94,7 @@ export function newAccount(edit: Edit, address: string, time: number): Account {
     positions: [],
     leverage: [],
     orderTotals: [],
-    orders: [],
+    orders: IdList.empty(),
     claimReserve: 0n,
   };
 }
@@ -161,7 +162,7 @@ export function copyAccount(a: Account, edit: Edit): Account {
     positions: a.positions.map(copyPosition),
     leverage: a.leverage.slice(),
     orderTotals: a.orderTotals.map(copyTotals),
-    orders: a.orders.slice(),
+    orders: a.orders,
     claimReserve: a.claimReserve,
   };
 }

@@ -29,6 +29,7 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import type { EntryCursor } from '../persistent/cursor.js';
 import { type Edit, newEdit } from '../persistent/edit.js';
 import { type PKey, PMap } from '../persistent/hamt.js';
+import { IdList } from '../persistent/id-list.js';
 import { IntMap } from '../persistent/int-map.js';
 import {
   addTimeId,
@@ -230,6 +231,8 @@ const SNAPSHOT_FORMAT: Format = {
     }
     if (value === null) return 'null';
     if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
+    if (value instanceof IdList)
+      return { open: '["a"', frame: listFrame(value.toArray(), () => ',', ']') };
     if (value instanceof PMap) return { open: '["m"', frame: pairsFrame(value.cursor(), ',', ']') };
     if (value instanceof IntMap || value instanceof TradeLog)
       return { open: '["i"', frame: pairsFrame(value.cursor(), ',', ']') };
@@ -272,6 +275,8 @@ const CANONICAL_FORMAT: Format = {
     if (value === null) return 'N';
     if (Array.isArray(value))
       return { open: `[${value.length}:`, frame: listFrame(value, null, ']') };
+    if (value instanceof IdList)
+      return { open: `[${value.size}:`, frame: listFrame(value.toArray(), null, ']') };
     if (value instanceof PMap)
       return { open: `{${value.size}:`, frame: pairsFrame(value.cursor(), null, '}') };
     if (value instanceof IntMap || value instanceof TradeLog)
@@ -459,6 +464,17 @@ export function decodeSnapshot(text: string): EngineState {
   const trades: unknown = s.trades;
   if (!(trades instanceof IntMap)) fail('the trade log is not an IntMap');
   s.trades = TradeLog.fromEntries((trades as IntMap<StoredTrade>).entries());
+  // An account's order list is written as the array of its ids.
+  if (!(s.accounts instanceof PMap)) fail('the accounts are not a PMap');
+  s.accounts.forEach((account) => {
+    const ids: unknown = account.orders;
+    if (
+      !Array.isArray(ids) ||
+      !ids.every((id, i) => Number.isSafeInteger(id) && (i === 0 || id > ids[i - 1]))
+    )
+      fail(`the order list of ${account.address} is not an ascending array of ids`);
+    account.orders = IdList.fromArray(ids as number[]);
+  });
   return s;
 }
 

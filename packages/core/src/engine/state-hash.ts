@@ -9,6 +9,7 @@
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { PMap } from '../persistent/hamt.js';
+import { IdList } from '../persistent/id-list.js';
 import { IntMap } from '../persistent/int-map.js';
 import { isTimeIdSet, timeIdEntries } from '../persistent/sorted-set.js';
 import { TradeLog } from '../risk/trade-log.js';
@@ -43,6 +44,15 @@ function write(out: string[], value: unknown): void {
   if (Array.isArray(value)) {
     out.push(`[${value.length}:`);
     for (const v of value) write(out, v);
+    out.push(']');
+    return;
+  }
+  if (value instanceof IdList) {
+    // The plain array of its ids.
+    out.push(`[${value.size}:`);
+    value.forEach((id) => {
+      write(out, id);
+    });
     out.push(']');
     return;
   }

@@ -8,6 +8,7 @@
 import type { Instrument } from '../instruments/instrument.js';
 import type { Edit, Owned } from '../persistent/edit.js';
 import type { PMap } from '../persistent/hamt.js';
+import type { IdList } from '../persistent/id-list.js';
 import type { IntMap } from '../persistent/int-map.js';
 import type { TimeIdSet } from '../persistent/sorted-set.js';
 import type { TradeLog } from '../risk/trade-log.js';
@@ -248,7 +249,7 @@ export interface Account extends Owned {
    * Ids of the account's working orders, ascending: ids are handed out in order, so this is
    * oldest first. Copied with the account; a new order appends, an ended one is cut out.
    */
-  orders: number[];
+  orders: IdList;
   /** Reserved margin of pending liquidation-auction claims, micro-units. */
   claimReserve: bigint;
 }

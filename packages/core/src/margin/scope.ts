@@ -207,22 +207,24 @@ export function sideHoldNotional(
   if (k >= bound) return notional;
   let held = extra === undefined ? 0n : (extra.leaves < k ? extra.leaves : k) * extra.price;
   if (stored === undefined) return held; // no resting order in the scope
-  for (const id of account.orders) {
-    if (id === extra?.orderId) continue;
+  account.orders.forEach((id) => {
+    if (id === extra?.orderId) return;
     const o = state.orders.get(id)!;
-    if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) continue;
-    if ((o.side === 'Buy') !== buy) continue;
+    if (!holdsMargin(o) || o.market !== totals.market || o.marginMode !== totals.mode) return;
+    if ((o.side === 'Buy') !== buy) return;
     const leaves = o.quantity - o.cumQty;
     held += (leaves < k ? leaves : k) * o.price;
-  }
+  });
   return held;
 }
 
 /** The account's working orders, oldest first. */
 export function accountOrders(state: EngineState, account: Account): Order[] {
-  const ids = account.orders;
-  const out: Order[] = new Array(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = state.orders.get(ids[i] as number)!;
+  const out: Order[] = new Array(account.orders.size);
+  let i = 0;
+  account.orders.forEach((id) => {
+    out[i++] = state.orders.get(id)!;
+  });
   return out;
 }
 

@@ -144,26 +144,17 @@ export function registerOrder(ctx: Ctx, order: Order): void {
   const account = ctx.writableAccount(order.account);
   ctx.putOrder(order);
   // The newest id: appending keeps the list ascending.
-  account.orders.push(order.orderId);
+  account.orders = account.orders.append(ctx.edit, order.orderId);
   adjustGuarded(account, order, 1);
 }
 
-/** Takes a working order out of its writable account's list (a binary search: ids ascend). */
-function unlinkFromAccount(account: Account, id: number): void {
-  const ids = account.orders;
-  let lo = 0;
-  let hi = ids.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const at = ids[mid] as number;
-    if (at === id) {
-      ids.splice(mid, 1);
-      return;
-    }
-    if (at < id) lo = mid + 1;
-    else hi = mid - 1;
+/** Takes a working order out of its writable account's list. */
+function unlinkFromAccount(ctx: Ctx, account: Account, id: number): void {
+  const orders = account.orders.remove(ctx.edit, id);
+  if (orders === null) {
+    throw new InvariantError(`order ${id} is not in the list of ${account.address}`);
   }
-  throw new InvariantError(`order ${id} is not in the list of ${account.address}`);
+  account.orders = orders;
 }
 
 /** Puts a working, writable order at the back of its level and into its hold totals. */
@@ -200,7 +191,7 @@ export function retire(ctx: Ctx, orderId: number): Order {
     ctx.state.expiries = removeTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
   }
   const account = ctx.writableAccount(order.account);
-  unlinkFromAccount(account, orderId);
+  unlinkFromAccount(ctx, account, orderId);
   adjustGuarded(account, order, -1);
   ctx.deleteOrder(orderId);
   releaseCloidOnEnd(ctx, order);

@@ -142,14 +142,14 @@ export function checkInvariants(state: EngineState): void {
   let listedTotal = 0;
   state.accounts.forEach((a) => {
     let prev = 0;
-    for (const id of a.orders) {
+    for (const id of a.orders.toArray()) {
       const o = state.orders.get(id);
       if (o === undefined || o.account !== a.address)
         fail(`account ${a.address} lists order ${id}`);
       if (id <= prev) fail(`account ${a.address} order list not ascending at ${id}`);
       prev = id;
     }
-    listedTotal += a.orders.length;
+    listedTotal += a.orders.size;
     for (const t of a.orderTotals) {
       const want = totals.get(`${a.address}|${t.market}|${t.mode}`) ?? {
         bq: 0n,
