@@ -14,6 +14,7 @@ import {
   type OrderView,
   orderAfterBust,
   type TradeBustReport,
+  viewOf,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import {
@@ -137,12 +138,13 @@ export class HistoryStore {
   seedWorkingOrders(state: EngineState): void {
     const specOf = specsOf(state);
     state.accounts.forEach((acct) => {
-      if (acct.orders.length === 0) return;
+      if (acct.orders.size === 0) return;
       const h = this.account(acct.address);
       for (const o of accountOrders(state, acct)) {
         const wire = wireOrder(o, specOf(o.market));
         h.orders.set(wire.orderId, { ...wire, closedTime: null });
-        h.views.set(wire.orderId, o);
+        // A snapshot, not the engine's record (no internal fields; no old state kept alive).
+        h.views.set(wire.orderId, viewOf(o));
       }
     });
   }
