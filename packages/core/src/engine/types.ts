@@ -247,7 +247,8 @@ export interface Account extends Owned {
   orderTotals: OrderTotals[];
   /**
    * Ids of the account's working orders, ascending: ids are handed out in order, so this is
-   * oldest first. Copied with the account; a new order appends, an ended one is cut out.
+   * oldest first. A chunked persistent list: a write session copies only the chunk it changes,
+   * so an account with tens of thousands of orders costs no more per command than one with ten.
    */
   orders: IdList;
   /** Reserved margin of pending liquidation-auction claims, micro-units. */
