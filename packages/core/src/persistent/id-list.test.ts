@@ -4,18 +4,42 @@ import { newEdit } from './edit.js';
 import { IdList } from './id-list.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 200);
-type Op = { kind: 'append' } | { kind: 'remove'; pick: number } | { kind: 'commit' };
+type Op =
+  | { kind: 'append'; count: number }
+  | { kind: 'remove'; picks: number[] }
+  | { kind: 'thin'; keepEvery: number }
+  | { kind: 'commit' };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.constant({ kind: 'append' as const }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('remove' as const), pick: fc.nat() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('append' as const),
+      count: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 150 })),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('remove' as const),
+      picks: fc.array(fc.nat(), { minLength: 1, maxLength: 120 }),
+    }),
+  },
+  {
+    weight: 1,
+    // Keeps one id in `keepEvery`: the scattered survivors of a deep book.
+    arbitrary: fc.record({
+      kind: fc.constant('thin' as const),
+      keepEvery: fc.integer({ min: 2, max: 100 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'commit' as const }) },
 );
 
 describe('IdList', () => {
-  it('behaves like an ascending array and never changes a published version', () => {
+  it('behaves like an ascending array, keeps its chunks filled, never changes a published version', () => {
     fc.assert(
       fc.property(
-        fc.array(opArb, { maxLength: 600 }),
+        fc.array(opArb, { maxLength: 60 }),
         fc.integer({ min: 1, max: 5 }),
         (ops, gap) => {
           let list = IdList.empty();
@@ -25,28 +49,38 @@ describe('IdList', () => {
           const published: [IdList, number[]][] = [];
           for (const op of ops) {
             if (op.kind === 'append') {
-              list = list.append(edit, next);
-              model.push(next);
-              next += gap;
-            } else if (op.kind === 'remove') {
-              // Mostly ids in the list, sometimes one that is not (nothing changes).
-              const id =
-                model.length > 0 && op.pick % 5 !== 0 ? model[op.pick % model.length]! : next;
-              const after = list.remove(edit, id);
-              if (model.includes(id)) {
-                expect(after).not.toBeNull();
-                list = after!;
-                model = model.filter((x) => x !== id);
-              } else {
-                expect(after).toBeNull();
+              for (let i = 0; i < op.count; i++) {
+                list = list.append(edit, next);
+                model.push(next);
+                next += gap;
               }
+            } else if (op.kind === 'remove') {
+              for (const pick of op.picks) {
+                // Mostly ids in the list, sometimes one that is not (nothing changes).
+                const id = model.length > 0 && pick % 7 !== 0 ? model[pick % model.length]! : next;
+                const after = list.remove(edit, id);
+                if (model.includes(id)) {
+                  expect(after).not.toBeNull();
+                  list = after!;
+                  model = model.filter((x) => x !== id);
+                } else {
+                  expect(after).toBeNull();
+                }
+              }
+            } else if (op.kind === 'thin') {
+              for (const [i, id] of model.entries()) {
+                if (i % op.keepEvery !== 0) list = list.remove(edit, id)!;
+              }
+              model = model.filter((_, i) => i % op.keepEvery === 0);
             } else {
               published.push([list, model.slice()]);
               edit = newEdit();
             }
             expect(list.size).toBe(model.length);
+            expect(list.toArray()).toEqual(model);
+            // Small chunks join their neighbours, so removals never leave an id per chunk.
+            expect(list.chunkCount).toBeLessThanOrEqual(Math.ceil(list.size / 4) + 2);
           }
-          expect(list.toArray()).toEqual(model);
           const seen: number[] = [];
           list.forEach((id) => {
             seen.push(id);
