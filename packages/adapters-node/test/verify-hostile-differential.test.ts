@@ -112,7 +112,10 @@ afterAll(async () => {
   await Promise.all(pools.map((p) => p.close()));
 });
 
-const backends: [string, (d: Uint8Array, s: ParsedSignature) => Promise<string | null>][] = [
+const backends: (readonly [
+  string,
+  (d: Uint8Array, s: ParsedSignature) => Promise<string | null>,
+])[] = [
   [
     'noble workers',
     (() => {
@@ -235,7 +238,7 @@ describe('whole verifications: every v byte and length, pool vs inline', () => {
     `0x${rs.toUpperCase()}${vHex.toUpperCase()}`,
   );
 
-  it.each(['noble', ...(native === undefined ? [] : ['native'])] as const)(
+  it.each(['noble', ...(native === undefined ? [] : ['native' as const])] as const)(
     '%s pool (and inline with 0 workers) = noble inline',
     async (backend) => {
       for (const workers of [0, 1]) {

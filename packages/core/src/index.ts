@@ -83,6 +83,7 @@ export { type ValidationResult, type ValidOrder, validateOrderRequest } from './
 export type { EntryCursor } from './persistent/cursor.js';
 export type { Edit } from './persistent/edit.js';
 export { type PKey, PMap } from './persistent/hamt.js';
+export type { IdList } from './persistent/id-list.js';
 export type { IntMap } from './persistent/int-map.js';
 export type { TimeIdSet } from './persistent/sorted-set.js';
 export * from './ports.js';

@@ -83,14 +83,27 @@ function sameBook(model: Model, real: Real): void {
 }
 
 class Place implements fc.Command<Model, Real> {
+  readonly account: number;
+  readonly buy: boolean;
+  readonly ticks: number;
+  readonly lots: number;
+  readonly tif: 'GTC' | 'IOC' | 'FOK';
+  readonly postOnly: boolean;
   constructor(
-    readonly account: number,
-    readonly buy: boolean,
-    readonly ticks: number,
-    readonly lots: number,
-    readonly tif: 'GTC' | 'IOC' | 'FOK',
-    readonly postOnly: boolean,
-  ) {}
+    account: number,
+    buy: boolean,
+    ticks: number,
+    lots: number,
+    tif: 'GTC' | 'IOC' | 'FOK',
+    postOnly: boolean,
+  ) {
+    this.account = account;
+    this.buy = buy;
+    this.ticks = ticks;
+    this.lots = lots;
+    this.tif = tif;
+    this.postOnly = postOnly;
+  }
   check(): boolean {
     return true;
   }
@@ -138,7 +151,10 @@ class Place implements fc.Command<Model, Real> {
 }
 
 class Cancel implements fc.Command<Model, Real> {
-  constructor(readonly pick: number) {}
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
   check(model: Model): boolean {
     return model.ids.length > 0;
   }
@@ -159,11 +175,14 @@ class Cancel implements fc.Command<Model, Real> {
 }
 
 class Replace implements fc.Command<Model, Real> {
-  constructor(
-    readonly pick: number,
-    readonly ticks: number,
-    readonly lots: number,
-  ) {}
+  readonly pick: number;
+  readonly ticks: number;
+  readonly lots: number;
+  constructor(pick: number, ticks: number, lots: number) {
+    this.pick = pick;
+    this.ticks = ticks;
+    this.lots = lots;
+  }
   check(model: Model): boolean {
     return model.ids.length > 0;
   }

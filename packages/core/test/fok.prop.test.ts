@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type Command,
   type EngineEvent,
+  type OrderRejectedReport,
   type OrderReport,
   reduce,
   stateHash,
@@ -47,9 +48,12 @@ const lotsText = (lots: number): string => (lots / 1000).toFixed(3);
  * The reports of one order. By order id, not by account: a fill that closes the taker's position
  * also cancels its resting reduce-only orders (reason `PositionClosed`) in the same command.
  */
-function orderReports(events: readonly EngineEvent[], orderId: number): OrderReport[] {
+function orderReports(
+  events: readonly EngineEvent[],
+  orderId: number,
+): (OrderReport | OrderRejectedReport)[] {
   return events.filter(
-    (e): e is OrderReport =>
+    (e): e is OrderReport | OrderRejectedReport =>
       e.type === 'executionReport' && 'order' in e && e.order.orderId === orderId,
   );
 }

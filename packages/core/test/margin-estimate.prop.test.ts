@@ -16,6 +16,8 @@ import {
   createEngineState,
   type EngineState,
   type Instrument,
+  type IsolatedPool,
+  type LeverageSetting,
   type MarginMode,
   type Market,
   measureScope,
@@ -35,6 +37,7 @@ import { feeAmount, quoteAmount } from '../src/margin/ledger.js';
 import { holdIncrease } from '../src/margin/scope.js';
 import { fillEquityDelta, scopeEquity } from '../src/orders/solvency.js';
 import { newEdit } from '../src/persistent/edit.js';
+import { IdList } from '../src/persistent/id-list.js';
 import { isLiquidatable, scopeRisk } from '../src/risk/health.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 1000);
@@ -192,7 +195,7 @@ const caseArb: fc.Arbitrary<Case> = fc.tuple(specArb(1), specArb(2), specArb(3))
           guardedCount: 0,
         });
       }
-      const leverage = [];
+      const leverage: LeverageSetting[] = [];
       for (const l of r.leverage) {
         const spec = specs[l.m] as Instrument;
         const mode: MarginMode = l.iso ? 'Isolated' : 'Cross';
@@ -200,7 +203,7 @@ const caseArb: fc.Arbitrary<Case> = fc.tuple(specArb(1), specArb(2), specArb(3))
         const x100 = 100 + Math.floor(((spec.maxLeverage - 100) * l.pct) / 100);
         leverage.push({ market: spec.id, mode, leverage: x100 });
       }
-      const isolated = [];
+      const isolated: IsolatedPool[] = [];
       for (const [m, cash] of r.isolated) {
         if (!isolated.some((q) => q.market === m)) isolated.push({ market: m, cash });
       }
@@ -214,7 +217,7 @@ const caseArb: fc.Arbitrary<Case> = fc.tuple(specArb(1), specArb(2), specArb(3))
         positions,
         leverage,
         orderTotals,
-        orders: [],
+        orders: IdList.empty(),
         claimReserve: r.claimReserve,
       };
       const spec = specs[r.m] as Instrument;

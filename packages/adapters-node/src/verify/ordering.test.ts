@@ -119,9 +119,10 @@ function setup() {
     return p.value.digest;
   };
   const markets = () =>
-    submitted.map(
-      (c) => `${c.account === addressOf(KEY_A) ? 'A' : 'B'}${(c as { market: number }).market}`,
-    );
+    submitted.map((c) => {
+      const { account, market } = c as { account: string; market: number };
+      return `${account === addressOf(KEY_A) ? 'A' : 'B'}${market}`;
+    });
   return { requests, recovery, digestOf, markets };
 }
 

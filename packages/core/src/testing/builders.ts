@@ -65,18 +65,18 @@ export interface OrderSpec {
   /** Decimal quantity in base units. */
   qty: string;
   /** Decimal price; omit (or '0') for a market-style TP/SL. */
-  price?: string;
-  trigger?: string;
-  type?: OrderType;
-  tif?: TimeInForce;
-  reduceOnly?: boolean;
-  postOnly?: boolean;
-  isolated?: boolean;
-  managed?: boolean;
+  price?: string | undefined;
+  trigger?: string | undefined;
+  type?: OrderType | undefined;
+  tif?: TimeInForce | undefined;
+  reduceOnly?: boolean | undefined;
+  postOnly?: boolean | undefined;
+  isolated?: boolean | undefined;
+  managed?: boolean | undefined;
   /** GTD expiry, seconds. */
-  expiry?: number;
-  cloid?: string | null;
-  parentCloid?: string | null;
+  expiry?: number | undefined;
+  cloid?: string | null | undefined;
+  parentCloid?: string | null | undefined;
 }
 
 /** A cloid from a small integer: `0x` + 32 hex digits. */
