@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { buildInstrument, type InstrumentSettings } from '@perp/core';
-import { instrumentSettingsOf } from './instrument-settings.js';
+import { parseInstrumentSettings } from './instrument-settings.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
 export type NetworkName = 'testnet' | 'mainnet';
@@ -188,7 +188,7 @@ export function validateConfig(c: VenueConfig): void {
   if (!Array.isArray(c.instruments) || c.instruments.length === 0)
     throw new Error('instruments must be a non-empty array');
   c.instruments.forEach((settings: unknown, i) => {
-    instrumentSettingsOf(settings, `instruments[${i}].`);
+    parseInstrumentSettings(settings, `instruments[${i}].`);
     const built = buildInstrument(settings as InstrumentSettings);
     if (!built.ok) throw new Error(`instruments[${i}]: ${built.error}`);
   });

@@ -64,7 +64,7 @@ function checkTypes(
  * Instrument settings from a JSON value, every field's JSON type checked; `prefix` names where
  * they came from in messages (`instruments[2].`). Throws {@link SettingsTypeError}.
  */
-export function instrumentSettingsOf(value: unknown, prefix = ''): InstrumentSettings {
+export function parseInstrumentSettings(value: unknown, prefix = ''): InstrumentSettings {
   if (!isObject(value)) {
     throw new SettingsTypeError(
       `${prefix.replace(/\.$/, '') || 'instrument settings'} must be an object`,

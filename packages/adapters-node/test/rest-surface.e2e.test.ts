@@ -77,6 +77,55 @@ describe('POST /admin/instruments', () => {
     expect(updated.body).toMatchObject({ maxLeverage: 8, markPrice: '0.25' });
     expect(updated.body).toEqual(await listed());
   });
+
+  it('updates a listed instrument field by field: what the body leaves out keeps its value', async () => {
+    const created = await t.admin('POST', '/admin/instruments', {
+      id: 10,
+      symbol: 'SHIB-PERP',
+      tickSize: '0.000001',
+      lotSize: '1000',
+      quantityDecimals: 0,
+      maxLeverage: 10,
+      maintenanceMarginRate: '0.03',
+      openInterestCap: '1000000000',
+      takerFeeRate: '0.0006',
+      marginTiers: [{ notionalFloor: '100000', maxLeverage: 5 }],
+      funding: { intervalMs: 28_800_000, capPerHour: '0.01' },
+    });
+    expect(created.status).toBe(200);
+    // Before: a body with the required fields and one fee reset the maintenance rate, the tiers
+    // and the funding settings to their defaults.
+    const fee = await t.admin('POST', '/admin/instruments', {
+      id: 10,
+      makerFeeRate: '0.0001',
+      funding: { capPerHour: '0.02' },
+    });
+    expect(fee.status).toBe(200);
+    expect(fee.body).toMatchObject({
+      symbol: 'SHIB-PERP',
+      maintenanceMarginRate: '0.03',
+      makerFeeRate: '0.0001',
+      takerFeeRate: '0.0006',
+      marginTiers: [
+        { notionalFloor: '0', maxLeverage: 10 },
+        { notionalFloor: '100000', maxLeverage: 5 },
+      ],
+    });
+    const spec = t.venue.context.host.state.markets.get(10)!.spec;
+    expect(spec.funding.intervalMs).toBe(28_800_000);
+    expect(spec.funding.capPerHour).toBe(20_000_000_000_000_000n);
+    // null resets a field to its default; a value refused by the rules changes nothing.
+    const reset = await t.admin('POST', '/admin/instruments', { id: 10, takerFeeRate: null });
+    expect(reset.body).toMatchObject({ takerFeeRate: '0.00045' });
+    const refused = await t.admin('POST', '/admin/instruments', { id: 10, maxLeverage: 40 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toContain('maintenanceMarginRate must be below');
+    expect(t.venue.context.host.state.markets.get(10)!.spec.maxLeverage).toBe(1000);
+    // A new instrument still needs every required field.
+    const partial = await t.admin('POST', '/admin/instruments', { id: 11, takerFeeRate: '0.001' });
+    expect(partial.status).toBe(400);
+    expect(partial.body.error).toContain('symbol');
+  });
 });
 
 describe("POST /referral/apply: every 400 is the spec's text", () => {

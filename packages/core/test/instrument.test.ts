@@ -90,14 +90,24 @@ describe('instrumentSettingsOf', () => {
     expect(instrumentProblem(r.instrument)).toBeNull();
   });
 
-  it('writes every default out', () => {
+  it('writes every setting out but the two that follow maxLeverage at their defaults', () => {
     const s = instrumentSettingsOf(TIERED);
+    expect(s).not.toHaveProperty('defaultLeverage');
+    expect(s).not.toHaveProperty('maintenanceMarginRate');
+    // Edited to a new maximum, they follow it: 1 / (2 x 8), and 8x (below the 10x default).
+    const at8 = built({ ...s, maxLeverage: 8, marginTiers: [] });
+    expect(at8.tiers[0]!.maintenanceMarginRate).toBe(62_500_000_000_000_000n);
+    expect(at8.defaultLeverage).toBe(800);
+    // Set apart from their defaults, they are written out.
+    const custom = built({ ...BTC_SETTINGS, defaultLeverage: 5, maintenanceMarginRate: '0.01' });
+    expect(instrumentSettingsOf(custom)).toMatchObject({
+      defaultLeverage: 5,
+      maintenanceMarginRate: '0.01',
+    });
     expect(s).toMatchObject({
       tickSize: '0.5',
       lotSize: '0.001',
       maxLeverage: 40,
-      defaultLeverage: 10,
-      maintenanceMarginRate: '0.0125',
       marginTiers: [
         { notionalFloor: '1000000', maxLeverage: 20 },
         { notionalFloor: '5000000', maxLeverage: 10 },

@@ -13,7 +13,9 @@ import {
   formatCollateral,
   formatDecimal,
   formatPrice,
+  type Instrument,
   type InstrumentSettings,
+  instrumentSettingsOf,
   type Outcome,
   parseDecimal,
   type ReferralCode,
@@ -21,7 +23,7 @@ import {
   stateHash,
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { instrumentSettingsOf, SettingsTypeError } from '../instrument-settings.js';
+import { parseInstrumentSettings, SettingsTypeError } from '../instrument-settings.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
 import { createRandomInviteCode } from './invite-codes.js';
@@ -47,11 +49,27 @@ function body(req: FastifyRequest): Record<string, unknown> {
 /** A request body as instrument settings, every field's JSON type checked (400 naming it). */
 function instrumentSettings(b: Record<string, unknown>): InstrumentSettings {
   try {
-    return instrumentSettingsOf(b);
+    return parseInstrumentSettings(b);
   } catch (e) {
     if (e instanceof SettingsTypeError) throw new HttpError(400, e.message);
     throw e;
   }
+}
+
+/**
+ * The settings of a listed instrument with `patch` applied: fields the patch leaves out keep
+ * their values (inside `funding` and `liquidation` too), `null` resets one to its default, and
+ * `marginTiers` is replaced whole when given. The default leverage and maintenance rate follow a
+ * new `maxLeverage` when they were at their defaults (`instrumentSettingsOf`).
+ */
+function patchedSettings(current: Instrument, patch: InstrumentSettings): InstrumentSettings {
+  const base = instrumentSettingsOf(current);
+  return {
+    ...base,
+    ...patch,
+    funding: { ...base.funding, ...patch.funding },
+    liquidation: { ...base.liquidation, ...patch.liquidation },
+  };
 }
 
 /** The outcome of an accepted admin command, or its refusal as the spec's HTTP status. */
@@ -94,7 +112,14 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.addHook('onRequest', async (req) => requireAdmin(ctx, req));
 
     admin.post('/api/admin/instruments', async (req) => {
-      const built = buildInstrument(instrumentSettings(body(req)));
+      const settings = instrumentSettings(body(req));
+      // A listed instrument is updated field by field; a new one needs every required field.
+      const current = Number.isInteger(settings.id)
+        ? ctx.host.state.markets.get(settings.id)
+        : undefined;
+      const built = buildInstrument(
+        current === undefined ? settings : patchedSettings(current.spec, settings),
+      );
       if (!built.ok) throw new HttpError(400, built.error);
       const r = await ctx.host.submit({ type: 'setInstrument', instrument: built.instrument });
       ok(r.outcome);

@@ -277,11 +277,20 @@ function build(s: InstrumentSettings): Instrument {
 }
 
 /**
- * The settings an instrument was built from, every default written out: `buildInstrument` of
- * them gives the same instrument back (for one it built).
+ * The settings an instrument was built from: `buildInstrument` of them gives the same instrument
+ * back (for one it built). Every setting is written out except the two that follow
+ * `maxLeverage` when they hold its defaults (`defaultLeverage`, `maintenanceMarginRate`), so
+ * settings edited to a new maximum leverage keep following it.
  */
 export function instrumentSettingsOf(spec: Instrument): InstrumentSettings {
   const base = spec.tiers[0];
+  const followsLeverage = (x100: number) => x100 === Math.min(spec.maxLeverage, 1000);
+  // Only a leverage buildInstrument could have made has a default rate (instrumentProblem
+  // hands this any instrument).
+  const derivedMmr =
+    Number.isSafeInteger(spec.maxLeverage) && spec.maxLeverage > 0
+      ? defaultMmr(spec.maxLeverage)
+      : undefined;
   return {
     id: spec.id,
     symbol: spec.symbol,
@@ -289,8 +298,10 @@ export function instrumentSettingsOf(spec: Instrument): InstrumentSettings {
     lotSize: formatDecimal(spec.lotSize, spec.quantityDecimals),
     quantityDecimals: spec.quantityDecimals,
     maxLeverage: spec.maxLeverage / 100,
-    defaultLeverage: spec.defaultLeverage / 100,
-    ...(base === undefined
+    ...(followsLeverage(spec.defaultLeverage)
+      ? {}
+      : { defaultLeverage: spec.defaultLeverage / 100 }),
+    ...(base === undefined || base.maintenanceMarginRate === derivedMmr
       ? {}
       : { maintenanceMarginRate: formatDecimal(base.maintenanceMarginRate, RATE_DECIMALS) }),
     marginTiers: spec.tiers.slice(1).map((t) => ({
