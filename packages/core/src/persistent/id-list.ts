@@ -23,22 +23,26 @@ interface Chunk {
 
 /** Ascending ids, shared between versions chunk by chunk (copy-on-write by {@link Edit}). */
 export class IdList {
-  /** The write session that may change this list in place; `null` once published. */
-  edit: Edit | null;
+  /** The write session that may change this list in place. */
+  private readonly edit: Edit | null;
   private readonly chunks: Chunk[];
   /**
    * The last id of each chunk: the search runs over this one small array of numbers rather
    * than through the chunk objects (a cache miss each on a deep account's list).
    */
   private readonly lasts: number[];
-  /** Number of ids. */
-  size: number;
+  private count: number;
 
-  private constructor(edit: Edit | null, chunks: Chunk[], lasts: number[], size: number) {
+  private constructor(edit: Edit | null, chunks: Chunk[], lasts: number[], count: number) {
     this.edit = edit;
     this.chunks = chunks;
     this.lasts = lasts;
-    this.size = size;
+    this.count = count;
+  }
+
+  /** Number of ids. */
+  get size(): number {
+    return this.count;
   }
 
   /** The empty list. */
@@ -61,7 +65,7 @@ export class IdList {
   /** This list, or a copy of it that `edit` owns. */
   private writable(edit: Edit): IdList {
     if (this.edit === edit) return this;
-    return new IdList(edit, this.chunks.slice(), this.lasts.slice(), this.size);
+    return new IdList(edit, this.chunks.slice(), this.lasts.slice(), this.count);
   }
 
   /** The chunk at `index` of this writable list, owned by `edit`. */
@@ -84,7 +88,7 @@ export class IdList {
       w.writableChunk(edit, last).ids.push(id);
       w.lasts[last] = id;
     }
-    w.size++;
+    w.count++;
     return w;
   }
 
@@ -112,7 +116,7 @@ export class IdList {
       w.lasts[lo] = ids[ids.length - 1] as number;
       if (ids.length < MERGE_BELOW) w.mergeAround(edit, lo);
     }
-    w.size--;
+    w.count--;
     return w;
   }
 
@@ -152,7 +156,7 @@ export class IdList {
 
   /** The ids, ascending, in a new array. */
   toArray(): number[] {
-    const out: number[] = new Array(this.size);
+    const out: number[] = new Array(this.count);
     let i = 0;
     for (const c of this.chunks) for (const id of c.ids) out[i++] = id;
     return out;
