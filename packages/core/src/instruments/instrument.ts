@@ -155,6 +155,11 @@ function leverageX100(name: string, multiple: number): number {
   return x100;
 }
 
+/** Default leverage (x100): 10x, or the maximum when it is lower. */
+function defaultLeverageFor(maxLeverageX100: number): number {
+  return Math.min(maxLeverageX100, 1000);
+}
+
 /** Default maintenance margin rate: half the initial rate at max leverage, rounded up. */
 function defaultMmr(maxLeverageX100: number): bigint {
   // 1 / (2 x maxLeverage) = 100 / (2 x maxLeverageX100)
@@ -188,7 +193,7 @@ function build(s: InstrumentSettings): Instrument {
   const maxLeverage = leverageX100('maxLeverage', s.maxLeverage);
   const defaultLeverage =
     s.defaultLeverage === undefined
-      ? Math.min(maxLeverage, 1000)
+      ? defaultLeverageFor(maxLeverage)
       : leverageX100('defaultLeverage', s.defaultLeverage);
   if (defaultLeverage > maxLeverage) {
     throw new SettingsError('defaultLeverage must not exceed maxLeverage');
@@ -284,7 +289,6 @@ function build(s: InstrumentSettings): Instrument {
  */
 export function instrumentSettingsOf(spec: Instrument): InstrumentSettings {
   const base = spec.tiers[0];
-  const followsLeverage = (x100: number) => x100 === Math.min(spec.maxLeverage, 1000);
   // Only a leverage buildInstrument could have made has a default rate (instrumentProblem
   // hands this any instrument).
   const derivedMmr =
@@ -298,7 +302,7 @@ export function instrumentSettingsOf(spec: Instrument): InstrumentSettings {
     lotSize: formatDecimal(spec.lotSize, spec.quantityDecimals),
     quantityDecimals: spec.quantityDecimals,
     maxLeverage: spec.maxLeverage / 100,
-    ...(followsLeverage(spec.defaultLeverage)
+    ...(spec.defaultLeverage === defaultLeverageFor(spec.maxLeverage)
       ? {}
       : { defaultLeverage: spec.defaultLeverage / 100 }),
     ...(base === undefined || base.maintenanceMarginRate === derivedMmr

@@ -266,9 +266,9 @@ export function reducibleBy(ctx: Ctx, order: Order): bigint {
 
 /**
  * Match-time margin check of a resting maker (engine-rules section 5): a fill that opens or
- * increases a position (a flip included) must leave its scope's available-to-open at or above zero (initial margin). A
- * fill that only reduces it is exempt from that, but not from the solvency guard
- * (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
+ * increases a position (a flip included) must leave its scope's available-to-open at or above
+ * zero (initial margin). A fill that only reduces it is exempt from that, but not from the
+ * solvency guard (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
  */
 export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
   const account = ctx.account(maker.account)!;
@@ -282,6 +282,11 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
   const spec = market.spec;
   const price = maker.price;
   const buy = maker.side === 'Buy';
+  // Reducing: only the solvency guard, which has nothing to measure before the market's first
+  // price (an increasing fill passing the check below keeps equity at or above initial margin
+  // and holds, so above zero).
+  const mark = reducing ? guardMark(market) : null;
+  if (reducing && mark === null) return true;
   // Far from the boundary a float estimate with an error bound decides (margin/estimate.ts);
   // near it, the exact figures below.
   const estimate = estimateAfterFill(
@@ -294,11 +299,7 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     price,
     spec.makerFeeRate,
   );
-  if (reducing) {
-    // Reducing: only the solvency guard (an increasing fill passing the check below keeps
-    // equity at or above initial margin and holds, so above zero).
-    const mark = guardMark(market);
-    if (mark === null) return true;
+  if (mark !== null) {
     if (surelySolvent(estimate)) return true;
     const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
     return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
