@@ -35,6 +35,12 @@ export {
   reduce,
   reduceAll,
 } from './engine/reduce.js';
+export {
+  ENGINE_RULES_VERSION,
+  type ForeignRules,
+  ForeignRulesScan,
+  foreignRules,
+} from './engine/rules.js';
 export { nextWakeTime } from './engine/schedule.js';
 export {
   decodeSnapshot,

@@ -428,8 +428,10 @@ describe('snapshots', () => {
     expect(() => decodeSnapshot('{"v":3,"state":{}}')).toThrow(SnapshotFormatError);
     // Version 4 threaded each account's orders through two state-wide maps.
     expect(() => decodeSnapshot('{"v":4,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":6,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":5,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    // Version 5 had no engine rules version in the state.
+    expect(() => decodeSnapshot('{"v":5,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":7,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":6,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
   });
 });

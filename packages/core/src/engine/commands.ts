@@ -234,6 +234,24 @@ export interface TickCommand {
 }
 
 /**
+ * Declares the engine rules the commands after it are reduced under (a venue journals one when a
+ * build with other rules opens its journal; {@link ENGINE_RULES_VERSION}). The reducer records
+ * it in `state.rulesVersion`; replaying commands declared under other rules is the host's call.
+ */
+export interface DeclareRulesCommand {
+  readonly type: 'declareRules';
+  readonly time: number;
+  /** A positive whole number. */
+  readonly version: number;
+  /**
+   * The records before it were themselves replayed under `version` when it was journaled (a host
+   * that replayed records of other rules because the operator said so): a later replay of them
+   * under `version` reproduces the state everything after was built on.
+   */
+  readonly replayed?: boolean | undefined;
+}
+
+/**
  * Operator: settles funding now (`POST /admin/funding/settle`) for one market or all (`market`
  * 0 or absent): one full interval's rate from the samples so far; the hourly schedule is not
  * moved (engine-rules section 6).
@@ -329,6 +347,7 @@ export type Command =
   | ApplyReferralCommand
   | AuthenticateCommand
   | TickCommand
+  | DeclareRulesCommand
   | SettleFundingCommand
   | LiquidateCommand
   | ClaimLiquidationCommand

@@ -44,6 +44,7 @@ function ownedCopy(state: EngineState, edit: Edit): EngineState {
     edit,
     time: state.time,
     commandCount: state.commandCount,
+    rulesVersion: state.rulesVersion,
     counters: {
       order: state.counters.order,
       trade: state.counters.trade,

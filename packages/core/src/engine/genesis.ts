@@ -23,6 +23,7 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     edit: null,
     time,
     commandCount: 0,
+    rulesVersion: null,
     counters: { order: 0, trade: 0, exec: 0, command: 0, liquidation: 0, auction: 0 },
     settings: { ...DEFAULT_VENUE_SETTINGS, ...settings },
     markets: PMap.empty(),

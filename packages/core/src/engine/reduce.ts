@@ -37,6 +37,7 @@ import type { Command } from './commands.js';
 import { Ctx } from './context.js';
 import type { EngineEvent, Outcome } from './events.js';
 import { oracle, setInstrument, setMarketStatus } from './markets.js';
+import { declareRules } from './rules.js';
 import { nextWakeTime } from './schedule.js';
 import type { EngineState } from './types.js';
 
@@ -98,6 +99,8 @@ function dispatch(ctx: Ctx, cmd: Command): void {
     case 'tick':
       ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
       return;
+    case 'declareRules':
+      return declareRules(ctx, cmd);
     case 'settleFunding':
       return settleFunding(ctx, cmd.market);
     case 'liquidate':

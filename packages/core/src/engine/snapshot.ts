@@ -47,9 +47,9 @@ import type { EngineState, StoredTrade } from './types.js';
  * keep their queue in fixed chunks and the trade log stores flat records. 4: the basis EMA's sums
  * carry 18 more decimals (a version 3 snapshot's would mix the two scales in its first update).
  * 5: an account lists its working orders in an array of ids, not a list threaded through two
- * state-wide maps.
+ * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`).
  */
-export const SNAPSHOT_VERSION = 5;
+export const SNAPSHOT_VERSION = 6;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {

@@ -291,6 +291,11 @@ export interface EngineState {
   time: number;
   /** Number of commands applied. */
   commandCount: number;
+  /**
+   * The engine rules the log declared last (`declareRules`), `null` before any declaration: the
+   * commands since were reduced under them by whoever wrote the log.
+   */
+  rulesVersion: number | null;
   counters: Counters;
   settings: VenueSettings;
   markets: PMap<number, Market>;
