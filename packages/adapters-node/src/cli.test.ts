@@ -16,11 +16,14 @@ describe('pnpm start --help', () => {
       '--snapshot-seconds',
       '--no-snapshots',
       '--verify-workers',
+      '--replay-under-new-rules',
       '--json',
       '--help',
     ];
     for (const flag of flags) expect(USAGE).toContain(`  ${flag} `);
     expect(() => parseArgs(['--bogus'])).toThrow('unknown option --bogus');
+    expect(parseArgs([]).replayUnderNewRules).toBe(false);
+    expect(parseArgs(['--replay-under-new-rules']).replayUnderNewRules).toBe(true);
   });
 
   it('states the real defaults: the config decides the price feed, the timer needs 10,000 new records', () => {

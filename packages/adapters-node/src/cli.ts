@@ -3,7 +3,7 @@
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
- * `--verify-workers <n>`. Stops
+ * `--verify-workers <n>`, `--replay-under-new-rules`. Stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
@@ -28,6 +28,8 @@ export interface CliOptions {
   snapshots: { everyRecords?: number; everyMs?: number; minRecords?: number } | false;
   /** Signature-verification worker threads (0: inline); undefined keeps the config's. */
   verifyWorkers: number | undefined;
+  /** Replay journal records written under other engine rules instead of refusing to start. */
+  replayUnderNewRules: boolean;
   help: boolean;
 }
 
@@ -47,8 +49,12 @@ data at /marketdata, all on one port.
   --snapshot-records <n>     snapshot the engine state every n journal records (default 250000; 0 off)
   --snapshot-seconds <s>     also snapshot every s seconds when any record is new (default: every
                              3600 s once 10000 records are new; 0 off)
-  --no-snapshots             never snapshot: every start replays the whole journal
+  --no-snapshots             never snapshot, not even at a clean stop (SIGINT, SIGTERM): every
+                             start replays the whole journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
+  --replay-under-new-rules   replay journal records written by a build with other engine rules
+                             under this build's rules (their outcomes may change) instead of
+                             refusing to start; see docs/durability.md, "Upgrades"
   --json                     print one JSON line when ready instead of text
   --help                     this text
 `;
@@ -65,6 +71,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     priceFeed: undefined,
     snapshots: {},
     verifyWorkers: undefined,
+    replayUnderNewRules: false,
     help: false,
   };
   const count = (flag: string, text: string): number => {
@@ -127,6 +134,9 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         o.verifyWorkers = n;
         break;
       }
+      case '--replay-under-new-rules':
+        o.replayUnderNewRules = true;
+        break;
       case '--help':
       case '-h':
         o.help = true;
@@ -160,6 +170,7 @@ async function main(): Promise<void> {
     port: options.port,
     ...(options.priceFeed === undefined ? {} : { priceFeed: options.priceFeed }),
     snapshots: options.snapshots,
+    replayUnderNewRules: options.replayUnderNewRules,
     onFatal: () => {
       process.stderr.write(
         'the engine stopped on a fatal error; exiting (a restart recovers from the journal)\n',

@@ -10,7 +10,8 @@ export { type Clock, ManualClock, SystemClock } from './engine/clock.js';
 export * from './engine/host.js';
 export { WalletQueue } from './engine/wallet-queue.js';
 export * from './journal/file-journal.js';
-export type { SnapshotPolicy } from './journal/snapshots.js';
+export { RulesVersionMismatchError } from './journal/rules-version.js';
+export { JournalBehindSnapshotError, type SnapshotPolicy } from './journal/snapshots.js';
 export * from './marketdata/index.js';
 export type {
   BackfillOutcome,

@@ -32,6 +32,7 @@ import {
   type Command,
   createEngineState,
   createSigningContext,
+  ENGINE_RULES_VERSION,
   fundingInfo,
   type JournalStore,
   liveAuctions,
@@ -53,6 +54,7 @@ import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
 import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
+import { checkReplayRules } from './journal/rules-version.js';
 import {
   listSnapshotFiles,
   loadNewestSnapshot,
@@ -96,6 +98,11 @@ export interface StartVenueOptions {
    * turn (default 1,024). `false`: no backfill (history starts at the snapshot).
    */
   readonly historyBackfill?: { readonly chunkRecords?: number } | false;
+  /**
+   * Replays journal records written under other engine rules than this build's instead of
+   * refusing to start ({@link RulesVersionMismatchError}); their outcomes may change.
+   */
+  readonly replayUnderNewRules?: boolean;
 }
 
 /** A running venue. */
@@ -231,7 +238,19 @@ async function startLocked(
   const snapshot = snapshotDir === null ? null : newestValid;
   const startSeq = journal.lastSeq;
   const records: Command[] = [];
-  for await (const r of journal.read(snapshot?.seq ?? 0)) records.push(r.command);
+  let firstSeq = 0;
+  for await (const r of journal.read(snapshot?.seq ?? 0)) {
+    if (records.length === 0) firstSeq = r.seq;
+    records.push(r.command);
+  }
+  const underNewRules = checkReplayRules(
+    dataDir === null ? 'the journal' : join(dataDir, 'journal.log'),
+    snapshot?.state.rulesVersion ?? null,
+    records,
+    firstSeq,
+    options.replayUnderNewRules === true,
+  );
+  if (underNewRules !== null) log(underNewRules);
   if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const firstTime = records[0]?.time ?? 0;
   const journaledTime = records[records.length - 1]?.time ?? snapshot?.state.time ?? 0;
@@ -309,6 +328,22 @@ async function startLocked(
         });
   snapshotter?.attach(host);
   if (snapshotter !== null) opened.push(() => snapshotter.close());
+
+  // The records from here on are written under this build's rules (and after a replay under
+  // new rules, so were the ones before: the declaration says so, and the next start accepts them).
+  if (host.state.rulesVersion !== ENGINE_RULES_VERSION || underNewRules !== null) {
+    const previous = host.state.rulesVersion;
+    const r = await host.submit({
+      type: 'declareRules',
+      version: ENGINE_RULES_VERSION,
+      ...(underNewRules === null ? {} : { replayed: true }),
+    });
+    if (!r.outcome.ok) throw new Error(`declaring the engine rules: ${r.outcome.message}`);
+    if (previous !== null || startSeq > 0)
+      log(
+        `engine rules ${ENGINE_RULES_VERSION} declared in the journal (records before were written under ${previous === null ? 'undeclared rules' : `rules ${previous}`})`,
+      );
+  }
 
   // ---- chain ---------------------------------------------------------------------------
   const signing = createSigningContext({
@@ -502,6 +537,9 @@ async function startLocked(
     await app.close();
     await host.idle();
     await recovery.close();
+    // A clean stop leaves no journal tail; after a fatal error the state may be ahead of it.
+    if (snapshotter?.policy.atClose === true && !host.failed)
+      await snapshotter.writeFinal(host.state, host.journalSeq);
     await snapshotter?.close();
     await journal.close();
     lock?.release();

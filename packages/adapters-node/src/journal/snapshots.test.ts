@@ -190,7 +190,8 @@ describe('venue recovery from snapshot + journal tail', () => {
       port: 0,
       priceFeed: 'none',
       log: (l) => lines.push(l),
-      snapshots: { everyRecords, everyMs: 0 },
+      // These tests are about the tail after a snapshot: no snapshot at a clean stop.
+      snapshots: { everyRecords, everyMs: 0, atClose: false },
     });
   }
 
@@ -287,7 +288,7 @@ describe('venue recovery from snapshot + journal tail', () => {
       port: 0,
       priceFeed: 'none',
       log: (l) => lines.push(l),
-      snapshots: { everyRecords: 0, everyMs: 0 },
+      snapshots: { everyRecords: 0, everyMs: 0, atClose: false },
     });
     await drive(venue, 0, 5);
     const seq = venue.context.host.journalSeq;
@@ -309,6 +310,68 @@ describe('venue recovery from snapshot + journal tail', () => {
     } finally {
       await venue.close();
     }
+  });
+
+  it('a clean stop snapshots the journal’s end, so the next start replays nothing', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    // The default policy: no snapshot by count or time in a run this short.
+    let venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+    });
+    await drive(venue, 0, 4);
+    const seq = venue.context.host.journalSeq;
+    const hash = stateHash(venue.context.host.state);
+    expect(listSnapshotFiles(dir)).toEqual([]);
+    await venue.close();
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([seq]);
+    expect((await cleanReplayHash(dir)).hash).toBe(hash);
+
+    lines.length = 0;
+    venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+    });
+    try {
+      expect(venue.context.host.journalSeq).toBe(seq);
+      expect(stateHash(venue.context.host.state)).toBe(hash);
+      expect(
+        lines.some((l) =>
+          l.startsWith(`recovered from snapshot ${join(dir, snapshotFileName(seq))}`),
+        ),
+      ).toBe(true);
+      expect(lines.some((l) => l.startsWith('replayed '))).toBe(false);
+    } finally {
+      await venue.close();
+    }
+    // Nothing new since: the stop writes no second snapshot of the same record.
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([seq]);
+  });
+
+  it('a venue stopped by a fatal error writes no snapshot at its stop', async () => {
+    const dir = tempDir();
+    const venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      onFatal: () => {},
+    });
+    await drive(venue, 0, 2);
+    // The journal replaced under the running venue: the next append stops it (5002).
+    const journalPath = join(dir, 'journal.log');
+    const kept = readFileSync(journalPath);
+    rmSync(journalPath);
+    writeFileSync(journalPath, kept);
+    await venue.context.host.submit({ type: 'openAccount', account: wallet(999) }).catch(() => {});
+    await venue.close();
+    expect(venue.context.host.failed).toBe(true);
+    expect(listSnapshotFiles(dir)).toEqual([]);
   });
 
   it('refuses a journal with no valid record when snapshots show it had records', async () => {

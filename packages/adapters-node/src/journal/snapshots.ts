@@ -50,6 +50,12 @@ export interface SnapshotPolicy {
   readonly keep: number;
   /** Longest the event loop is held by one encoding or hashing slice, ms. */
   readonly sliceMs: number;
+  /**
+   * Take one at a clean stop when records are newer than the last snapshot, so the next start
+   * replays nothing: restarts are quick, and an upgrade that changes engine rules finds no
+   * records of the old rules to replay (docs/durability.md, "Upgrades").
+   */
+  readonly atClose: boolean;
 }
 
 /**
@@ -64,6 +70,7 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
   minRecords: 10_000,
   keep: 2,
   sliceMs: 4,
+  atClose: true,
 };
 
 const FORMAT = 'perp-engine-snapshot';
@@ -486,6 +493,20 @@ export class Snapshotter {
   private async prune(): Promise<void> {
     const files = listSnapshotFiles(this.dir);
     for (const f of files.slice(Math.max(1, this.policy.keep))) await rm(f.path, { force: true });
+  }
+
+  /**
+   * A clean stop's snapshot (call once the host is idle, before {@link close}): stops following
+   * the host, lets a write in progress finish, then writes `state`, the state after journal
+   * record `seq`, unless a snapshot already covers that record. Resolves with the file, or
+   * `null` when none was needed or the write failed (logged; the journal still has everything).
+   */
+  async writeFinal(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
+    this.detach?.();
+    this.detach = null;
+    while (this.running !== null) await this.running;
+    if (this.closed || seq <= this.lastSeq) return null;
+    return this.write(state, seq);
   }
 
   /** Stops following the host; a snapshot in progress is abandoned (its tmp file removed). */

@@ -7,6 +7,7 @@
 import {
   type Command,
   createEngineState,
+  ENGINE_RULES_VERSION,
   type EngineState,
   type JournalRecord,
   reduceAll,
@@ -146,6 +147,57 @@ describe('history backfill', () => {
       new RegExp(
         `^history backfill abandoned: re-reducing journal records 1\\.\\.${cut} gives state hash 0x[0-9a-f]{64}, the snapshot has 0x0{64}; the read models keep only what followed the snapshot$`,
       ),
+    );
+  });
+
+  it('names records written under other engine rules, and rebuilds them only on the snapshot’s hash', async () => {
+    const { commands: written, cut: writtenCut } = journal();
+    const t0 = (written[0] as Command).time;
+    const t4 = (written[3] as Command).time;
+    // The first records declared other rules; a later, unmarked declaration does not absolve them.
+    const commands: Command[] = [
+      { type: 'declareRules', time: t0, version: ENGINE_RULES_VERSION + 1 },
+      ...written.slice(0, 4),
+      { type: 'declareRules', time: t4, version: ENGINE_RULES_VERSION },
+      ...written.slice(4),
+    ];
+    const cut = writtenCut + 2;
+    const note = `journal records 2..5 were written under engine rules ${ENGINE_RULES_VERSION + 1}, this build has rules ${ENGINE_RULES_VERSION}`;
+
+    // The old rules computed another state: abandoned, saying why it may be.
+    const a = restarted(commands, cut);
+    a.host.run(commands.slice(cut));
+    const now = (commands[commands.length - 1] as Command).time + 1;
+    const before = JSON.stringify(view(a.history, now));
+    const lines: string[] = [];
+    const abandoned = new HistoryBackfill({
+      host: a.host,
+      snapshot: { seq: cut, hash: `0x${'1'.repeat(64)}` },
+      records: () => records(commands),
+      rebuilds: [historyRebuild(a.history), reportStreamsRebuild(a.streams)],
+      log: (l) => lines.push(l),
+    });
+    expect(await abandoned.start()).toBe('abandoned');
+    expect(JSON.stringify(view(a.history, now))).toBe(before);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^history backfill abandoned: re-reducing journal records 1\\.\\.${cut} gives state hash 0x[0-9a-f]{64}, the snapshot has 0x1{64} \\(${note.replaceAll('.', '\\.')}\\); the read models keep only what followed the snapshot$`,
+      ),
+    );
+
+    // The same state under both rules: rebuilt, with a line saying under which rules.
+    const b = restarted(commands, cut);
+    lines.length = 0;
+    const rebuilt = new HistoryBackfill({
+      host: b.host,
+      snapshot: { seq: cut, hash: stateHash(b.snapState) },
+      records: () => records(commands),
+      rebuilds: [historyRebuild(b.history)],
+      log: (l) => lines.push(l),
+    });
+    expect(await rebuilt.start()).toBe('complete');
+    expect(lines).toContain(
+      `history backfill: ${note}; re-reduced under this build's rules they reach the snapshot's state hash, so their history is rebuilt under them`,
     );
   });
 

@@ -25,8 +25,10 @@
 import {
   type Command,
   createEngineState,
+  ENGINE_RULES_VERSION,
   type EngineEvent,
   type EngineState,
+  ForeignRulesScan,
   type JournalRecord,
   reduceAll,
   StateHasher,
@@ -174,6 +176,7 @@ export class HistoryBackfill {
     let state: EngineState | null = null;
     let commands: Command[] = [];
     let events: EngineEvent[][] = [];
+    const rules = new ForeignRulesScan(null);
     while (this.reduced < total) {
       if (this.cancelled) return 'cancelled';
       // A slice never crosses a batch boundary: batches are those of a full replay.
@@ -187,6 +190,7 @@ export class HistoryBackfill {
         if (next.value.seq !== expected)
           throw new Error(`journal record ${next.value.seq} read where ${expected} was expected`);
         slice.push(next.value.command);
+        rules.add(next.value.command);
       }
       state ??= createEngineState({}, (slice[0] as Command).time);
       const result = reduceAll(state, slice);
@@ -203,6 +207,13 @@ export class HistoryBackfill {
       await yieldToLoop();
     }
     if (state === null) return 'abandoned';
+    // Records of other rules (an upgrade): their history under this build's rules is the one
+    // clients saw only if the replay reaches the snapshot's state, which the hash check decides.
+    const foreign = rules.result();
+    const foreignNote =
+      foreign === null
+        ? ''
+        : `journal records ${foreign.first + 1}..${foreign.last + 1} were written under engine rules ${foreign.version}, this build has rules ${ENGINE_RULES_VERSION}`;
 
     // ---- the state must be the snapshot's ------------------------------------------------
     this.phase = 'hashing';
@@ -219,10 +230,14 @@ export class HistoryBackfill {
     state = null;
     if (hasher.hash !== snapshot.hash) {
       log(
-        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hasher.hash}, the snapshot has ${snapshot.hash}; the read models keep only what followed the snapshot`,
+        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hasher.hash}, the snapshot has ${snapshot.hash}${foreignNote === '' ? '' : ` (${foreignNote})`}; the read models keep only what followed the snapshot`,
       );
       return 'abandoned';
     }
+    if (foreignNote !== '')
+      log(
+        `history backfill: ${foreignNote}; re-reduced under this build's rules they reach the snapshot's state hash, so their history is rebuilt under them`,
+      );
 
     // ---- the batches since the snapshot, then the swap -------------------------------------
     this.phase = 'merging';

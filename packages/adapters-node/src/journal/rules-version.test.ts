@@ -1,0 +1,162 @@
+/**
+ * Engine rules across restarts and upgrades: a venue declares its build's rules in the journal,
+ * refuses to replay records written under other rules unless told to, and an upgrade after a
+ * clean stop (which snapshots the journal's end) replays nothing of the old rules.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Command,
+  createEngineState,
+  ENGINE_RULES_VERSION,
+  reduceAll,
+  stateHash,
+} from '@perp/core';
+import { wallet } from '@perp/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startVenue, type Venue } from '../venue.js';
+import { FileJournal } from './file-journal.js';
+import { RulesVersionMismatchError } from './rules-version.js';
+import { listSnapshotFiles, Snapshotter } from './snapshots.js';
+
+const E = ENGINE_RULES_VERSION;
+const OTHER = E + 1;
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'perp-rules-'));
+  dirs.push(d);
+  return d;
+}
+
+async function records(dir: string): Promise<Command[]> {
+  const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+  const out: Command[] = [];
+  for await (const r of j.read(0)) out.push(r.command);
+  await j.close();
+  return out;
+}
+
+/** A data directory whose journal a build with rules {@link OTHER} wrote: seqs 1..4. */
+async function writtenUnderOtherRules(dir: string): Promise<Command[]> {
+  const time = Date.now() - 60_000;
+  const commands: Command[] = [
+    { type: 'declareRules', time, version: OTHER },
+    { type: 'openAccount', time, account: wallet(1) },
+    { type: 'openAccount', time: time + 1, account: wallet(2) },
+    { type: 'createReferralCode', time: time + 2, kind: 'system', maxUses: 5, code: 'OLD-1' },
+  ];
+  const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+  await j.append(commands);
+  await j.close();
+  return commands;
+}
+
+function start(dir: string, lines: string[], more: { replayUnderNewRules?: boolean } = {}) {
+  return startVenue({
+    dataDir: dir,
+    port: 0,
+    priceFeed: 'none',
+    log: (l) => lines.push(l),
+    snapshots: false,
+    ...more,
+  });
+}
+
+describe('engine rules in the journal', () => {
+  it('a new venue declares its rules first; a restart by the same build declares nothing', async () => {
+    const dir = tempDir();
+    let venue: Venue = await start(dir, []);
+    await venue.context.host.submit({ type: 'openAccount', account: wallet(1) });
+    const seq = venue.context.host.journalSeq;
+    await venue.close();
+    const written = await records(dir);
+    expect(written[0]).toMatchObject({ type: 'declareRules', version: E });
+    expect(written[0]).not.toHaveProperty('replayed');
+    expect(written.filter((c) => c.type === 'declareRules')).toHaveLength(1);
+
+    const lines: string[] = [];
+    venue = await start(dir, lines);
+    expect(venue.context.host.journalSeq).toBe(seq);
+    expect(venue.context.host.state.rulesVersion).toBe(E);
+    expect(lines.some((l) => l.includes('declared'))).toBe(false);
+    await venue.close();
+  });
+
+  it('refuses to replay records written under other rules, and changes nothing', async () => {
+    const dir = tempDir();
+    await writtenUnderOtherRules(dir);
+    const journalPath = join(dir, 'journal.log');
+    const bytes = readFileSync(journalPath);
+    const attempt = start(dir, []);
+    await expect(attempt).rejects.toThrow(RulesVersionMismatchError);
+    await expect(attempt).rejects.toThrow(
+      `${journalPath}: records 2..4 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes.`,
+    );
+    await expect(attempt).rejects.toMatchObject({ version: OTHER, firstSeq: 2, lastSeq: 4 });
+    expect(readFileSync(journalPath)).toEqual(bytes);
+    // The lock was released: the same refusal again, not "locked".
+    await expect(start(dir, [])).rejects.toThrow(RulesVersionMismatchError);
+  });
+
+  it('replays them when told to, and says so in the journal for the next start', async () => {
+    const dir = tempDir();
+    const old = await writtenUnderOtherRules(dir);
+    const lines: string[] = [];
+    let venue = await start(dir, lines, { replayUnderNewRules: true });
+    expect(lines).toContain(
+      `replaying journal records 2..4, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+    );
+    expect(venue.context.host.state.rulesVersion).toBe(E);
+    const seq = venue.context.host.journalSeq;
+    const hash = stateHash(venue.context.host.state);
+    await venue.close();
+    const written = await records(dir);
+    expect(written.slice(0, 4)).toEqual(old);
+    expect(written[4]).toMatchObject({ type: 'declareRules', version: E, replayed: true });
+    expect(stateHash(reduceAll(createEngineState({}, old[0]!.time), written).state)).toBe(hash);
+
+    // The records now count as this build's: a plain restart replays them.
+    venue = await start(dir, []);
+    expect(venue.context.host.journalSeq).toBe(seq);
+    expect(stateHash(venue.context.host.state)).toBe(hash);
+    await venue.close();
+  });
+
+  it('an upgrade after a snapshot of the old rules replays nothing of them', async () => {
+    const dir = tempDir();
+    const old = await writtenUnderOtherRules(dir);
+    // The old build's clean stop: a snapshot at the journal's end, its state under rules OTHER.
+    const state = reduceAll(createEngineState({}, old[0]!.time), old).state;
+    expect(state.rulesVersion).toBe(OTHER);
+    const snapshotter = new Snapshotter({ dir, log: () => {} });
+    expect(await snapshotter.write(state, old.length)).not.toBeNull();
+    await snapshotter.close();
+
+    const lines: string[] = [];
+    const venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      historyBackfill: false,
+    });
+    expect(lines).toContain(
+      `engine rules ${E} declared in the journal (records before were written under rules ${OTHER})`,
+    );
+    expect(venue.context.host.state.accounts.size).toBe(2);
+    await venue.context.host.submit({ type: 'openAccount', account: wallet(3) });
+    await venue.close();
+    const written = await records(dir);
+    expect(written[4]).toEqual({ type: 'declareRules', time: written[4]!.time, version: E });
+
+    // Without the snapshots the old records would be replayed under this build's rules: refused.
+    for (const f of listSnapshotFiles(dir)) rmSync(f.path);
+    await expect(start(dir, [])).rejects.toThrow(
+      `records 2..4 were written under engine rules ${OTHER}`,
+    );
+  });
+});
