@@ -9,7 +9,12 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { ENGINE_RULES_VERSION } from '@perp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listSnapshotFiles } from '../src/journal/snapshots.js';
+
+/** `GET /admin/state-hash`. */
+type StateHash = { seq: number; hash: string; rulesVersion: number | null };
 
 const ROOT = resolve(import.meta.dirname, '../../..');
 const START = 'npx --yes pnpm@10 install && npx --yes pnpm@10 start';
@@ -115,14 +120,16 @@ describe('README', () => {
   });
 
   it('restarts on the same data directory with its state and stops gracefully on SIGTERM', async () => {
-    const hashBefore = await (
+    const hashBefore = (await (
       await fetch(`${ready.rest}/admin/state-hash`, {
         headers: { authorization: `Bearer ${ready.adminToken}` },
       })
-    ).json();
+    ).json()) as StateHash;
     const exited = new Promise((r) => child.once('exit', r));
     process.kill(-child.pid!, 'SIGTERM');
     await exited;
+    // The clean stop snapshotted the journal's end: the restart replays nothing.
+    expect(listSnapshotFiles(dataDir).map((f) => f.seq)).toEqual([hashBefore.seq]);
     // The service binary itself, so the signal reaches it and not a package-manager wrapper.
     const again = spawn(
       process.execPath,
@@ -148,12 +155,13 @@ describe('README', () => {
     // Secrets are printed only when the data directory is new.
     expect(restarted.adminToken).toBeNull();
     expect(restarted.inviteCode).toBeNull();
-    const hashAfter = await (
+    const hashAfter = (await (
       await fetch(`${restarted.rest}/admin/state-hash`, {
         headers: { authorization: `Bearer ${ready.adminToken}` },
       })
-    ).json();
+    ).json()) as StateHash;
     expect(hashAfter).toEqual(hashBefore);
+    expect(hashAfter.rulesVersion).toBe(ENGINE_RULES_VERSION);
     const code = new Promise<number | null>((r) => again.once('exit', (c) => r(c)));
     again.kill('SIGTERM');
     expect(await code).toBe(0);

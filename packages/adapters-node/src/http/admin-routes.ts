@@ -356,7 +356,8 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
 
     admin.get('/api/admin/state-hash', async () => {
       await ctx.host.idle();
-      return { seq: ctx.host.journalSeq, hash: stateHash(ctx.host.state) };
+      const state = ctx.host.state;
+      return { seq: ctx.host.journalSeq, hash: stateHash(state), rulesVersion: state.rulesVersion };
     });
   });
 }
