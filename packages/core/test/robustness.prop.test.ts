@@ -401,7 +401,8 @@ type Step =
     }
   | { k: 'authenticate'; w: number; nonce: AuthArg }
   | { k: 'open'; w: number }
-  | { k: 'tick'; ms: number };
+  | { k: 'tick'; ms: number }
+  | { k: 'declareRules'; version: number; replayed: boolean | undefined };
 
 const byArb = fc.oneof(
   { weight: 12, arbitrary: fc.constantFrom('id' as const, 'id' as const, 'cloid' as const) },
@@ -760,6 +761,14 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
         { weight: 3, arbitrary: fc.constantFrom(HOUR, HOUR + 1, 3 * HOUR, DAY, 2 * DAY + 7) },
         { weight: 1, arbitrary: fc.constantFrom(7 * DAY, 30 * DAY, 400 * DAY) },
       ),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('declareRules' as const),
+      version: fc.constantFrom(-1, 0, 1, 2, 1.5, 2 ** 53),
+      replayed: fc.constantFrom(undefined, true, false),
     }),
   },
 );
@@ -1492,6 +1501,14 @@ class Driver {
         return;
       case 'tick':
         this.run({ type: 'tick', time: v.time + s.ms });
+        return;
+      case 'declareRules':
+        this.run({
+          type: 'declareRules',
+          time: v.time + 1,
+          version: s.version,
+          replayed: s.replayed,
+        });
         return;
     }
   }
