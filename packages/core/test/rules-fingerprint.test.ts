@@ -1,0 +1,268 @@
+/**
+ * The engine rules fingerprint: what fixed command logs reduce to (state hash and a hash of every
+ * event), pinned per {@link ENGINE_RULES_VERSION}. A venue refuses to replay journal records
+ * written under other rules (docs/durability.md, "Upgrades"), which only works if the version
+ * changes whenever the results do: this test fails on any change of results and says what to do.
+ *
+ * The logs: the seeded crash simulation (makers, leveraged cross and isolated takers, a crash,
+ * liquidations through the book, auctions, claims, ADL, funding) and a seeded tour of every other
+ * command and order kind (triggers, FOK, post-only, reduce-only, managed SL/TP, replaces, cloids,
+ * expiries, transfers, withdrawals, leverage, busts, referrals), refusals included. Both use
+ * in-house PRNGs, so no library upgrade moves them.
+ *
+ * It is a coarse guard, not a proof: it catches a changed fee rounding or liquidation step, but
+ * not every narrow rule (this week's maker-flip margin check changes neither log). Whoever changes
+ * a rule bumps the version whether or not this test notices.
+ */
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { describe, expect, it } from 'vitest';
+import {
+  type Command,
+  canonicalText,
+  ENGINE_RULES_VERSION,
+  type EngineEvent,
+  ORDER_TYPES,
+  type OrderType,
+  stateHash,
+  TIME_IN_FORCES,
+  type TimeInForce,
+} from '../src/index.js';
+import {
+  BTC_SETTINGS,
+  cloid,
+  ETH_SETTINGS,
+  type OrderSpec,
+  px,
+  runSimulation,
+  TestVenue,
+  usd,
+  wallet,
+} from '../src/testing/index.js';
+
+/**
+ * Per rules version, what the two logs give. When this test fails:
+ * - if the change alters what some command does (a fill, a refusal, a rounding, an order of
+ *   work), bump ENGINE_RULES_VERSION in src/engine/rules.ts and add the new line here;
+ * - if it only changes the state's layout or the events' form (same results), replace the line
+ *   of the current version (and bump SNAPSHOT_VERSION if a snapshot's meaning changed).
+ */
+const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes }> = {
+  1: {
+    simulation: {
+      state: '0x84bbe27f40a3ac0d9df609c2f6922ca996f75e268d7cc73c8e4c7a862594edd8',
+      events: '0x160db77b12567abc9f7b6faf473b6ca49d38e4e67c643fb8d750e163b296ed22',
+    },
+    tour: {
+      state: '0x0bd5d3f5013629e2aa407240cf9ce0a67003092269673f52b521cc1ef261c3de',
+      events: '0x852e8421510db14d28783207225a329907ec84d16c84e197817186d349b55d81',
+    },
+  },
+};
+
+interface Hashes {
+  readonly state: string;
+  readonly events: string;
+}
+
+/** mulberry32. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function eventsHash(history: readonly (readonly EngineEvent[])[]): string {
+  const h = keccak_256.create();
+  for (const events of history) h.update(utf8ToBytes(canonicalText(events)));
+  return `0x${bytesToHex(h.digest())}`;
+}
+
+/** A seeded tour of the commands and order kinds the crash simulation does not reach. */
+function tour(seed: number, steps: number): TestVenue {
+  const r = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  v.list(ETH_SETTINGS);
+  const symbols = ['BTC-PERP', 'ETH-PERP'] as const;
+  const mid: Record<string, number> = { 'BTC-PERP': 65_000, 'ETH-PERP': 3_200 };
+  const tick: Record<string, number> = { 'BTC-PERP': 0.5, 'ETH-PERP': 0.01 };
+  const wallets = [1, 2, 3, 4, 5, 6].map(wallet);
+  // Thin and thick accounts: margin checks, maker re-checks and liquidations must bind.
+  wallets.forEach((w, i) => {
+    v.open(w);
+    v.fund(w, ['1500', '4000', '50000'][i % 3] as string);
+  });
+  v.fund(wallets[0] as string, '5000', 'BTC-PERP');
+  v.oracle({ 'BTC-PERP': '65000', 'ETH-PERP': '3200' });
+  v.run({ type: 'insuranceTransfer', direction: 'ToInsuranceFund', amount: 0n });
+  const priceNear = (symbol: string, spread: number): string => {
+    const ticks = Math.round((mid[symbol] as number) / (tick[symbol] as number));
+    const off = Math.floor((r() * 2 - 1) * spread * ticks);
+    return ((ticks + off) * (tick[symbol] as number)).toFixed(2);
+  };
+  const ownOrders = (w: string, market: number): number[] => {
+    const ids: number[] = [];
+    v.state.orders.forEach((o, id) => {
+      if (o.account === w && o.market === market) ids.push(id);
+    });
+    return ids;
+  };
+  const qty = (): string => pick(['0.001', '0.01', '0.05', '0.2', '1', '3']);
+  let cloids = 0;
+  for (let i = 0; i < steps; i++) {
+    const w = pick(wallets);
+    const symbol = pick(symbols);
+    const market = v.spec(symbol).id;
+    const x = r();
+    if (x < 0.45) {
+      const type: OrderType = pick(['Limit', 'Limit', 'Limit', ...ORDER_TYPES]);
+      const tif: TimeInForce = pick(['GTC', 'GTC', ...TIME_IN_FORCES]);
+      const side = r() < 0.5 ? 'Buy' : 'Sell';
+      const order: OrderSpec = {
+        side,
+        qty: qty(),
+        price: priceNear(symbol, 0.01),
+        type,
+        tif,
+        reduceOnly: r() < 0.15,
+        postOnly: r() < 0.1,
+        isolated: r() < 0.2,
+        managed: type !== 'Limit' && type !== 'StopLimit' && r() < 0.5,
+        cloid: r() < 0.5 ? cloid(++cloids) : null,
+        parentCloid: r() < 0.1 && cloids > 0 ? cloid(cloids) : null,
+      };
+      if (type !== 'Limit') order.trigger = priceNear(symbol, 0.02);
+      if (tif === 'GTD') order.expiry = Math.floor(v.time / 1000) + pick([1, 60, 3_600]);
+      v.place(w, symbol, order);
+    } else if (x < 0.6) {
+      // Mostly the wallet's own orders in this market; now and then anyone's.
+      const ids = r() < 0.9 ? ownOrders(w, market) : [...v.state.orders.keys()];
+      if (ids.length > 0) v.cancel(w, symbol, { orderId: pick(ids) });
+    } else if (x < 0.68) {
+      const ids = ownOrders(w, market);
+      const id = ids.length > 0 ? pick(ids) : 1;
+      v.run({
+        type: 'replaceOrder',
+        account: w,
+        market,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px(priceNear(symbol, 0.01)),
+        triggerPrice: 0n,
+        quantity: usd(qty()) / 10n ** 2n,
+        cloid: null,
+      });
+    } else if (x < 0.76) {
+      const move = 1 + (r() * 2 - 1) * 0.03;
+      mid[symbol] = Math.max(100, Math.round((mid[symbol] as number) * move));
+      v.oracle({ [symbol]: String(mid[symbol]) });
+    } else if (x < 0.8) {
+      v.advance(pick([1_000, 60_000, 3_600_000]));
+    } else if (x < 0.84) {
+      v.run({ type: 'cancelAll', account: w, market });
+    } else if (x < 0.87) {
+      v.run({
+        type: 'withdraw',
+        account: w,
+        amount: usd(pick(['10', '1000', '60000'])),
+        target: r() < 0.7 ? { mode: 'Cross', market: 0 } : { mode: 'Isolated', market },
+      });
+    } else if (x < 0.9) {
+      v.run({
+        type: 'transferMargin',
+        account: w,
+        amount: usd(pick(['5', '500', '20000'])),
+        market,
+        direction: r() < 0.6 ? 'crossToIsolated' : 'isolatedToCross',
+      });
+    } else if (x < 0.93) {
+      v.run({
+        type: 'updateLeverage',
+        account: w,
+        market,
+        mode: r() < 0.7 ? 'Cross' : 'Isolated',
+        leverage: pick([1, 3, 10, 25, 40, 50]) * 100,
+      });
+    } else if (x < 0.95) {
+      const trades = [...v.state.trades.keys()];
+      if (trades.length > 0) v.run({ type: 'bustTrade', tradeId: pick(trades), reason: 'tour' });
+    } else if (x < 0.97) {
+      v.run({ type: 'settleFunding' });
+    } else if (x < 0.985) {
+      v.run({ type: 'createReferralCode', kind: 'system', maxUses: pick([1, 5]), code: `T${i}` });
+    } else {
+      v.run({ type: 'liquidate', account: w, mode: 'Cross', market: 0, force: r() < 0.3 });
+    }
+  }
+  return v;
+}
+
+function tourHashes(): Hashes & { commands: readonly Command[]; venue: TestVenue } {
+  const v = tour(11, 1_500);
+  return { state: stateHash(v.state), events: eventsHash(v.history), commands: v.log, venue: v };
+}
+
+describe('engine rules fingerprint', () => {
+  it('the tour reaches the rules it is meant to', () => {
+    const { venue } = tourHashes();
+    const seen = new Map<string, number>();
+    const see = (k: string) => seen.set(k, (seen.get(k) ?? 0) + 1);
+    venue.history.forEach((events, i) => {
+      const type = venue.log[i]?.type;
+      for (const e of events) {
+        if (e.type === 'outcome') see(e.ok ? `${type} ok` : `${type} ${e.code}`);
+        else if (e.type === 'executionReport') see(e.kind);
+        else see(e.type);
+      }
+    });
+    // A fingerprint is only as good as what it exercises: each of these must happen.
+    const expected = [
+      'OrderTriggered',
+      'OrderExpired',
+      'OrderReplaced',
+      'OrderPartiallyFilled',
+      'TradeBust',
+      'Liquidation',
+      'ADL',
+      'auction',
+      'Funding',
+      'TransferMargin',
+      'UpdateLeverage',
+      'placeOrder 4000',
+      'placeOrder 4100',
+      'placeOrder 4101',
+      'withdraw ok',
+      'withdraw 4100',
+      'cancelAll ok',
+      'createReferralCode ok',
+    ];
+    expect(expected.filter((k) => !seen.has(k))).toEqual([]);
+  });
+
+  it(`matches the fingerprint of rules version ${ENGINE_RULES_VERSION}`, () => {
+    const sim = runSimulation({
+      seed: 7,
+      takers: 24,
+      minutes: 6,
+      crashStart: 2,
+      crashMinutes: 3,
+      crashPercent: 30,
+    });
+    const t = tourHashes();
+    const got = {
+      simulation: { state: sim.stateHash, events: sim.eventsHash },
+      tour: { state: t.state, events: t.events },
+    };
+    expect(
+      got,
+      `the engine's results changed under rules version ${ENGINE_RULES_VERSION}: see the comment on FINGERPRINTS`,
+    ).toEqual(FINGERPRINTS[ENGINE_RULES_VERSION]);
+  });
+});
