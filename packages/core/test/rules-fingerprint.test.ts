@@ -10,9 +10,12 @@
  * expiries, transfers, withdrawals, leverage, busts, referrals), refusals included. Both use
  * in-house PRNGs, so no library upgrade moves them.
  *
- * It is a coarse guard, not a proof: it catches a changed fee rounding or liquidation step, but
- * not every narrow rule (this week's maker-flip margin check changes neither log). Whoever changes
- * a rule bumps the version whether or not this test notices.
+ * A third log, seeded cases at the margin rules' edges, exists because random flow never reached
+ * the maker re-check of a flip (this week's rule change there moved neither of the other two).
+ *
+ * It is a coarse guard, not a proof: by mutation it catches a changed fee rounding, liquidation
+ * step and the old maker-flip rule, but a narrow enough rule can pass unseen. Whoever changes a
+ * rule bumps the version whether or not this test notices.
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
@@ -41,13 +44,13 @@ import {
 } from '../src/testing/index.js';
 
 /**
- * Per rules version, what the two logs give. When this test fails:
+ * Per rules version, what the three logs give. When this test fails:
  * - if the change alters what some command does (a fill, a refusal, a rounding, an order of
  *   work), bump ENGINE_RULES_VERSION in src/engine/rules.ts and add the new line here;
  * - if it only changes the state's layout or the events' form (same results), replace the line
  *   of the current version (and bump SNAPSHOT_VERSION if a snapshot's meaning changed).
  */
-const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes }> = {
+const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Hashes }> = {
   1: {
     simulation: {
       state: '0x84bbe27f40a3ac0d9df609c2f6922ca996f75e268d7cc73c8e4c7a862594edd8',
@@ -56,6 +59,10 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes }> = {
     tour: {
       state: '0x0bd5d3f5013629e2aa407240cf9ce0a67003092269673f52b521cc1ef261c3de',
       events: '0x852e8421510db14d28783207225a329907ec84d16c84e197817186d349b55d81',
+    },
+    edges: {
+      state: '0x34ce2ec240862a429a1d10dcf6d7fd8182770052a8a9e7a72c4ca5e7f9ff8d2f',
+      events: '0x62a6e81f835cb3b7d87a5b615c2f79b12bf796b5ddbfb643e505cc96f6df696f',
     },
   },
 };
@@ -204,6 +211,47 @@ function tour(seed: number, steps: number): TestVenue {
   return v;
 }
 
+/**
+ * Seeded cases at the margin rules' edges, which random order flow almost never reaches: a thin
+ * account with a position rests an order that flips it (to the same size, or larger), the mark
+ * moves against the side the flip opens, and a taker fills the order (engine-rules 5: the part
+ * that opens needs initial margin at the maker re-check).
+ */
+function edges(seed: number, cases: number): TestVenue {
+  const r = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  const BTC = 'BTC-PERP';
+  const [taker, maker] = [wallet(900), wallet(901)];
+  for (const w of [taker, maker]) {
+    v.open(w);
+    v.fund(w, '10000000');
+  }
+  for (let n = 0; n < cases; n++) {
+    const P = pick([40_000, 50_000, 60_000]);
+    v.oracle({ [BTC]: String(P) });
+    const a = wallet(1000 + n);
+    v.open(a);
+    v.fund(a, String(pick([700, 900, 1_100, 1_300, 1_600, 2_000, 2_500])));
+    const long = r() < 0.5;
+    const [open, close] = long ? (['Buy', 'Sell'] as const) : (['Sell', 'Buy'] as const);
+    const qty = pick(['0.05', '0.1', '0.2']);
+    const flip = pick(['1.5', '2', '2', '3']);
+    const flipQty = (Number(qty) * Number(flip)).toFixed(3);
+    const price = String(P);
+    v.place(maker, BTC, { side: close, qty, price });
+    v.place(a, BTC, { side: open, qty, price });
+    v.place(a, BTC, { side: close, qty: flipQty, price });
+    v.place(maker, BTC, { side: close, qty: flipQty, price });
+    const fall = pick([0.06, 0.1, 0.14, 0.2, 0.26, 0.34, 0.5]);
+    v.oracle({ [BTC]: String(Math.round(long ? P * (1 + fall) : P * (1 - fall))) });
+    v.place(taker, BTC, { side: open, qty: flipQty, price, tif: 'IOC' });
+    for (const w of [a, maker, taker]) v.run({ type: 'cancelAll', account: w, market: 1 });
+  }
+  return v;
+}
+
 function tourHashes(): Hashes & { commands: readonly Command[]; venue: TestVenue } {
   const v = tour(11, 1_500);
   return { state: stateHash(v.state), events: eventsHash(v.history), commands: v.log, venue: v };
@@ -244,6 +292,27 @@ describe('engine rules fingerprint', () => {
       'createReferralCode ok',
     ];
     expect(expected.filter((k) => !seen.has(k))).toEqual([]);
+
+    // The edge cases: some flips are refused at the maker re-check, some fill.
+    const e = edges(5, 80);
+    let refused = 0;
+    let filled = 0;
+    for (const events of e.history)
+      for (const x of events)
+        if (
+          x.type === 'executionReport' &&
+          x.account !== wallet(900) &&
+          x.account !== wallet(901)
+        ) {
+          if (x.kind === 'OrderCancelled' && x.order.reason === 'InsufficientMargin') refused++;
+          if (
+            (x.kind === 'OrderFilled' || x.kind === 'OrderPartiallyFilled') &&
+            x.order.side !== undefined
+          )
+            filled++;
+        }
+    expect(refused).toBeGreaterThan(0);
+    expect(filled).toBeGreaterThan(0);
   });
 
   it(`matches the fingerprint of rules version ${ENGINE_RULES_VERSION}`, () => {
@@ -256,9 +325,11 @@ describe('engine rules fingerprint', () => {
       crashPercent: 30,
     });
     const t = tourHashes();
+    const e = edges(5, 80);
     const got = {
       simulation: { state: sim.stateHash, events: sim.eventsHash },
       tour: { state: t.state, events: t.events },
+      edges: { state: stateHash(e.state), events: eventsHash(e.history) },
     };
     expect(
       got,
