@@ -244,7 +244,9 @@ async function startLocked(
     records.push(r.command);
   }
   const underNewRules = checkReplayRules(
-    dataDir === null ? 'the journal' : join(dataDir, 'journal.log'),
+    dataDir === null || options.journal !== undefined
+      ? 'the journal'
+      : join(dataDir, 'journal.log'),
     snapshot?.state.rulesVersion ?? null,
     records,
     firstSeq,
@@ -336,7 +338,8 @@ async function startLocked(
     const r = await host.submit({
       type: 'declareRules',
       version: ENGINE_RULES_VERSION,
-      ...(underNewRules === null ? {} : { replayed: true }),
+      // Exactly the records replayed: those before were in the recovered state as they were.
+      ...(underNewRules === null ? {} : { replayed: records.length }),
     });
     if (!r.outcome.ok) throw new Error(`declaring the engine rules: ${r.outcome.message}`);
     if (previous !== null || startSeq > 0)

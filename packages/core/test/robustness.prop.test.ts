@@ -402,7 +402,7 @@ type Step =
   | { k: 'authenticate'; w: number; nonce: AuthArg }
   | { k: 'open'; w: number }
   | { k: 'tick'; ms: number }
-  | { k: 'declareRules'; version: number; replayed: boolean | undefined };
+  | { k: 'declareRules'; version: number; replayed: number | undefined };
 
 const byArb = fc.oneof(
   { weight: 12, arbitrary: fc.constantFrom('id' as const, 'id' as const, 'cloid' as const) },
@@ -768,7 +768,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       k: fc.constant('declareRules' as const),
       version: fc.constantFrom(-1, 0, 1, 2, 1.5, 2 ** 53),
-      replayed: fc.constantFrom(undefined, true, false),
+      replayed: fc.constantFrom(undefined, 0, 3, 1_000_000, -1, 0.5),
     }),
   },
 );

@@ -37,7 +37,7 @@ describe('declareRules', () => {
     v.open(wallet(1));
     expect(v.state.rulesVersion).toBe(7);
     expect(decodeSnapshot(encodeSnapshot(v.state)).rulesVersion).toBe(7);
-    v.run({ type: 'declareRules', version: E, replayed: true });
+    v.run({ type: 'declareRules', version: E, replayed: 3 });
     expect(v.state.rulesVersion).toBe(E);
   });
 
@@ -59,15 +59,21 @@ describe('declareRules', () => {
       expect((o as { message: string }).message).toContain(message);
       expect(r.state.rulesVersion).toBe(3);
     }
-    const flag = { type: 'declareRules', time: v.time + 1, version: 2, replayed: 'yes' };
-    const o = outcome(reduce(v.state, flag as unknown as Command).events);
-    expect(o).toMatchObject({ ok: false, code: 4000 });
+    for (const [replayed, message] of [
+      [true, 'replayed must be a safe integer, not a boolean'],
+      [-1, 'replayed must not be negative, not -1'],
+    ] as const) {
+      const bad = { type: 'declareRules', time: v.time + 1, version: 2, replayed };
+      const o = outcome(reduce(v.state, bad as unknown as Command).events);
+      expect(o).toMatchObject({ ok: false, code: 4000 });
+      expect((o as { message: string }).message).toContain(message);
+    }
   });
 });
 
 const t = 1;
 const cmd: Command = { type: 'tick', time: t };
-const declare = (version: number, replayed?: boolean): Command =>
+const declare = (version: number, replayed?: number): Command =>
   replayed === undefined
     ? { type: 'declareRules', time: t, version }
     : { type: 'declareRules', time: t, version, replayed };
@@ -79,36 +85,55 @@ describe('foreignRules', () => {
       first: 2,
       last: 3,
       version: E + 1,
+      versions: [E + 1],
     });
     // From the state before the commands; a later declaration of this build does not absolve them.
     expect(foreignRules(E + 2, [cmd, declare(E), cmd])).toEqual({
       first: 0,
       last: 0,
       version: E + 2,
+      versions: [E + 2],
     });
-    // A later run under other rules extends the range; the version is the first one's.
+    // A later run under other rules extends the range; every version is named.
     expect(foreignRules(E + 1, [cmd, declare(E), cmd, declare(E + 3), cmd, cmd])).toEqual({
       first: 0,
       last: 5,
       version: E + 1,
+      versions: [E + 1, E + 3],
     });
     expect(foreignRules(E, [declare(E + 1)])).toBeNull();
   });
 
-  it('counts what precedes a replayed declaration as reduced under its version', () => {
+  it('counts the commands a replayed declaration names as reduced under its version', () => {
     // Replayed under this build's rules: accepted.
-    expect(foreignRules(E + 1, [cmd, cmd, declare(E, true), cmd])).toBeNull();
-    // Replayed under other rules: everything before it is theirs, undeclared commands included.
-    expect(foreignRules(null, [cmd, declare(E), cmd, declare(E + 1, true)])).toEqual({
+    expect(foreignRules(E + 1, [cmd, cmd, declare(E, 2), cmd])).toBeNull();
+    // Only the ones it names: the first was in the state the replay started from.
+    expect(foreignRules(E + 1, [cmd, cmd, cmd, declare(E, 2), cmd])).toEqual({
+      first: 0,
+      last: 0,
+      version: E + 1,
+      versions: [E + 1],
+    });
+    // Declarations among them count as positions, not as commands.
+    expect(foreignRules(E + 1, [cmd, declare(E + 1), cmd, declare(E, 2), cmd])).toEqual({
+      first: 0,
+      last: 0,
+      version: E + 1,
+      versions: [E + 1],
+    });
+    // Replayed under other rules: the commands it names are theirs, undeclared ones included.
+    expect(foreignRules(null, [cmd, declare(E), cmd, declare(E + 1, 9)])).toEqual({
       first: 0,
       last: 2,
       version: E + 1,
+      versions: [E + 1],
     });
     // Foreign again after an accepted replay.
-    expect(foreignRules(E + 1, [cmd, declare(E, true), cmd, declare(E + 4), cmd])).toEqual({
+    expect(foreignRules(E + 1, [cmd, declare(E, 1), cmd, declare(E + 4), cmd])).toEqual({
       first: 4,
       last: 4,
       version: E + 4,
+      versions: [E + 4],
     });
   });
 
@@ -116,23 +141,23 @@ describe('foreignRules', () => {
   function reference(declared: number | null, log: readonly Command[]) {
     const versions: (number | null)[] = [];
     let current = declared;
-    for (const c of log) {
-      if (c.type !== 'declareRules') {
-        versions.push(current);
-        continue;
-      }
-      versions.push(undefined as unknown as null); // declarations take no position of their own
+    log.forEach((c, i) => {
+      versions.push(current);
+      if (c.type !== 'declareRules') return;
       current = c.version;
-      if (c.replayed === true)
-        for (let i = 0; i < versions.length - 1; i++)
-          if (log[i]?.type !== 'declareRules') versions[i] = c.version;
-    }
+      for (let j = Math.max(0, i - (c.replayed ?? 0)); j < i; j++) versions[j] = c.version;
+    });
     const foreign = versions
       .map((v, i) => ({ v, i }))
       .filter(({ v, i }) => log[i]?.type !== 'declareRules' && v !== null && v !== E);
     if (foreign.length === 0) return null;
     const first = foreign[0]!;
-    return { first: first.i, last: foreign[foreign.length - 1]!.i, version: first.v };
+    return {
+      first: first.i,
+      last: foreign[foreign.length - 1]!.i,
+      version: first.v,
+      versions: [...new Set(foreign.map((f) => f.v))],
+    };
   }
 
   const version = fc.constantFrom(E, E + 1, E + 2);
@@ -141,8 +166,8 @@ describe('foreignRules', () => {
     {
       weight: 1,
       arbitrary: fc
-        .tuple(version, fc.boolean(), fc.boolean())
-        .map(([v, marked, replayed]) => declare(v, marked ? replayed : undefined)),
+        .tuple(version, fc.option(fc.nat(45), { nil: undefined }))
+        .map(([v, replayed]) => declare(v, replayed)),
     },
   );
 

@@ -17,8 +17,8 @@ import { wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
-import { RulesVersionMismatchError } from './rules-version.js';
-import { listSnapshotFiles, Snapshotter } from './snapshots.js';
+import { checkReplayRules, RulesVersionMismatchError } from './rules-version.js';
+import { listSnapshotFiles, Snapshotter, snapshotFileName } from './snapshots.js';
 
 const E = ENGINE_RULES_VERSION;
 const OTHER = E + 1;
@@ -116,7 +116,8 @@ describe('engine rules in the journal', () => {
     await venue.close();
     const written = await records(dir);
     expect(written.slice(0, 4)).toEqual(old);
-    expect(written[4]).toMatchObject({ type: 'declareRules', version: E, replayed: true });
+    // It names the four records it replayed (no snapshot: all of them).
+    expect(written[4]).toMatchObject({ type: 'declareRules', version: E, replayed: 4 });
     expect(stateHash(reduceAll(createEngineState({}, old[0]!.time), written).state)).toBe(hash);
 
     // The records now count as this build's: a plain restart replays them.
@@ -153,10 +154,116 @@ describe('engine rules in the journal', () => {
     const written = await records(dir);
     expect(written[4]).toEqual({ type: 'declareRules', time: written[4]!.time, version: E });
 
-    // Without the snapshots the old records would be replayed under this build's rules: refused.
+    // Without the snapshots the old records would be replayed under this build's rules: refused,
+    // and the old build could not replay the records this build wrote after them.
     for (const f of listSnapshotFiles(dir)) rmSync(f.path);
     await expect(start(dir, [])).rejects.toThrow(
-      `records 2..4 were written under engine rules ${OTHER}`,
+      `records 2..4 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes. Records after them were written by another build, so no single build replays them all as they were: restore a snapshot taken at or after seq 4`,
+    );
+  });
+
+  it('an accepted replay onto a snapshot vouches only for the records it replayed', async () => {
+    const dir = tempDir();
+    const old = await writtenUnderOtherRules(dir);
+    // A snapshot at seq 2 (records 1..2 reduced under rules OTHER), then a crash: 3..4 are a tail.
+    const snapshotter = new Snapshotter({ dir, log: () => {} });
+    const at2 = reduceAll(createEngineState({}, old[0]!.time), old.slice(0, 2)).state;
+    expect(await snapshotter.write(at2, 2)).not.toBeNull();
+    await snapshotter.close();
+    const lines: string[] = [];
+    const venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      historyBackfill: false,
+      replayUnderNewRules: true,
+    });
+    expect(lines).toContain(
+      `replaying journal records 3..4, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+    );
+    await venue.close();
+    const written = await records(dir);
+    expect(written[4]).toMatchObject({ type: 'declareRules', version: E, replayed: 2 });
+
+    // A full replay would reduce record 2 under this build's rules for the first time: refused.
+    for (const f of listSnapshotFiles(dir)) rmSync(f.path);
+    await expect(start(dir, [])).rejects.toMatchObject({ firstSeq: 2, lastSeq: 2 });
+  });
+
+  it('rotation keeps the newest snapshot of the old rules, so damaged newer ones do not block', async () => {
+    const dir = tempDir();
+    const old = await writtenUnderOtherRules(dir);
+    const boundary = reduceAll(createEngineState({}, old[0]!.time), old).state;
+    const first = new Snapshotter({ dir, log: () => {} });
+    expect(await first.write(boundary, old.length)).not.toBeNull();
+    await first.close();
+
+    // This build runs on, snapshotting every 3 records and keeping two.
+    const policy = { everyRecords: 3, everyMs: 0, keep: 2 };
+    let venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      historyBackfill: false,
+      snapshots: policy,
+    });
+    for (let i = 0; i < 12; i++) {
+      await venue.context.host.submit({ type: 'openAccount', account: wallet(10 + i) });
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const hash = stateHash(venue.context.host.state);
+    await venue.close();
+    const files = listSnapshotFiles(dir).map((f) => f.seq);
+    // The newest two, and the old rules' last snapshot at seq 4.
+    expect(files).toHaveLength(3);
+    expect(files[2]).toBe(old.length);
+
+    // The newer snapshots lost: recovery starts from the old rules' snapshot and replays only
+    // records of this build's rules.
+    for (const f of listSnapshotFiles(dir).slice(0, 2)) rmSync(f.path);
+    const lines: string[] = [];
+    venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      historyBackfill: false,
+      snapshots: policy,
+    });
+    expect(stateHash(venue.context.host.state)).toBe(hash);
+    expect(
+      lines.some((l) => l.startsWith(`recovered from snapshot ${join(dir, snapshotFileName(4))}`)),
+    ).toBe(true);
+    await venue.close();
+  });
+});
+
+describe('the refusal names every rules version and the way out that works', () => {
+  const t = 1;
+  const cmd: Command = { type: 'tick', time: t };
+  it('one old build, nothing after: start that build once', () => {
+    const e = (() => {
+      try {
+        checkReplayRules('j', OTHER, [cmd, cmd], 7, false);
+      } catch (x) {
+        return x as RulesVersionMismatchError;
+      }
+      throw new Error('not refused');
+    })();
+    expect(e.message).toBe(
+      `j: records 7..8 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes. Start the build with rules ${OTHER} on this data directory and stop it with SIGTERM (a clean stop writes a snapshot, so nothing is left to replay), then start this build; or start this build with --replay-under-new-rules to replay them under its rules anyway`,
+    );
+    expect(checkReplayRules('j', OTHER, [cmd, cmd], 7, true)).toBe(
+      `replaying journal records 7..8, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+    );
+  });
+
+  it('two old builds: no single build can replay them', () => {
+    const log: Command[] = [cmd, { type: 'declareRules', time: t, version: OTHER + 1 }, cmd];
+    expect(() => checkReplayRules('j', OTHER, log, 1, false)).toThrow(
+      `j: records 1..3 were written under engine rules ${OTHER} and ${OTHER + 1} and would be replayed under rules ${E} (this build), which can change their outcomes. They were written by builds with different rules, so no single build replays them all as they were`,
     );
   });
 });

@@ -24,7 +24,15 @@
  *
  * @module
  */
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -46,7 +54,7 @@ export interface SnapshotPolicy {
   readonly everyMs: number;
   /** ...when at least this many records were written since the last. */
   readonly minRecords: number;
-  /** Snapshot files to keep, newest first (at least 1). */
+  /** Snapshot files to keep, newest first (at least 1); also the newest of each older rules version. */
   readonly keep: number;
   /** Longest the event loop is held by one encoding or hashing slice, ms. */
   readonly sliceMs: number;
@@ -96,6 +104,11 @@ export interface SnapshotHeader {
   readonly stateHash: string;
   readonly bodyBytes: number;
   readonly bodyCrc32: number;
+  /**
+   * The engine rules the state declares (`state.rulesVersion`); absent in files written before
+   * it existed. Rotation keeps the newest snapshot of every older rules version.
+   */
+  readonly rules?: number | null;
 }
 
 /** A snapshot read back and verified. */
@@ -136,6 +149,24 @@ export function listSnapshotFiles(dir: string): SnapshotFile[] {
     if (m !== null) out.push({ path: join(dir, name), seq: Number(m[1]) });
   }
   return out.sort((a, b) => b.seq - a.seq);
+}
+
+/** The header of a snapshot file, unverified, or `null` when it cannot be read as one. */
+export function readSnapshotHeader(path: string): SnapshotHeader | null {
+  let fd: number | null = null;
+  try {
+    fd = openSync(path, 'r');
+    const block = Buffer.alloc(HEADER_BLOCK);
+    const n = readSync(fd, block, 0, HEADER_BLOCK, 0);
+    const nl = block.subarray(0, n).indexOf(10);
+    if (nl < 0) return null;
+    const header = JSON.parse(block.toString('utf8', 0, nl)) as SnapshotHeader;
+    return header.format === FORMAT ? header : null;
+  } catch {
+    return null;
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
 }
 
 /** Reads and fully verifies one snapshot file; throws {@link SnapshotFileError}. */
@@ -302,6 +333,8 @@ export class Snapshotter {
   private closed = false;
   /** After a failed write, no new attempt before this time (performance.now ms). */
   private retryAt = 0;
+  /** Writing a clean stop's snapshot: nothing else needs the event loop. */
+  private stopping = false;
 
   constructor(options: SnapshotterOptions) {
     this.dir = options.dir;
@@ -346,6 +379,13 @@ export class Snapshotter {
       this.timer = null;
     };
     return this.detach;
+  }
+
+  /** How long one encoding or hashing slice may hold the event loop, ms. */
+  private get sliceMs(): number {
+    // At a clean stop the engine is idle and the sockets are closed: long slices finish sooner,
+    // within a process manager's stop timeout.
+    return this.stopping ? Math.max(this.policy.sliceMs, 250) : this.policy.sliceMs;
   }
 
   /** The snapshot in progress, if any. */
@@ -408,7 +448,7 @@ export class Snapshotter {
           bytes += piece.length;
         };
         for (let done = false; !done; ) {
-          const until = performance.now() + this.policy.sliceMs;
+          const until = performance.now() + this.sliceMs;
           do {
             const text = encoder.step(512);
             if (text === null) done = true;
@@ -432,6 +472,7 @@ export class Snapshotter {
           stateHash: hash,
           bodyBytes: bytes,
           bodyCrc32: crc,
+          rules: state.rulesVersion,
         };
         const line = JSON.stringify(header);
         if (line.length >= HEADER_BLOCK) throw new Error('snapshot header does not fit its block');
@@ -453,7 +494,8 @@ export class Snapshotter {
     } catch (e) {
       await rm(tmp, { force: true }).catch(() => {});
       this.retryAt = performance.now() + RETRY_AFTER_MS;
-      // Not fatal: the journal alone recovers everything; the next snapshot tries again.
+      // Not fatal: the journal (with the kept snapshots of older rules) recovers everything; the
+      // next snapshot tries again.
       this.log(
         `snapshot at seq ${seq} failed and was abandoned (the journal is unaffected): ${(e as Error).message}`,
       );
@@ -481,7 +523,7 @@ export class Snapshotter {
   /** Runs `step` until it returns true, yielding to the event loop every `sliceMs`. */
   private async sliced(step: () => boolean): Promise<void> {
     for (;;) {
-      const until = performance.now() + this.policy.sliceMs;
+      const until = performance.now() + this.sliceMs;
       do {
         if (step()) return;
       } while (performance.now() < until);
@@ -490,9 +532,23 @@ export class Snapshotter {
     }
   }
 
+  /**
+   * Keeps the newest `keep` snapshots, and the newest snapshot of every older rules version: the
+   * state at the end of a build's records (the snapshot a clean stop wrote before an upgrade).
+   * Journal records of other rules are never replayed without the operator's word, so without it
+   * a venue whose newer snapshots are all damaged could not recover from the journal alone.
+   */
   private async prune(): Promise<void> {
     const files = listSnapshotFiles(this.dir);
-    for (const f of files.slice(Math.max(1, this.policy.keep))) await rm(f.path, { force: true });
+    const kept = Math.max(1, this.policy.keep);
+    const rulesSeen = new Set<number>();
+    for (const [i, f] of files.entries()) {
+      const rules = readSnapshotHeader(f.path)?.rules;
+      const boundary = typeof rules === 'number' && !rulesSeen.has(rules);
+      if (typeof rules === 'number') rulesSeen.add(rules);
+      if (i < kept || boundary) continue;
+      await rm(f.path, { force: true });
+    }
   }
 
   /**
@@ -506,6 +562,7 @@ export class Snapshotter {
     this.detach = null;
     while (this.running !== null) await this.running;
     if (this.closed || seq <= this.lastSeq) return null;
+    this.stopping = true;
     return this.write(state, seq);
   }
 

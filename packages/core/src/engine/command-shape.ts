@@ -152,7 +152,7 @@ const SHAPES: CommandShapes = {
   applyReferral: { wallet: 'string', code: 'string', nonce: 'string', timestamp: 'int' },
   authenticate: { account: 'string', nonce: 'bigint' },
   tick: {},
-  declareRules: { version: 'int', replayed: opt('bool') },
+  declareRules: { version: 'int', replayed: opt('int') },
   settleFunding: { market: opt('int') },
   liquidate: { account: 'string', mode: MODE, market: 'int', force: opt('bool') },
   claimLiquidation: {

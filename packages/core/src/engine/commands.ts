@@ -244,11 +244,12 @@ export interface DeclareRulesCommand {
   /** A positive whole number. */
   readonly version: number;
   /**
-   * The records before it were themselves replayed under `version` when it was journaled (a host
-   * that replayed records of other rules because the operator said so): a later replay of them
-   * under `version` reproduces the state everything after was built on.
+   * How many commands right before it were themselves replayed under `version` when it was
+   * journaled (a host that replayed records of other rules because the operator said so, onto the
+   * state it recovered): a later replay of those under `version` reproduces the state everything
+   * after was built on. The commands before them keep the rules they were declared under.
    */
-  readonly replayed?: boolean | undefined;
+  readonly replayed?: number | undefined;
 }
 
 /**

@@ -29,34 +29,48 @@ export function declareRules(ctx: Ctx, cmd: DeclareRulesCommand): void {
     );
     return ctx.fail(r.code, r.message);
   }
+  if (cmd.replayed !== undefined && cmd.replayed < 0) {
+    const r = reject('INVALID_REQUEST', `replayed must not be negative, not ${cmd.replayed}`);
+    return ctx.fail(r.code, r.message);
+  }
   ctx.state.rulesVersion = cmd.version;
   ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
 }
 
-/** A run of commands declared under rules other than this build's. */
+/** The commands of a log a replay by this build would reduce under other rules. */
 export interface ForeignRules {
   /** Index of the first such command in the list given. */
   readonly first: number;
-  /** Index of the last such command. */
+  /** Index of the last such command (declarations aside, those between are such commands too). */
   readonly last: number;
-  /** The rules the first of them was declared under. */
+  /** The rules the first of them was reduced under. */
+  readonly version: number;
+  /** Every such version, in order of first appearance. */
+  readonly versions: readonly number[];
+}
+
+/** Consecutive commands reduced under one version other than this build's. */
+interface Run {
+  first: number;
+  last: number;
   readonly version: number;
 }
 
 /**
  * Follows a replay command by command and finds the commands this build would reduce under rules
  * other than the ones they were reduced under when their outcomes were given (see
- * {@link foreignRules}). For logs read in pieces; positions count every command added.
+ * {@link foreignRules}). For logs read in pieces; positions count every command added,
+ * declarations included.
  */
 export class ForeignRulesScan {
   private current: number | null;
   private count = 0;
-  /** First and last command (declarations aside) added so far. */
-  private firstCommand = -1;
+  /** Positions of the declarations added (few: one per start of a build with other rules). */
+  private readonly declarations: number[] = [];
   private lastCommand = -1;
-  private first = -1;
-  private last = -1;
-  private version = 0;
+  private readonly runs: Run[] = [];
+  /** The run the next foreign command extends (none after a declaration). */
+  private open: Run | null = null;
 
   /** `declared`: the version declared before the first command (`state.rulesVersion`). */
   constructor(declared: number | null) {
@@ -67,42 +81,67 @@ export class ForeignRulesScan {
   add(c: Command): void {
     const i = this.count++;
     if (c.type !== 'declareRules') {
-      if (this.firstCommand < 0) this.firstCommand = i;
       this.lastCommand = i;
       if (this.current === null || this.current === ENGINE_RULES_VERSION) return;
-      if (this.first < 0) {
-        this.first = i;
-        this.version = this.current;
-      }
-      this.last = i;
+      if (this.open === null) {
+        this.open = { first: i, last: i, version: this.current };
+        this.runs.push(this.open);
+      } else this.open.last = i;
       return;
     }
+    this.declarations.push(i);
+    this.open = null;
     this.current = c.version;
-    if (c.replayed !== true) return;
-    // Everything before it was reduced again under its version.
-    if (c.version === ENGINE_RULES_VERSION || this.firstCommand < 0) {
-      this.first = -1;
-    } else {
-      this.first = this.firstCommand;
-      this.last = this.lastCommand;
-      this.version = c.version;
-    }
+    if (c.replayed === undefined || c.replayed === 0) return;
+    // The commands in [from, i) were reduced again under its version: they count as its.
+    const from = Math.max(0, i - c.replayed);
+    while (this.runs.length > 0 && (this.runs[this.runs.length - 1] as Run).first >= from)
+      this.runs.pop();
+    const cut = this.runs[this.runs.length - 1];
+    if (cut !== undefined && cut.last >= from) cut.last = this.commandAtOrBefore(from - 1);
+    if (c.version === ENGINE_RULES_VERSION) return;
+    const first = this.commandAtOrAfter(from, i);
+    if (first >= 0) this.runs.push({ first, last: this.lastCommand, version: c.version });
   }
 
   /** The foreign commands among those added so far, or `null`. */
   result(): ForeignRules | null {
-    return this.first < 0 ? null : { first: this.first, last: this.last, version: this.version };
+    const head = this.runs[0];
+    const tail = this.runs[this.runs.length - 1];
+    if (head === undefined || tail === undefined) return null;
+    const versions: number[] = [];
+    for (const r of this.runs) if (!versions.includes(r.version)) versions.push(r.version);
+    return { first: head.first, last: tail.last, version: head.version, versions };
+  }
+
+  private isDeclaration(position: number): boolean {
+    return this.declarations.includes(position);
+  }
+
+  /** The last command (not a declaration) at or before `position`, or -1. */
+  private commandAtOrBefore(position: number): number {
+    let p = position;
+    while (p >= 0 && this.isDeclaration(p)) p--;
+    return p;
+  }
+
+  /** The first command (not a declaration) at or after `position` and before `end`, or -1. */
+  private commandAtOrAfter(position: number, end: number): number {
+    let p = position;
+    while (p < end && this.isDeclaration(p)) p++;
+    return p < end ? p : -1;
   }
 }
 
 /**
  * The commands of `commands` a replay by this build would reduce under rules other than the ones
  * they were reduced under when their outcomes were given, given the version declared before them
- * (`state.rulesVersion` of the state they follow): the first and last such command and the
- * version of the first, or `null` when there is none. Commands before any declaration (`null`: a
- * log from before declarations existed) are not counted: nothing says which rules wrote them. A
- * declaration marked `replayed` says the commands before it were reduced again under its
- * version, so they count as that version's.
+ * (`state.rulesVersion` of the state they follow): the first and last such command, the version
+ * of the first and every version among them, or `null` when there is none. Commands before any
+ * declaration (`null`: a log from before declarations existed) are not counted: nothing says which
+ * rules wrote them. A declaration with `replayed: n` says the n commands right before it were
+ * reduced again under its version (a host that replayed them under new rules because the operator
+ * said so), so they count as that version's; the commands before those keep their own.
  */
 export function foreignRules(
   declared: number | null,
