@@ -4,7 +4,7 @@
  * trades against it. Runs the real `pnpm start` in a child process.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -128,6 +128,10 @@ describe('README', () => {
     const exited = new Promise((r) => child.once('exit', r));
     process.kill(-child.pid!, 'SIGTERM');
     await exited;
+    // `exited` is the package manager's; the venue itself has stopped once its lock is gone.
+    for (let i = 0; i < 200 && existsSync(join(dataDir, 'LOCK')); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(join(dataDir, 'LOCK'))).toBe(false);
     // The clean stop snapshotted the journal's end: the restart replays nothing.
     expect(listSnapshotFiles(dataDir).map((f) => f.seq)).toEqual([hashBefore.seq]);
     // The service binary itself, so the signal reaches it and not a package-manager wrapper.
