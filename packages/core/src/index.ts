@@ -43,7 +43,9 @@ export {
 } from './engine/rules.js';
 export { nextWakeTime } from './engine/schedule.js';
 export {
+  type DecodedSnapshot,
   decodeSnapshot,
+  decodeSnapshotText,
   encodeSnapshot,
   SNAPSHOT_VERSION,
   SnapshotEncoder,

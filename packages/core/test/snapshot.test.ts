@@ -11,6 +11,7 @@ import {
   canonicalText,
   createEngineState,
   decodeSnapshot,
+  decodeSnapshotText,
   type EngineState,
   encodeSnapshot,
   PMap,
@@ -428,10 +429,38 @@ describe('snapshots', () => {
     expect(() => decodeSnapshot('{"v":3,"state":{}}')).toThrow(SnapshotFormatError);
     // Version 4 threaded each account's orders through two state-wide maps.
     expect(() => decodeSnapshot('{"v":4,"state":{}}')).toThrow(SnapshotFormatError);
-    // Version 5 had no engine rules version in the state.
+    // Version 5 had no engine rules version: decodeSnapshot takes this version only...
     expect(() => decodeSnapshot('{"v":5,"state":{}}')).toThrow(SnapshotFormatError);
     expect(() => decodeSnapshot('{"v":7,"state":{}}')).toThrow(SnapshotFormatError);
     expect(() => decodeSnapshot('{"v":6,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
+    // ...decodeSnapshotText also the versions it converts, and no others.
+    for (const v of [1, 2, 3, 4, 7])
+      expect(() => decodeSnapshotText(`{"v":${v},"state":{}}`)).toThrow(SnapshotFormatError);
+  });
+
+  it('converts a version-5 snapshot: the recorded hash checks the state as written', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    v.open(wallet(1));
+    v.fund(wallet(1), '1000');
+    v.place(wallet(1), 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
+    expect(v.state.rulesVersion).toBeNull();
+    // What the previous build wrote: the same state without the field, as version 5.
+    const { rulesVersion: _, ...old } = v.state;
+    const v6 = encodeSnapshot(old as EngineState);
+    expect(v6.startsWith('{"v":6,')).toBe(true);
+    const text = `{"v":5,${v6.slice('{"v":6,'.length)}`;
+    const decoded = decodeSnapshotText(text);
+    expect(decoded.version).toBe(5);
+    expect(stateHash(decoded.written)).toBe(stateHash(old as EngineState));
+    expect(decoded.state.rulesVersion).toBeNull();
+    expect(stateHash(decoded.state)).toBe(stateHash(v.state));
+    // And it behaves as the state it converts to.
+    const cmd = { type: 'declareRules', time: v.time + 1, version: 3 } as const;
+    expect(stateHash(reduce(decoded.state, cmd).state)).toBe(stateHash(reduce(v.state, cmd).state));
+    // The current version decodes to itself.
+    const current = decodeSnapshotText(encodeSnapshot(v.state));
+    expect(current.state).toBe(current.written);
   });
 });

@@ -8,7 +8,17 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Command, createEngineState, reduceAll, stateHash } from '@perp/core';
+import { crc32 } from 'node:zlib';
+import {
+  type Command,
+  createEngineState,
+  ENGINE_RULES_VERSION,
+  type EngineState,
+  encodeSnapshot,
+  reduceAll,
+  SNAPSHOT_VERSION,
+  stateHash,
+} from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startVenue, type Venue } from '../venue.js';
@@ -372,6 +382,60 @@ describe('venue recovery from snapshot + journal tail', () => {
     await venue.close();
     expect(venue.context.host.failed).toBe(true);
     expect(listSnapshotFiles(dir)).toEqual([]);
+  });
+
+  it('converts a version-5 snapshot of the previous build instead of replaying its records', async () => {
+    const dir = tempDir();
+    // The previous build's data directory: a journal without rules declarations, and a snapshot
+    // of its first 6 records in the version-5 form (no rulesVersion field).
+    const t0 = Date.now() - 60_000;
+    const commands: Command[] = [];
+    for (let i = 0; i < 10; i++)
+      commands.push({ type: 'openAccount', time: t0 + i, account: wallet(300 + i) });
+    const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+    await j.append(commands);
+    await j.close();
+    const at6 = reduceAll(createEngineState({}, t0), commands.slice(0, 6)).state;
+    const { rulesVersion: _, ...old } = at6;
+    const v6 = encodeSnapshot(old as EngineState);
+    const body = Buffer.from(`{"v":5,${v6.slice('{"v":6,'.length)}`, 'utf8');
+    const header = JSON.stringify({
+      format: 'perp-engine-snapshot',
+      version: 1,
+      seq: 6,
+      time: at6.time,
+      stateHash: stateHash(old as EngineState),
+      bodyBytes: body.length,
+      bodyCrc32: crc32(body),
+    });
+    writeFileSync(
+      join(dir, snapshotFileName(6)),
+      Buffer.concat([Buffer.from(`${header.padEnd(511, ' ')}\n`, 'utf8'), body]),
+    );
+
+    const lines: string[] = [];
+    const venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: (l) => lines.push(l),
+      snapshots: { everyRecords: 0, everyMs: 0 },
+    });
+    let hash: string;
+    try {
+      expect(lines).toContain(
+        `snapshot ${join(dir, snapshotFileName(6))} is of version 5; converted to version ${SNAPSHOT_VERSION} on reading (hash ${stateHash(at6)})`,
+      );
+      expect(lines).toContain('replayed 4 journal records after seq 6');
+      expect(venue.context.host.state.rulesVersion).toBe(ENGINE_RULES_VERSION);
+      // The history before the snapshot is rebuilt against the converted state's hash.
+      expect(await venue.historyBackfill?.done).toBe('complete');
+      hash = stateHash(venue.context.host.state);
+    } finally {
+      await venue.close();
+    }
+    // The same state as a replay of the whole journal (this build's records included).
+    expect((await cleanReplayHash(dir)).hash).toBe(hash);
   });
 
   it('refuses a journal with no valid record when snapshots show it had records', async () => {

@@ -38,8 +38,10 @@ import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
 import {
-  decodeSnapshot,
+  type DecodedSnapshot,
+  decodeSnapshotText,
   type EngineState,
+  SNAPSHOT_VERSION,
   SnapshotEncoder,
   StateHasher,
   stateHash,
@@ -116,7 +118,10 @@ export interface LoadedSnapshot {
   readonly path: string;
   readonly seq: number;
   readonly state: EngineState;
+  /** `stateHash` of {@link state}. */
   readonly hash: string;
+  /** The older snapshot version it was written in, when it was converted on reading. */
+  readonly convertedFrom?: number;
 }
 
 /** A snapshot file on disk. */
@@ -206,20 +211,29 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
     );
   }
   if (crc32(body) !== header.bodyCrc32) throw new SnapshotFileError(path, 'body checksum mismatch');
-  let state: EngineState;
+  let decoded: DecodedSnapshot;
   try {
-    state = decodeSnapshot(body.toString('utf8'));
+    decoded = decodeSnapshotText(body.toString('utf8'));
   } catch (e) {
     throw new SnapshotFileError(path, `undecodable body (${(e as Error).message})`);
   }
-  const hash = stateHash(state);
-  if (hash !== header.stateHash) {
+  // The recorded hash is of the state as written; a converted one gets its own.
+  const writtenHash = stateHash(decoded.written);
+  if (writtenHash !== header.stateHash) {
     throw new SnapshotFileError(
       path,
-      `decoded state hash ${hash} differs from the recorded ${header.stateHash}`,
+      `decoded state hash ${writtenHash} differs from the recorded ${header.stateHash}`,
     );
   }
-  return { path, seq: header.seq, state, hash };
+  const { state } = decoded;
+  if (state === decoded.written) return { path, seq: header.seq, state, hash: writtenHash };
+  return {
+    path,
+    seq: header.seq,
+    state,
+    hash: stateHash(state),
+    convertedFrom: decoded.version,
+  };
 }
 
 /** Options of {@link loadNewestSnapshot}. */
@@ -284,7 +298,12 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
       throw new JournalBehindSnapshotError(journal, size, options.maxSeq, ahead);
     }
     try {
-      return readSnapshotFile(f.path);
+      const loaded = readSnapshotFile(f.path);
+      if (loaded.convertedFrom !== undefined)
+        log(
+          `snapshot ${f.path} is of version ${loaded.convertedFrom}; converted to version ${SNAPSHOT_VERSION} on reading (hash ${loaded.hash})`,
+        );
+      return loaded;
     } catch (e) {
       log(`${(e as Error).message}; skipped, using ${fallback}`);
     }

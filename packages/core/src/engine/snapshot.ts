@@ -47,7 +47,8 @@ import type { EngineState, StoredTrade } from './types.js';
  * keep their queue in fixed chunks and the trade log stores flat records. 4: the basis EMA's sums
  * carry 18 more decimals (a version 3 snapshot's would mix the two scales in its first update).
  * 5: an account lists its working orders in an array of ids, not a list threaded through two
- * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`).
+ * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`); a
+ * version-5 snapshot is converted on reading ({@link decodeSnapshotText}).
  */
 export const SNAPSHOT_VERSION = 6;
 
@@ -442,10 +443,33 @@ function decodeValue(v: unknown, edit: Edit): unknown {
 }
 
 /**
- * Decodes snapshot text into a published state (owned by nobody). Throws
- * {@link SnapshotFormatError} on text that is not a snapshot of this version.
+ * Older snapshot versions this build converts, each into the next: what the version after it
+ * added. A version not here (and not current) is refused, and the journal is replayed instead.
  */
-export function decodeSnapshot(text: string): EngineState {
+const CONVERSIONS: ReadonlyMap<number, (written: EngineState) => EngineState> = new Map([
+  // 6 added the engine rules the log declared; a version-5 state predates declarations.
+  [5, (written: EngineState) => ({ ...written, rulesVersion: null })],
+]);
+
+/** A decoded snapshot: see {@link decodeSnapshotText}. */
+export interface DecodedSnapshot {
+  /** The version of the text. */
+  readonly version: number;
+  /**
+   * The state as it was written: its `stateHash` is the one recorded with it (for an older
+   * version, computed by the build that wrote it).
+   */
+  readonly written: EngineState;
+  /** The state in this version's form: `written` itself when the text is of this version. */
+  readonly state: EngineState;
+}
+
+/**
+ * Decodes snapshot text of this version, or of an older one this build converts (version 5), into
+ * published states (owned by nobody). Throws {@link SnapshotFormatError} on anything else. Check
+ * a recorded hash against `written`, then use `state`.
+ */
+export function decodeSnapshotText(text: string): DecodedSnapshot {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -453,9 +477,35 @@ export function decodeSnapshot(text: string): EngineState {
     fail(`not JSON (${(e as Error).message})`);
   }
   const doc = parsed as { v?: unknown; state?: unknown } | null;
-  if (doc === null || typeof doc !== 'object' || doc.v !== SNAPSHOT_VERSION)
-    fail(`expected version ${SNAPSHOT_VERSION}`);
-  const state = decodeValue(doc.state, newEdit());
+  const version = doc === null || typeof doc !== 'object' ? undefined : doc.v;
+  if (
+    doc === null ||
+    typeof version !== 'number' ||
+    (version !== SNAPSHOT_VERSION && !CONVERSIONS.has(version))
+  )
+    fail(`expected version ${SNAPSHOT_VERSION} (or ${[...CONVERSIONS.keys()].join(', ')})`);
+  const written = decodeState(doc.state);
+  let state = written;
+  for (let v = version; v < SNAPSHOT_VERSION; v++) {
+    const convert = CONVERSIONS.get(v);
+    if (convert === undefined) fail(`no conversion from version ${v}`);
+    state = convert(state);
+  }
+  return { version, written, state };
+}
+
+/**
+ * Decodes snapshot text into a published state (owned by nobody). Throws
+ * {@link SnapshotFormatError} on text that is not a snapshot of this version.
+ */
+export function decodeSnapshot(text: string): EngineState {
+  const decoded = decodeSnapshotText(text);
+  if (decoded.version !== SNAPSHOT_VERSION) fail(`expected version ${SNAPSHOT_VERSION}`);
+  return decoded.state;
+}
+
+function decodeState(encoded: unknown): EngineState {
+  const state = decodeValue(encoded, newEdit());
   if (state === null || typeof state !== 'object' || Array.isArray(state))
     fail('the state is not a record');
   // The trade log is written as an IntMap of its records (the same bytes as before it was
