@@ -94,7 +94,7 @@ describe('engine rules in the journal', () => {
     const attempt = start(dir, []);
     await expect(attempt).rejects.toThrow(RulesVersionMismatchError);
     await expect(attempt).rejects.toThrow(
-      `${journalPath}: records 2..4 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes.`,
+      `${journalPath}: records 2..4 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes.`,
     );
     await expect(attempt).rejects.toMatchObject({ version: OTHER, firstSeq: 2, lastSeq: 4 });
     expect(readFileSync(journalPath)).toEqual(bytes);
@@ -108,7 +108,7 @@ describe('engine rules in the journal', () => {
     const lines: string[] = [];
     let venue = await start(dir, lines, { replayUnderNewRules: true });
     expect(lines).toContain(
-      `replaying journal records 2..4, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+      `replaying journal records 2..4, which include records written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
     );
     expect(venue.context.host.state.rulesVersion).toBe(E);
     const seq = venue.context.host.journalSeq;
@@ -158,7 +158,7 @@ describe('engine rules in the journal', () => {
     // and the old build could not replay the records this build wrote after them.
     for (const f of listSnapshotFiles(dir)) rmSync(f.path);
     await expect(start(dir, [])).rejects.toThrow(
-      `records 2..4 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes. Records after them were written by another build, so no single build replays them all as they were: restore a snapshot taken at or after seq 4`,
+      `records 2..4 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes. Records after them were written by another build, so no single build replays them all as they were: restore a snapshot taken at or after seq 4`,
     );
   });
 
@@ -180,7 +180,7 @@ describe('engine rules in the journal', () => {
       replayUnderNewRules: true,
     });
     expect(lines).toContain(
-      `replaying journal records 3..4, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+      `replaying journal records 3..4, which include records written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
     );
     await venue.close();
     const written = await records(dir);
@@ -253,17 +253,17 @@ describe('the refusal names every rules version and the way out that works', () 
       throw new Error('not refused');
     })();
     expect(e.message).toBe(
-      `j: records 7..8 were written under engine rules ${OTHER} and would be replayed under rules ${E} (this build), which can change their outcomes. Start the build with rules ${OTHER} on this data directory and stop it with SIGTERM (a clean stop writes a snapshot, so nothing is left to replay), then start this build; or start this build with --replay-under-new-rules to replay them under its rules anyway`,
+      `j: records 7..8 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes. Start the build with rules ${OTHER} on this data directory and stop it with SIGTERM (a clean stop writes a snapshot, so nothing is left to replay), then start this build; or start this build with --replay-under-new-rules to replay them under its rules anyway`,
     );
     expect(checkReplayRules('j', OTHER, [cmd, cmd], 7, true)).toBe(
-      `replaying journal records 7..8, written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
+      `replaying journal records 7..8, which include records written under engine rules ${OTHER}, under rules ${E} (--replay-under-new-rules): their outcomes may differ from those acknowledged`,
     );
   });
 
   it('two old builds: no single build can replay them', () => {
     const log: Command[] = [cmd, { type: 'declareRules', time: t, version: OTHER + 1 }, cmd];
     expect(() => checkReplayRules('j', OTHER, log, 1, false)).toThrow(
-      `j: records 1..3 were written under engine rules ${OTHER} and ${OTHER + 1} and would be replayed under rules ${E} (this build), which can change their outcomes. They were written by builds with different rules, so no single build replays them all as they were`,
+      `j: records 1..3 include records written under engine rules ${OTHER} and ${OTHER + 1} that would be replayed under rules ${E} (this build), which can change their outcomes. They were written by builds with different rules, so no single build replays them all as they were`,
     );
   });
 });

@@ -41,7 +41,7 @@ export class RulesVersionMismatchError extends Error {
         ? `Start the build with rules ${one} on this data directory and stop it with SIGTERM (a clean stop writes a snapshot, so nothing is left to replay), then start this build; or start this build with --replay-under-new-rules to replay them under its rules anyway`
         : `${why}, so no single build replays them all as they were: restore a snapshot taken at or after seq ${lastSeq} (the venue keeps the newest snapshot of each older rules version; check the log above for damaged ones), or start this build with --replay-under-new-rules to replay them under its rules anyway`;
     super(
-      `${journal}: records ${firstSeq}..${lastSeq} were written under engine rules ${named} and would be replayed under rules ${ENGINE_RULES_VERSION} (this build), which can change their outcomes. ${remedy}`,
+      `${journal}: records ${firstSeq}..${lastSeq} include records written under engine rules ${named} that would be replayed under rules ${ENGINE_RULES_VERSION} (this build), which can change their outcomes. ${remedy}`,
     );
     this.version = versions[0] as number;
     this.versions = versions;
@@ -72,5 +72,5 @@ export function checkReplayRules(
     records.slice(foreign.last + 1).some((c) => c.type !== 'declareRules'),
   );
   if (!allow) throw error;
-  return `replaying journal records ${error.firstSeq}..${error.lastSeq}, written under engine rules ${foreign.versions.join(' and ')}, under rules ${ENGINE_RULES_VERSION} (--replay-under-new-rules): their outcomes may differ from those acknowledged`;
+  return `replaying journal records ${error.firstSeq}..${error.lastSeq}, which include records written under engine rules ${foreign.versions.join(' and ')}, under rules ${ENGINE_RULES_VERSION} (--replay-under-new-rules): their outcomes may differ from those acknowledged`;
 }

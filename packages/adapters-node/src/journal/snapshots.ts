@@ -9,13 +9,15 @@
  * hashes it in slices of a few milliseconds between the engine's batches, streams it to a
  * temporary file with asynchronous I/O in ~1 MB pieces, fsyncs it, renames it into place and fsyncs the directory. A crash
  * at any point leaves either the old set of snapshots or the new one, plus at worst a `.tmp`
- * file that the next start deletes. The newest `keep` snapshots are kept.
+ * file that the next start deletes. The newest `keep` snapshots are kept, and the newest of every
+ * older engine rules version (the state at the end of a build's records; see `prune`).
  *
  * Loading checks, newest first: header, length, CRC, that the body decodes, and that the
  * decoded state's hash equals the header's. A snapshot that fails any check is skipped with a
  * log line naming the file and the reason, and the previous one is tried; with none left,
  * recovery replays the whole journal. The journal stays the record of truth: snapshots only
- * save time, and losing all of them loses nothing. A valid snapshot past the journal's last
+ * save time, and losing all of them loses nothing (except across engine rules versions, whose
+ * records are not replayed without the operator's word: docs/durability.md, "Upgrades"). A valid snapshot past the journal's last
  * record stops start-up: snapshots are taken of durable states only, so the journal lost
  * records that were acknowledged (deleted, replaced, cut), and starting would drop them.
  *
@@ -156,21 +158,25 @@ export function listSnapshotFiles(dir: string): SnapshotFile[] {
   return out.sort((a, b) => b.seq - a.seq);
 }
 
-/** The header of a snapshot file, unverified, or `null` when it cannot be read as one. */
+/**
+ * The header of a snapshot file, unverified, or `null` when the file's start is not one. Throws
+ * when the file cannot be read (an I/O error says nothing about the file).
+ */
 export function readSnapshotHeader(path: string): SnapshotHeader | null {
-  let fd: number | null = null;
+  const fd = openSync(path, 'r');
   try {
-    fd = openSync(path, 'r');
     const block = Buffer.alloc(HEADER_BLOCK);
     const n = readSync(fd, block, 0, HEADER_BLOCK, 0);
     const nl = block.subarray(0, n).indexOf(10);
     if (nl < 0) return null;
-    const header = JSON.parse(block.toString('utf8', 0, nl)) as SnapshotHeader;
-    return header.format === FORMAT ? header : null;
-  } catch {
-    return null;
+    try {
+      const header = JSON.parse(block.toString('utf8', 0, nl)) as SnapshotHeader;
+      return header !== null && header.format === FORMAT ? header : null;
+    } catch {
+      return null;
+    }
   } finally {
-    if (fd !== null) closeSync(fd);
+    closeSync(fd);
   }
 }
 
@@ -562,7 +568,12 @@ export class Snapshotter {
     const kept = Math.max(1, this.policy.keep);
     const rulesSeen = new Set<number>();
     for (const [i, f] of files.entries()) {
-      const rules = readSnapshotHeader(f.path)?.rules;
+      let rules: number | null | undefined;
+      try {
+        rules = readSnapshotHeader(f.path)?.rules;
+      } catch {
+        continue; // unreadable now: keep it, the next rotation looks again
+      }
       const boundary = typeof rules === 'number' && !rulesSeen.has(rules);
       if (typeof rules === 'number') rulesSeen.add(rules);
       if (i < kept || boundary) continue;

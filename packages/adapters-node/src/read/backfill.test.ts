@@ -162,7 +162,7 @@ describe('history backfill', () => {
       ...written.slice(4),
     ];
     const cut = writtenCut + 2;
-    const note = `journal records 2..5 were written under engine rules ${ENGINE_RULES_VERSION + 1}, this build has rules ${ENGINE_RULES_VERSION}`;
+    const note = `journal records 2..5 include records written under engine rules ${ENGINE_RULES_VERSION + 1}, this build has rules ${ENGINE_RULES_VERSION}`;
 
     // The old rules computed another state: abandoned, saying why it may be.
     const a = restarted(commands, cut);

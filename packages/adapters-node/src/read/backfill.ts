@@ -213,7 +213,7 @@ export class HistoryBackfill {
     const foreignNote =
       foreign === null
         ? ''
-        : `journal records ${foreign.first + 1}..${foreign.last + 1} were written under engine rules ${foreign.version}, this build has rules ${ENGINE_RULES_VERSION}`;
+        : `journal records ${foreign.first + 1}..${foreign.last + 1} include records written under engine rules ${foreign.versions.join(' and ')}, this build has rules ${ENGINE_RULES_VERSION}`;
 
     // ---- the state must be the snapshot's ------------------------------------------------
     this.phase = 'hashing';

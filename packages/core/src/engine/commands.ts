@@ -244,10 +244,11 @@ export interface DeclareRulesCommand {
   /** A positive whole number. */
   readonly version: number;
   /**
-   * How many commands right before it were themselves replayed under `version` when it was
-   * journaled (a host that replayed records of other rules because the operator said so, onto the
-   * state it recovered): a later replay of those under `version` reproduces the state everything
-   * after was built on. The commands before them keep the rules they were declared under.
+   * How many commands right before it (declarations among them included) were themselves
+   * replayed under `version` when it was journaled (a host that replayed records of other rules
+   * because the operator said so, onto the state it recovered): a later replay of those under
+   * `version` reproduces the state everything after was built on. The commands before them keep
+   * the rules they were declared under.
    */
   readonly replayed?: number | undefined;
 }

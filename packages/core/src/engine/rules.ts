@@ -41,7 +41,7 @@ export function declareRules(ctx: Ctx, cmd: DeclareRulesCommand): void {
 export interface ForeignRules {
   /** Index of the first such command in the list given. */
   readonly first: number;
-  /** Index of the last such command (declarations aside, those between are such commands too). */
+  /** Index of the last such command; commands between the two may be of this build's rules. */
   readonly last: number;
   /** The rules the first of them was reduced under. */
   readonly version: number;
@@ -139,9 +139,10 @@ export class ForeignRulesScan {
  * (`state.rulesVersion` of the state they follow): the first and last such command, the version
  * of the first and every version among them, or `null` when there is none. Commands before any
  * declaration (`null`: a log from before declarations existed) are not counted: nothing says which
- * rules wrote them. A declaration with `replayed: n` says the n commands right before it were
- * reduced again under its version (a host that replayed them under new rules because the operator
- * said so), so they count as that version's; the commands before those keep their own.
+ * rules wrote them. A declaration with `replayed: n` says the n commands right before it
+ * (declarations included) were reduced again under its version (a host that replayed them under
+ * new rules because the operator said so), so they count as that version's; the commands before
+ * those keep their own.
  */
 export function foreignRules(
   declared: number | null,
