@@ -3,7 +3,7 @@
  * refuses to replay records written under other rules unless told to, and an upgrade after a
  * clean stop (which snapshots the journal's end) replays nothing of the old rules.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -236,6 +236,64 @@ describe('engine rules in the journal', () => {
     expect(
       lines.some((l) => l.startsWith(`recovered from snapshot ${join(dir, snapshotFileName(4))}`)),
     ).toBe(true);
+    await venue.close();
+  });
+});
+
+describe('rotation keeps an intact snapshot of the old rules', () => {
+  it('passes over a damaged newest one of that version and keeps the older intact one', async () => {
+    const dir = tempDir();
+    const time = Date.now() - 60_000;
+    const old: Command[] = [{ type: 'declareRules', time, version: OTHER }];
+    for (let i = 0; i < 7; i++)
+      old.push({ type: 'openAccount', time: time + i, account: wallet(50 + i) });
+    const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+    await j.append(old);
+    await j.close();
+    // The old build snapshotted seqs 4 and 8; the body of 8 is damaged, its header intact.
+    const writer = new Snapshotter({ dir, log: () => {}, policy: { keep: 5 } });
+    for (const seq of [4, 8])
+      expect(
+        await writer.write(reduceAll(createEngineState({}, time), old.slice(0, seq)).state, seq),
+      ).not.toBeNull();
+    await writer.close();
+    const eight = join(dir, snapshotFileName(8));
+    const bytes = readFileSync(eight);
+    bytes[bytes.length - 3] = (bytes[bytes.length - 3] as number) ^ 0xff;
+    writeFileSync(eight, bytes);
+
+    // This build replays 5..8 onto snapshot 4 (the operator's word), then runs and rotates.
+    const policy = { everyRecords: 3, everyMs: 0, keep: 2 };
+    let venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      historyBackfill: false,
+      snapshots: policy,
+      replayUnderNewRules: true,
+    });
+    for (let i = 0; i < 12; i++) {
+      await venue.context.host.submit({ type: 'openAccount', account: wallet(80 + i) });
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const hash = stateHash(venue.context.host.state);
+    await venue.close();
+    const seqs = listSnapshotFiles(dir).map((f) => f.seq);
+    expect(seqs).toHaveLength(3);
+    expect(seqs[2]).toBe(4);
+
+    // The newer snapshots lost: snapshot 4 plus the journal, whose declaration covers 5..8.
+    for (const f of listSnapshotFiles(dir).slice(0, 2)) rmSync(f.path);
+    venue = await startVenue({
+      dataDir: dir,
+      port: 0,
+      priceFeed: 'none',
+      log: () => {},
+      historyBackfill: false,
+      snapshots: policy,
+    });
+    expect(stateHash(venue.context.host.state)).toBe(hash);
     await venue.close();
   });
 });

@@ -360,6 +360,8 @@ export class Snapshotter {
   private retryAt = 0;
   /** Writing a clean stop's snapshot: nothing else needs the event loop. */
   private stopping = false;
+  /** Snapshot files known intact or damaged (files never change once renamed into place). */
+  private readonly checked = new Map<string, boolean>();
 
   constructor(options: SnapshotterOptions) {
     this.dir = options.dir;
@@ -510,6 +512,7 @@ export class Snapshotter {
       }
       await this.hooks.beforeRename?.(tmp);
       await rename(tmp, path);
+      this.checked.set(path, true);
       await syncDir(this.dir);
       this.lastSeq = Math.max(this.lastSeq, seq);
       await this.prune();
@@ -558,27 +561,63 @@ export class Snapshotter {
   }
 
   /**
-   * Keeps the newest `keep` snapshots, and the newest snapshot of every older rules version: the
-   * state at the end of a build's records (the snapshot a clean stop wrote before an upgrade).
-   * Journal records of other rules are never replayed without the operator's word, so without it
-   * a venue whose newer snapshots are all damaged could not recover from the journal alone.
+   * Keeps the newest `keep` snapshots, and the newest intact snapshot of every older rules
+   * version: the state at the end of a build's records (the snapshot a clean stop wrote before an
+   * upgrade). Journal records of other rules are never replayed without the operator's word, so
+   * without it a venue whose newer snapshots are all damaged could not recover from the journal
+   * alone. "Intact" is checked by the body's length and CRC, once per file.
    */
   private async prune(): Promise<void> {
     const files = listSnapshotFiles(this.dir);
     const kept = Math.max(1, this.policy.keep);
     const rulesSeen = new Set<number>();
     for (const [i, f] of files.entries()) {
-      let rules: number | null | undefined;
+      let header: SnapshotHeader | null;
       try {
-        rules = readSnapshotHeader(f.path)?.rules;
+        header = readSnapshotHeader(f.path);
       } catch {
         continue; // unreadable now: keep it, the next rotation looks again
       }
-      const boundary = typeof rules === 'number' && !rulesSeen.has(rules);
-      if (typeof rules === 'number') rulesSeen.add(rules);
-      if (i < kept || boundary) continue;
+      const rules = header?.rules;
+      if (header !== null && typeof rules === 'number' && !rulesSeen.has(rules)) {
+        let intact: boolean;
+        try {
+          intact = await this.intact(f.path, header);
+        } catch {
+          continue; // as above
+        }
+        if (intact) {
+          rulesSeen.add(rules);
+          continue;
+        }
+      }
+      if (i < kept) continue;
       await rm(f.path, { force: true });
+      this.checked.delete(f.path);
     }
+  }
+
+  /** Whether a snapshot file's body has the length and CRC its header records (cached). */
+  private async intact(path: string, header: SnapshotHeader): Promise<boolean> {
+    const known = this.checked.get(path);
+    if (known !== undefined) return known;
+    const fh = await open(path, 'r');
+    let crc = 0;
+    let bytes = 0;
+    try {
+      const chunk = Buffer.alloc(1 << 20);
+      for (;;) {
+        const { bytesRead } = await fh.read(chunk, 0, chunk.length, HEADER_BLOCK + bytes);
+        if (bytesRead === 0) break;
+        crc = crc32(chunk.subarray(0, bytesRead), crc);
+        bytes += bytesRead;
+      }
+    } finally {
+      await fh.close();
+    }
+    const ok = bytes === header.bodyBytes && crc === header.bodyCrc32;
+    this.checked.set(path, ok);
+    return ok;
   }
 
   /**
