@@ -36,6 +36,7 @@ import {
   cloid,
   ETH_SETTINGS,
   type OrderSpec,
+  prng,
   px,
   runSimulation,
   TestVenue,
@@ -70,18 +71,6 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
 interface Hashes {
   readonly state: string;
   readonly events: string;
-}
-
-/** mulberry32. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function eventsHash(history: readonly (readonly EngineEvent[])[]): string {

@@ -15,7 +15,7 @@ import {
 } from '@perp/core';
 import { wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startVenue, type Venue } from '../venue.js';
+import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
 import { checkReplayRules, RulesVersionMismatchError } from './rules-version.js';
 import { listSnapshotFiles, Snapshotter, snapshotFileName } from './snapshots.js';
@@ -40,6 +40,11 @@ async function records(dir: string): Promise<Command[]> {
   return out;
 }
 
+/** A venue on `dir` with no price feed and a free port; `options` add to or override that. */
+function launch(dir: string, options: Omit<StartVenueOptions, 'dataDir'> = {}): Promise<Venue> {
+  return startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {}, ...options });
+}
+
 /** A data directory whose journal a build with rules {@link OTHER} wrote: seqs 1..4. */
 async function writtenUnderOtherRules(dir: string): Promise<Command[]> {
   const time = Date.now() - 60_000;
@@ -55,15 +60,27 @@ async function writtenUnderOtherRules(dir: string): Promise<Command[]> {
   return commands;
 }
 
+/**
+ * Starts this build on `dir`, opens 12 accounts from wallet `first` on (pausing between them so
+ * snapshot rotation runs), stops it, and returns the state hash it stopped at.
+ */
+async function runAndStop(
+  dir: string,
+  options: Omit<StartVenueOptions, 'dataDir'>,
+  first: number,
+): Promise<string> {
+  const venue = await launch(dir, { historyBackfill: false, ...options });
+  for (let i = 0; i < 12; i++) {
+    await venue.context.host.submit({ type: 'openAccount', account: wallet(first + i) });
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const hash = stateHash(venue.context.host.state);
+  await venue.close();
+  return hash;
+}
+
 function start(dir: string, lines: string[], more: { replayUnderNewRules?: boolean } = {}) {
-  return startVenue({
-    dataDir: dir,
-    port: 0,
-    priceFeed: 'none',
-    log: (l) => lines.push(l),
-    snapshots: false,
-    ...more,
-  });
+  return launch(dir, { log: (l) => lines.push(l), snapshots: false, ...more });
 }
 
 describe('engine rules in the journal', () => {
@@ -138,13 +155,7 @@ describe('engine rules in the journal', () => {
     await snapshotter.close();
 
     const lines: string[] = [];
-    const venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: (l) => lines.push(l),
-      historyBackfill: false,
-    });
+    const venue = await launch(dir, { log: (l) => lines.push(l), historyBackfill: false });
     expect(lines).toContain(
       `engine rules ${E} declared in the journal (records before were written under rules ${OTHER})`,
     );
@@ -171,10 +182,7 @@ describe('engine rules in the journal', () => {
     expect(await snapshotter.write(at2, 2)).not.toBeNull();
     await snapshotter.close();
     const lines: string[] = [];
-    const venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    const venue = await launch(dir, {
       log: (l) => lines.push(l),
       historyBackfill: false,
       replayUnderNewRules: true,
@@ -201,20 +209,7 @@ describe('engine rules in the journal', () => {
 
     // This build runs on, snapshotting every 3 records and keeping two.
     const policy = { everyRecords: 3, everyMs: 0, keep: 2 };
-    let venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: () => {},
-      historyBackfill: false,
-      snapshots: policy,
-    });
-    for (let i = 0; i < 12; i++) {
-      await venue.context.host.submit({ type: 'openAccount', account: wallet(10 + i) });
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const hash = stateHash(venue.context.host.state);
-    await venue.close();
+    const hash = await runAndStop(dir, { snapshots: policy }, 10);
     const files = listSnapshotFiles(dir).map((f) => f.seq);
     // The newest two, and the old rules' last snapshot at seq 4.
     expect(files).toHaveLength(3);
@@ -224,10 +219,7 @@ describe('engine rules in the journal', () => {
     // records of this build's rules.
     for (const f of listSnapshotFiles(dir).slice(0, 2)) rmSync(f.path);
     const lines: string[] = [];
-    venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    const venue = await launch(dir, {
       log: (l) => lines.push(l),
       historyBackfill: false,
       snapshots: policy,
@@ -264,35 +256,14 @@ describe('rotation keeps an intact snapshot of the old rules', () => {
 
     // This build replays 5..8 onto snapshot 4 (the operator's word), then runs and rotates.
     const policy = { everyRecords: 3, everyMs: 0, keep: 2 };
-    let venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: () => {},
-      historyBackfill: false,
-      snapshots: policy,
-      replayUnderNewRules: true,
-    });
-    for (let i = 0; i < 12; i++) {
-      await venue.context.host.submit({ type: 'openAccount', account: wallet(80 + i) });
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    const hash = stateHash(venue.context.host.state);
-    await venue.close();
+    const hash = await runAndStop(dir, { snapshots: policy, replayUnderNewRules: true }, 80);
     const seqs = listSnapshotFiles(dir).map((f) => f.seq);
     expect(seqs).toHaveLength(3);
     expect(seqs[2]).toBe(4);
 
     // The newer snapshots lost: snapshot 4 plus the journal, whose declaration covers 5..8.
     for (const f of listSnapshotFiles(dir).slice(0, 2)) rmSync(f.path);
-    venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: () => {},
-      historyBackfill: false,
-      snapshots: policy,
-    });
+    const venue = await launch(dir, { historyBackfill: false, snapshots: policy });
     expect(stateHash(venue.context.host.state)).toBe(hash);
     await venue.close();
   });

@@ -21,7 +21,7 @@ import {
 } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startVenue, type Venue } from '../venue.js';
+import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
 import {
   listSnapshotFiles,
@@ -76,6 +76,11 @@ function flipByte(path: string, fromEnd: number): void {
   const at = data.length - fromEnd;
   data[at] = (data[at] as number) ^ 0x01;
   writeFileSync(path, data);
+}
+
+/** A venue on `dir` with no price feed and a free port; `options` add to or override that. */
+function launch(dir: string, options: Omit<StartVenueOptions, 'dataDir'> = {}): Promise<Venue> {
+  return startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {}, ...options });
 }
 
 describe('snapshot files', () => {
@@ -195,12 +200,9 @@ describe('snapshot files', () => {
 
 describe('venue recovery from snapshot + journal tail', () => {
   async function start(dir: string, lines: string[], everyRecords = 5): Promise<Venue> {
-    return startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    // These tests are about the tail after a snapshot: no snapshot at a clean stop.
+    return launch(dir, {
       log: (l) => lines.push(l),
-      // These tests are about the tail after a snapshot: no snapshot at a clean stop.
       snapshots: { everyRecords, everyMs: 0, atClose: false },
     });
   }
@@ -293,10 +295,7 @@ describe('venue recovery from snapshot + journal tail', () => {
   it('the timer also snapshots the tail replayed at start-up, with no new command', async () => {
     const dir = tempDir();
     const lines: string[] = [];
-    let venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    let venue = await launch(dir, {
       log: (l) => lines.push(l),
       snapshots: { everyRecords: 0, everyMs: 0, atClose: false },
     });
@@ -304,10 +303,7 @@ describe('venue recovery from snapshot + journal tail', () => {
     const seq = venue.context.host.journalSeq;
     await venue.close();
     expect(listSnapshotFiles(dir)).toEqual([]);
-    venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    venue = await launch(dir, {
       log: (l) => lines.push(l),
       snapshots: { everyRecords: 0, everyMs: 30, minRecords: 1 },
     });
@@ -326,12 +322,7 @@ describe('venue recovery from snapshot + journal tail', () => {
     const dir = tempDir();
     const lines: string[] = [];
     // The default policy: no snapshot by count or time in a run this short.
-    let venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: (l) => lines.push(l),
-    });
+    let venue = await launch(dir, { log: (l) => lines.push(l) });
     await drive(venue, 0, 4);
     const seq = venue.context.host.journalSeq;
     const hash = stateHash(venue.context.host.state);
@@ -341,12 +332,7 @@ describe('venue recovery from snapshot + journal tail', () => {
     expect((await cleanReplayHash(dir)).hash).toBe(hash);
 
     lines.length = 0;
-    venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: (l) => lines.push(l),
-    });
+    venue = await launch(dir, { log: (l) => lines.push(l) });
     try {
       expect(venue.context.host.journalSeq).toBe(seq);
       expect(stateHash(venue.context.host.state)).toBe(hash);
@@ -365,13 +351,7 @@ describe('venue recovery from snapshot + journal tail', () => {
 
   it('a venue stopped by a fatal error writes no snapshot at its stop', async () => {
     const dir = tempDir();
-    const venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: () => {},
-      onFatal: () => {},
-    });
+    const venue = await launch(dir, { onFatal: () => {} });
     await drive(venue, 0, 2);
     // The journal replaced under the running venue: the next append stops it (5002).
     const journalPath = join(dir, 'journal.log');
@@ -414,10 +394,7 @@ describe('venue recovery from snapshot + journal tail', () => {
     );
 
     const lines: string[] = [];
-    const venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
+    const venue = await launch(dir, {
       log: (l) => lines.push(l),
       snapshots: { everyRecords: 0, everyMs: 0 },
     });
@@ -457,13 +434,7 @@ describe('venue recovery from snapshot + journal tail', () => {
 
   it('with snapshots off, nothing is written and a restart replays the whole journal', async () => {
     const dir = tempDir();
-    const venue = await startVenue({
-      dataDir: dir,
-      port: 0,
-      priceFeed: 'none',
-      log: () => {},
-      snapshots: false,
-    });
+    const venue = await launch(dir, { snapshots: false });
     await drive(venue, 0, 4);
     await venue.close();
     expect(listSnapshotFiles(dir)).toEqual([]);

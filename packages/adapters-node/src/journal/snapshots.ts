@@ -166,18 +166,25 @@ export function readSnapshotHeader(path: string): SnapshotHeader | null {
   const fd = openSync(path, 'r');
   try {
     const block = Buffer.alloc(HEADER_BLOCK);
-    const n = readSync(fd, block, 0, HEADER_BLOCK, 0);
-    const nl = block.subarray(0, n).indexOf(10);
-    if (nl < 0) return null;
-    try {
-      const header = JSON.parse(block.toString('utf8', 0, nl)) as SnapshotHeader;
-      return header !== null && header.format === FORMAT ? header : null;
-    } catch {
-      return null;
-    }
+    const parsed = parseHeader(block.subarray(0, readSync(fd, block, 0, HEADER_BLOCK, 0)));
+    return typeof parsed !== 'string' && parsed.header.format === FORMAT ? parsed.header : null;
   } finally {
     closeSync(fd);
   }
+}
+
+/** The header line at the start of a snapshot file's bytes, or why there is none. */
+function parseHeader(data: Buffer): { header: SnapshotHeader; bodyStart: number } | string {
+  const nl = data.indexOf(10);
+  if (nl < 0) return 'no header line';
+  let header: unknown;
+  try {
+    header = JSON.parse(data.toString('utf8', 0, nl));
+  } catch {
+    return 'the header is not JSON';
+  }
+  if (header === null || typeof header !== 'object') return 'the header is not a JSON object';
+  return { header: header as SnapshotHeader, bodyStart: nl + 1 };
 }
 
 /** Reads and fully verifies one snapshot file; throws {@link SnapshotFileError}. */
@@ -188,14 +195,9 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
   } catch (e) {
     throw new SnapshotFileError(path, `unreadable (${(e as Error).message})`);
   }
-  const nl = data.indexOf(10);
-  if (nl < 0) throw new SnapshotFileError(path, 'no header line');
-  let header: SnapshotHeader;
-  try {
-    header = JSON.parse(data.toString('utf8', 0, nl)) as SnapshotHeader;
-  } catch {
-    throw new SnapshotFileError(path, 'the header is not JSON');
-  }
+  const parsed = parseHeader(data);
+  if (typeof parsed === 'string') throw new SnapshotFileError(path, parsed);
+  const { header } = parsed;
   if (header.format !== FORMAT || header.version !== VERSION) {
     throw new SnapshotFileError(
       path,
@@ -209,7 +211,7 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
       `the header says seq ${header.seq}, the name ${Number(m[1])}`,
     );
   }
-  const body = data.subarray(nl + 1);
+  const body = data.subarray(parsed.bodyStart);
   if (body.length !== header.bodyBytes) {
     throw new SnapshotFileError(
       path,

@@ -57,7 +57,7 @@ export interface SimulationResult {
 }
 
 /** mulberry32: a small seeded PRNG (deterministic; no ambient randomness). */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
