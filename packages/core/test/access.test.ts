@@ -12,7 +12,7 @@ import {
   RateLimiter,
   REFERRAL_CODE_RE,
 } from '../src/index.js';
-import { BTC_SETTINGS, TestVenue, usd, wallet } from '../src/testing/index.js';
+import { BTC_SETTINGS, px, TestVenue, units, usd, wallet } from '../src/testing/index.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 300);
 const A = wallet(0xa2);
@@ -277,6 +277,66 @@ describe('nonces of signed requests', () => {
         v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '50000' }, { auth: auth(n) }),
       ).ok,
     ).toBe(true);
+  });
+
+  it("consumes the nonce of an amend refused for the order's state, so it cannot pass later", () => {
+    const placed = outcome(
+      v.place(A, 'BTC-PERP', {
+        side: 'Buy',
+        qty: '0.01',
+        type: 'StopLimit',
+        price: '51000',
+        trigger: '51000',
+      }),
+    );
+    const orderId = BigInt((placed as { order: { orderId: number } }).order.orderId);
+    const amend = (nonce: number, triggerPrice: bigint) => ({
+      type: 'replaceOrder' as const,
+      account: A,
+      market: 1,
+      orderId,
+      origCloid: null,
+      price: px('51000'),
+      triggerPrice,
+      quantity: units('0.02', BTC_SETTINGS.quantityDecimals),
+      cloid: null,
+      auth: auth(nonce),
+    });
+    // A trigger order needs a trigger price: refused while it waits, after admission.
+    const n = v.time;
+    const refused = outcome(v.run(amend(n, 0n)));
+    expect(refused.ok ? 0 : refused.code).toBe(4032);
+    expect(refused.ok ? false : refused.nonceConsumed).toBe(true);
+    // Once triggered, the same signed amend would be valid: it is a replay now.
+    v.oracle({ 'BTC-PERP': '51000' });
+    expect(v.state.orders.get(Number(orderId))?.ordStatus).not.toBe('Untriggered');
+    const replay = outcome(v.run(amend(n, 0n)));
+    expect(replay.ok ? '' : replay.message).toMatch(/replayed/);
+    // Off the tick grid is the request's own fault: nothing consumed.
+    const m = v.time + 1;
+    const offGrid = outcome(v.run(amend(m, px('51000.3'))));
+    expect(offGrid.ok ? null : offGrid.nonceConsumed).toBe(false);
+    expect(v.state.nonces.has(`${A}|${m}`)).toBe(false);
+  });
+
+  it('consumes the nonce of a claim on an auction that has ended (a lost race)', () => {
+    const n = v.time;
+    const claim = {
+      type: 'claimLiquidation' as const,
+      account: A,
+      auctionId: 7,
+      quantity: units('0.01', BTC_SETTINGS.quantityDecimals),
+      maxPrice: px('70000'),
+      auth: auth(n),
+    };
+    const o = outcome(v.run(claim));
+    expect(o.ok ? '' : o.message).toMatch(/no live liquidation auction 7/);
+    expect(o.ok ? false : o.nonceConsumed).toBe(true);
+    const again = outcome(v.run(claim));
+    expect(again.ok ? '' : again.message).toMatch(/replayed/);
+    // A claim of nothing is malformed whatever the auction: nothing consumed.
+    const zero = outcome(v.run({ ...claim, quantity: 0n, auth: auth(n + 1) }));
+    expect(zero.ok ? null : zero.nonceConsumed).toBe(false);
   });
 
   it('accepts any unused nonce in the window whatever the order of arrival, and prunes past it', () => {

@@ -3,6 +3,7 @@
  * pre-trade checks (4100-4103), match-time maker re-checks, reduce-only and TP/SL rules with the
  * spec's five messages, managed TP/SL, and the account-summary push triggers.
  */
+import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
   accountSummary,
@@ -55,6 +56,85 @@ function openLong(qty = '1'): void {
   v.expectOk(v.place(B, BTC, { side: 'Sell', qty, price: '50000' }));
   v.expectOk(v.place(A, BTC, { side: 'Buy', qty, price: '50000' }));
 }
+
+describe('entry price (research 1.10)', () => {
+  const fills = (events: readonly EngineEvent[]) =>
+    reports(events, A).flatMap((r) => ('fill' in r && r.fill !== undefined ? [r.fill] : []));
+  /** A takes `qty` at `price` from a fresh resting order of B. */
+  function take(side: 'Buy' | 'Sell', qty: string, price: string) {
+    v.expectOk(v.place(B, BTC, { side: side === 'Buy' ? 'Sell' : 'Buy', qty, price }));
+    const events = v.place(A, BTC, { side, qty, price });
+    v.expectOk(events);
+    return fills(events);
+  }
+
+  it('weighs the old entry by the size still open when a reduced position grows again', () => {
+    v.fund(A, '100000');
+    v.fund(B, '100000');
+    take('Buy', '1', '50000');
+    const reduced = take('Sell', '0.9', '51000');
+    expect(reduced[0]!.realizedPnl).toBe(usd('900'));
+    expect(accountSummary(v.state, A, v.time)!.assetPositions[0]!.entryPx).toBe('50000');
+    // 0.1 at 50,000 plus 0.1 at 60,000, not 1.1 of opening fills averaged since flat.
+    take('Buy', '0.1', '60000');
+    expect(accountSummary(v.state, A, v.time)!.assetPositions[0]!.entryPx).toBe('55000');
+    const closed = take('Sell', '0.2', '60000');
+    expect(closed[0]!.realizedPnl).toBe(usd('1000'));
+    // Realized PnL over the position's life is its cash PnL (no fees here).
+    expect(v.state.accounts.get(A)!.crossCash).toBe(usd('101900'));
+  });
+
+  it('keeps realized plus unrealized PnL equal to cash PnL through any fill sequence', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            buy: fc.boolean(),
+            lots: fc.integer({ min: 1, max: 400 }),
+            off: fc.integer({ min: -40, max: 40 }),
+          }),
+          { minLength: 1, maxLength: 25 },
+        ),
+        (steps) => {
+          const venue = new TestVenue();
+          venue.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0' });
+          for (const w of [A, B]) {
+            venue.open(w);
+            venue.fund(w, '10000000');
+          }
+          venue.oracle({ [BTC]: '50000' });
+          let realized = 0n;
+          let last = 0n;
+          for (const [i, step] of steps.entries()) {
+            const qty = (step.lots / 1000).toFixed(3);
+            const price = (50000 + step.off * 250).toFixed(1);
+            venue.expectOk(venue.place(B, BTC, { side: step.buy ? 'Sell' : 'Buy', qty, price }));
+            const events = venue.place(A, BTC, { side: step.buy ? 'Buy' : 'Sell', qty, price });
+            for (const r of venue.reports(events, A)) {
+              if ('fill' in r && r.fill !== undefined) realized += r.fill.realizedPnl;
+            }
+            last = px(price);
+            const account = venue.state.accounts.get(A)!;
+            const p = account.positions[0];
+            // Raw quantity x raw price to micro-units: 10^(quantity decimals + 18 - 6).
+            const scale = 10n ** BigInt(BTC_SETTINGS.quantityDecimals + 12);
+            const unrealized =
+              p === undefined
+                ? 0n
+                : (p.size * (last * p.entryQty - p.entryNotional)) / (p.entryQty * scale);
+            const value = p === undefined ? 0n : (p.size * last) / scale;
+            const cashPnl = account.crossCash - usd('10000000') + value;
+            // Each fill rounds its cash leg and its realized PnL once (half a micro-unit each),
+            // and the unrealized figure above truncates: within i + 2 micro-units.
+            const gap = realized + unrealized - cashPnl;
+            expect(gap < 0n ? -gap : gap).toBeLessThanOrEqual(BigInt(i + 2));
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
 
 describe('deposits, withdrawals, transfers and leverage (command lifecycle)', () => {
   it('a deposit is Submitted, then credited by the chain settlement with a DepositMargin report and a push', () => {
@@ -403,6 +483,39 @@ describe('pre-trade checks', () => {
     expect(code(v.place(A, BTC, { side: 'Sell', qty: '1.5', price: '49000', tif: 'IOC' }))).toBe(0);
     // 0.5 traded (A long 0.5, C long 0.5, B short 1); the rest of the IOC was cancelled.
     expect(v.state.markets.get(1)!.openInterest).toBe(10_000n);
+  });
+
+  it('a stop that fits the cap when placed is cancelled (OICap) if the market filled up before it fired', () => {
+    v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', openInterestCap: '1.5' });
+    for (const w of [A, B, C]) v.fund(w, '100000');
+    v.expectOk(
+      v.place(C, BTC, {
+        side: 'Buy',
+        qty: '1',
+        price: '51000',
+        trigger: '50500',
+        type: 'StopLimit',
+      }),
+    );
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '51000' }));
+    openLong('1'); // open interest 1: C's stop would now take it to 2
+    const fired = v.oracle({ [BTC]: '51000' });
+    expect(kinds(fired, C)).toEqual(['OrderTriggered', 'OrderCancelled']);
+    expect((reports(fired, C)[1] as OrderReport).order.reason).toBe('OICap');
+    expect(v.state.markets.get(1)!.openInterest).toBe(10_000n);
+    // A stop that still fits fires and trades (against B's ask, to the cap exactly).
+    v.expectOk(
+      v.place(C, BTC, {
+        side: 'Buy',
+        qty: '0.5',
+        price: '52000',
+        trigger: '51000',
+        type: 'StopLimit',
+      }),
+    );
+    const fits = v.oracle({ [BTC]: '52000' });
+    expect(kinds(fits, C)).toEqual(['OrderTriggered', 'OrderFilled']);
+    expect(v.state.markets.get(1)!.openInterest).toBe(15_000n);
   });
 
   it("4102 above a margin tier's maximum leverage, for orders and for leverage updates", () => {

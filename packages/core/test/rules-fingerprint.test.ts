@@ -66,6 +66,23 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
       events: '0x62a6e81f835cb3b7d87a5b615c2f79b12bf796b5ddbfb643e505cc96f6df696f',
     },
   },
+  // 2: the entry price re-weighted by the open size after a reduce; a trigger order re-checked
+  // against the open-interest cap when it fires; an amend refused for the order's state and a
+  // claim of an ended auction consume their nonce.
+  2: {
+    simulation: {
+      state: '0x7a29361bfaed8500abc0f1f158cdd684df0d83c1461d0c522ac308d28156d42a',
+      events: '0x8a3cf3159d7894a753feed5a3c568e621babff5b471b033ad263de9c9e8c7b86',
+    },
+    tour: {
+      state: '0x9c3ce9923d459e2457a2c8e6192bcec731521cf7810b1feef604b7eb2353ee9d',
+      events: '0xd68bb14918d6db06ff38b04017f89fc87440380d88ea0bfafb32783d894298da',
+    },
+    edges: {
+      state: '0xb5e7d8b6c755b9505afa444177cfb5ee5b6a0458dd2c3b171f88d8b13681118e',
+      events: '0x0ca891f1bfb187f0cdee80f6b467d04e03e7f47f35d8ec25e5c3b68147436391',
+    },
+  },
 };
 
 interface Hashes {

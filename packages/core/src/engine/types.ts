@@ -181,9 +181,14 @@ export interface Position {
   readonly mode: MarginMode;
   /** Signed size `szi`, raw quantity units. */
   size: bigint;
-  /** Sum of `|q| x p` over opening fills since the position was last flat or flipped. */
+  /**
+   * With {@link entryQty}, the entry price `entryNotional / entryQty`: the size-weighted average
+   * of the old entry and each increasing fill since the position was last flat or flipped.
+   * Reducing fills leave both alone, so `entryQty` may exceed `|size|` until the next increase
+   * re-weights the entry by the size (`entryNotionalAt` in margin/ledger.ts).
+   */
   entryNotional: bigint;
-  /** Sum of `|q|` over those fills; entry price = entryNotional / entryQty. */
+  /** The entry price's denominator, raw quantity units (see {@link entryNotional}). */
   entryQty: bigint;
   /** Time the position was opened (ADL tie-break: older first). */
   openedTime: number;

@@ -27,6 +27,20 @@ export function feeAmount(spec: Instrument, quantity: bigint, price: bigint, rat
   return rate > 0n ? divCeil(raw, scale) : -divFloor(-raw, scale);
 }
 
+/**
+ * The notional of `absSize` at the entry price `entryNotional / entryQty`: the weight an
+ * increasing fill averages its price against (research 1.10: entry = size-weighted average of
+ * the old entry and the fill). Reducing fills leave both accumulators alone, so the entry stays
+ * exact and `entryQty` exceeds the size until the next increase re-weights it here. Exact when
+ * nothing was reduced since the position opened (`entryQty === absSize`, the common case);
+ * otherwise rounded half-even once, by at most half a raw notional unit (under 1e-18 of a price
+ * unit once divided by the size). The entry price moves no cash (margin is mark-based, account
+ * value never depends on it), so no direction favours the venue over the trader.
+ */
+export function entryNotionalAt(entryNotional: bigint, entryQty: bigint, absSize: bigint): bigint {
+  return entryQty === absSize ? entryNotional : divHalfEven(entryNotional * absSize, entryQty);
+}
+
 /** What a fill did to one account's position. */
 export interface FillLeg {
   readonly positionBefore: bigint;
@@ -71,9 +85,10 @@ export function applyFillLeg(
     addHolder(market, account.address, 1);
   } else if (before > 0n === signedQty > 0n) {
     // Increasing (the account owns its position records: update in place).
+    const absBefore = before < 0n ? -before : before;
     p.size = after;
-    p.entryNotional += absQty * price;
-    p.entryQty += absQty;
+    p.entryNotional = entryNotionalAt(p.entryNotional, p.entryQty, absBefore) + absQty * price;
+    p.entryQty = absBefore + absQty;
   } else {
     const absBefore = before < 0n ? -before : before;
     const closed = absQty < absBefore ? absQty : absBefore;

@@ -60,6 +60,7 @@ export type EndReason =
   | 'SiblingFilled'
   | 'NoLiquidity'
   | 'MarketClosed'
+  | 'OICap'
   | 'Admin'
   | 'GTD'
   | 'DAY';

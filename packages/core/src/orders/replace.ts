@@ -24,26 +24,52 @@ import { checkPrice, checkQuantity } from './validate.js';
 
 const CLOID_RE = /^0x[0-9a-f]{32}$/;
 
-function fieldProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejection | undefined {
+/**
+ * Checks that read only the request and the instrument (4032-4034 grids, the cloid's form): a
+ * failure consumes no nonce, as for a new order (orders/validate.ts). A price or trigger price of
+ * 0 passes here; whether the order may take it depends on its state, checked after admission.
+ */
+function requestProblem(ctx: Ctx, cmd: ReplaceOrderCommand): Rejection | undefined {
+  const spec = ctx.market(cmd.market)?.spec;
+  if (spec !== undefined) {
+    if (cmd.price !== 0n) {
+      const bad = checkPrice(spec, cmd.price, 'price');
+      if (bad) return bad;
+    }
+    if (cmd.triggerPrice !== 0n) {
+      const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
+      if (bad) return bad;
+    }
+    const badQty = checkQuantity(spec, cmd.quantity);
+    if (badQty) return badQty;
+  }
+  if (cmd.cloid !== null && !CLOID_RE.test(cmd.cloid)) {
+    return reject('INVALID_REQUEST', 'cloid must be 0x followed by 32 lowercase hex digits');
+  }
+  return undefined;
+}
+
+/**
+ * Checks that depend on the order's state (triggered or not, filled quantity, managed): the
+ * same signed amend may pass them later, so a failure consumes the nonce (protocol: a request
+ * whose signature and nonce pass consumes its nonce, whatever the business outcome).
+ */
+function stateProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejection | undefined {
   const spec = ctx.market(order.market)!.spec;
   const untriggered = order.ordStatus === 'Untriggered';
   const marketStyle = order.orderType === 'StopLoss' || order.orderType === 'TakeProfit';
   // A market-style TP/SL may keep price 0 (market on trigger).
-  if (!(untriggered && marketStyle && cmd.price === 0n)) {
-    const bad = checkPrice(spec, cmd.price, 'price');
-    if (bad) return bad;
+  if (cmd.price === 0n && !(untriggered && marketStyle)) {
+    return checkPrice(spec, cmd.price, 'price');
   }
   if (untriggered) {
-    const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
-    if (bad) return bad;
+    if (cmd.triggerPrice === 0n) return checkPrice(spec, cmd.triggerPrice, 'trigger price');
   } else if (cmd.triggerPrice !== 0n && cmd.triggerPrice !== order.triggerPrice) {
     return reject(
       'INVALID_ORDER_PRICE',
       'the trigger price of a working (triggered or Limit) order cannot change',
     );
   }
-  const badQty = checkQuantity(spec, cmd.quantity);
-  if (badQty) return badQty;
   if (cmd.quantity <= order.cumQty) {
     return reject(
       'INVALID_ORDER_QUANTITY',
@@ -55,9 +81,6 @@ function fieldProblem(ctx: Ctx, order: Order, cmd: ReplaceOrderCommand): Rejecti
       'INVALID_REQUEST',
       'a managed TP/SL follows its position; its quantity cannot be amended',
     );
-  }
-  if (cmd.cloid !== null && !CLOID_RE.test(cmd.cloid)) {
-    return reject('INVALID_REQUEST', 'cloid must be 0x followed by 32 lowercase hex digits');
   }
   return undefined;
 }
@@ -74,11 +97,9 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
     const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
     return ctx.fail(r.code, r.message);
   }
+  const fields = requestProblem(ctx, cmd);
+  if (fields !== undefined) return ctx.fail(fields.code, fields.message);
   const id = findWorkingOrder(ctx, cmd.account, cmd.market, cmd.orderId, cmd.origCloid);
-  if (id !== undefined) {
-    const fields = fieldProblem(ctx, ctx.order(id)!, cmd);
-    if (fields !== undefined) return ctx.fail(fields.code, fields.message);
-  }
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'order')) return;
   if (id === undefined) {
     const target = cmd.orderId !== 0n ? `order ${cmd.orderId}` : `cloid ${cmd.origCloid}`;
@@ -89,6 +110,14 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
     return ctx.fail(r.code, r.message, { nonceConsumed: true, cloid: cmd.origCloid });
   }
   const current = ctx.order(id)!;
+  const stale = stateProblem(ctx, current, cmd);
+  if (stale !== undefined) {
+    return ctx.fail(stale.code, stale.message, {
+      nonceConsumed: true,
+      orderId: id,
+      cloid: current.cloid,
+    });
+  }
   const market = ctx.market(current.market)!;
   const amended: Order = {
     ...current,

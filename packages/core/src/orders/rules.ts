@@ -241,17 +241,30 @@ export function checkRiskAndSize(
     previous === undefined || previous.reduceOnly
       ? 0n
       : openingPart(size, previous.side === 'Buy', leavesOf(previous));
-  if (increase > previousIncrease && market.openInterest + increase > spec.openInterestCap) {
-    return problem(
-      reject(
-        'OI_CAP_EXCEEDED',
-        `${spec.symbol} open interest ${formatDecimal(market.openInterest, spec.quantityDecimals)} plus ${formatDecimal(increase, spec.quantityDecimals)} would exceed the cap ${formatDecimal(spec.openInterestCap, spec.quantityDecimals)}`,
-      ),
-      'OICap',
-    );
+  if (increase > previousIncrease) {
+    const overCap = openInterestProblem(market, increase);
+    if (overCap !== undefined) return overCap;
   }
   if (!ctx.state.settings.marginChecks || isTrigger) return undefined;
   return checkHold(ctx, account, market, order);
+}
+
+/**
+ * The open-interest cap (engine-rules 5): refused when an order's position-increasing part
+ * `increase` could take the market's open interest above its cap. Checked at placement, at an
+ * amend that opens more, and again when a trigger order fires (the market may have filled up
+ * while it waited).
+ */
+export function openInterestProblem(market: Market, increase: bigint): OrderProblem | undefined {
+  const spec = market.spec;
+  if (market.openInterest + increase <= spec.openInterestCap) return undefined;
+  return problem(
+    reject(
+      'OI_CAP_EXCEEDED',
+      `${spec.symbol} open interest ${formatDecimal(market.openInterest, spec.quantityDecimals)} plus ${formatDecimal(increase, spec.quantityDecimals)} would exceed the cap ${formatDecimal(spec.openInterestCap, spec.quantityDecimals)}`,
+    ),
+    'OICap',
+  );
 }
 
 /**

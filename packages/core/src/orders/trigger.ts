@@ -4,12 +4,13 @@
  *
  * @module
  */
+import { leavesOf } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import { sizeOf } from '../margin/scope.js';
 import { firstTimeId } from '../persistent/sorted-set.js';
 import { cancelOrder, endOrder, reducibleBy } from './execution.js';
 import { execute } from './place.js';
-import { checkHold, marketStyleLimit } from './rules.js';
+import { checkHold, marketStyleLimit, openInterestProblem, openingPart } from './rules.js';
 import { popFired } from './triggers-index.js';
 
 /** Fires every armed trigger order of a market that `mark` reaches, oldest first. */
@@ -35,9 +36,14 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
     return;
   }
   const market = ctx.market(order.market)!;
-  if (!order.reduceOnly && ctx.state.settings.marginChecks) {
-    const problem = checkHold(ctx, account, market, order);
-    if (problem !== undefined) {
+  if (!order.reduceOnly) {
+    // The market may have filled up to its open-interest cap while the order waited.
+    const increase = openingPart(size, order.side === 'Buy', leavesOf(order));
+    if (increase > 0n && openInterestProblem(market, increase) !== undefined) {
+      cancelOrder(ctx, id, 'OICap');
+      return;
+    }
+    if (ctx.state.settings.marginChecks && checkHold(ctx, account, market, order) !== undefined) {
       cancelOrder(ctx, id, 'InsufficientMargin');
       return;
     }

@@ -24,7 +24,7 @@ import type {
 } from '../engine/types.js';
 import { InvariantError, reject } from '../errors.js';
 import { type Instrument, notionalScale } from '../instruments/instrument.js';
-import { addHolder } from '../margin/ledger.js';
+import { addHolder, entryNotionalAt } from '../margin/ledger.js';
 import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
 import { reconcileScopes } from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
@@ -90,15 +90,15 @@ export function nextPosition(
       fundingSinceOpen: 0n,
     };
   }
+  const absBefore = before < 0n ? -before : before;
   if (before > 0n === d > 0n) {
     return {
       ...pos,
       size: after,
-      entryNotional: pos.entryNotional + absQ * price,
-      entryQty: pos.entryQty + absQ,
+      entryNotional: entryNotionalAt(pos.entryNotional, pos.entryQty, absBefore) + absQ * price,
+      entryQty: absBefore + absQ,
     };
   }
-  const absBefore = before < 0n ? -before : before;
   const closed = absQ < absBefore ? absQ : absBefore;
   const side = before > 0n ? 1n : -1n;
   const realized = divHalfEven(

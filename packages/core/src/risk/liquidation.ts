@@ -681,14 +681,14 @@ export function nextAuctionEnd(state: EngineState): number | null {
 
 /** Handles `claimLiquidation` (signed 0x0b). */
 export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
+  // An auction that ended is a race the claimant lost, like a cancel of a filled order: it is
+  // refused after admission and consumes the nonce. Only the request's own form (checked on
+  // the auction's instrument while it runs) is refused without consuming it.
   const a = ctx.state.auctions.get(cmd.auctionId);
-  if (a === undefined) {
-    const r = reject('INVALID_REQUEST', `no live liquidation auction ${cmd.auctionId}`);
-    return ctx.fail(r.code, r.message);
-  }
-  const market = ctx.market(a.market)!;
-  const spec = market.spec;
-  if (cmd.quantity <= 0n || cmd.quantity % spec.lotSize !== 0n) {
+  if (
+    cmd.quantity <= 0n ||
+    (a !== undefined && cmd.quantity % ctx.market(a.market)!.spec.lotSize !== 0n)
+  ) {
     const r = reject(
       'INVALID_ORDER_QUANTITY',
       'claim quantity must be a positive multiple of the lot size',
@@ -704,6 +704,10 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
     const r = reject(name, message);
     ctx.fail(r.code, r.message, { nonceConsumed: true });
   };
+  if (a === undefined)
+    return refuse('INVALID_REQUEST', `no live liquidation auction ${cmd.auctionId}`);
+  const market = ctx.market(a.market)!;
+  const spec = market.spec;
   if (cmd.account === a.account)
     return refuse('INVALID_REQUEST', 'cannot claim your own liquidation');
   if (cmd.quantity > a.remaining) {
