@@ -1,8 +1,11 @@
 /**
  * Signed requests from both transports, in the check order of reliability-anchors 2.8: decode
  * (4000), field checks that need no signature (4030-4034, body agreement), one signature
- * recovery (4001, 4004), per-wallet rate accounting (4029/4035), then the engine with the
- * wallet's requests strictly one at a time. Transports only map the result to wire form.
+ * recovery (4001, 4004), a read-only look at the deadline and nonce (4002, 4000), per-wallet
+ * rate accounting (4029/4035), then the engine with the wallet's requests strictly one at a
+ * time. Transports only map the result to wire form. The look at the nonce comes before the rate
+ * accounting because anyone holding an old signed message (a withdrawal relayed on chain, say)
+ * can resend it: a stale or replayed request must not spend its wallet's budget.
  *
  * The recovery starts as soon as the cheap checks pass, on the {@link SignatureRecovery} (a
  * worker pool): requests of different wallets, and the queued requests of one wallet, verify in
@@ -18,6 +21,7 @@ import {
   type DecodedPayload,
   DISCRIMINATOR,
   type ErrorCodeValue,
+  freshnessProblem,
   MARGIN_FLAG_ISOLATED,
   type OrderRequest,
   type OrderStruct,
@@ -113,6 +117,21 @@ export function orderRequestOf(order: OrderStruct): OrderRequest {
 /** The freshness fields of a signed struct. */
 export function authOf(struct: { readonly nonce: bigint; readonly deadline: bigint }): RequestAuth {
   return { nonce: struct.nonce, deadline: struct.deadline };
+}
+
+/**
+ * The refusal the engine would give a verified request's deadline and nonce now, read-only (see
+ * `freshnessProblem`). A permit carries the token's nonce and an authenticate payload an unsigned
+ * deadline: neither is a wallet nonce, so neither is looked at here.
+ */
+function staleRequest(
+  ctx: VenueContext,
+  signer: string,
+  payload: DecodedPayload,
+): Rejection | undefined {
+  if (payload.kind === 'Permit' || payload.kind === 'Authenticate') return undefined;
+  const { nonce, deadline } = payload.struct;
+  return freshnessProblem(ctx.host.state, ctx.host.now(), signer, nonce, deadline);
 }
 
 /** Rate class of a struct kind: cancels get the doubled sustained budget. */
@@ -362,6 +381,8 @@ export class SignedRequests {
       if (!settled.ok) return verifyRefusal(settled);
       const { signer, signature: sig, digest } = settled.value;
       const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer, signature: sig, digest };
+      const stale = staleRequest(this.ctx, signer, payload);
+      if (stale !== undefined) return refusal(stale);
       // Counted only once attributed: here, after the signature verified. An authenticated
       // connection already counted the message's per-second share on arrival.
       const kind = rateClass(payload.kind);
@@ -395,6 +416,9 @@ export class SignedRequests {
   ): Promise<Refusal | { readonly ok: true; readonly result: CommandResult }> {
     return this.ctx.walletQueue.run(wallet, async () => {
       const now = this.ctx.host.now();
+      // A stale or replayed authenticate (its text is generic) must not spend the budget.
+      const stale = freshnessProblem(this.ctx.host.state, now, wallet, nonce);
+      if (stale !== undefined) return refusal(stale);
       const d = counted
         ? this.ctx.walletLimiter.admitSustained(wallet, now, 'signed')
         : this.ctx.walletLimiter.admit(wallet, now, 'signed');

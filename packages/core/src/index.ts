@@ -7,6 +7,7 @@
  */
 
 export {
+  freshnessProblem,
   MAX_DEADLINE_AHEAD_MS,
   NONCE_WINDOW_MS,
   nonceFailure,
@@ -17,6 +18,7 @@ export {
   hasAppAccess,
   REFERRAL_CODE_RE,
   REFERRAL_NONCE_RE,
+  referralNonceUsed,
   type ReferralError,
 } from './access/referral.js';
 export * from './auth/index.js';

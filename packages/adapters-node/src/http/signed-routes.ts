@@ -24,6 +24,7 @@ import {
   parseSignature,
   REFERRAL_CODE_RE,
   REFERRAL_NONCE_RE,
+  referralNonceUsed,
   type Rejection,
   receivePayload,
   referralSignedMessage,
@@ -334,6 +335,9 @@ export function registerSignedRoutes(
       throw new HttpError(503, 'Referral service unavailable, please retry');
     }
     if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
+    // A resent application must not spend the wallet's budget (the engine checks again).
+    if (referralNonceUsed(ctx.host.state, wallet, nonce))
+      throw unauthorized(`replayed nonce ${nonce}`);
     const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');
     if (!d.ok) {
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));

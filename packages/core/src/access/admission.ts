@@ -9,7 +9,8 @@
  */
 import type { AuthenticateCommand, RequestAuth } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
-import { reject } from '../errors.js';
+import type { EngineState } from '../engine/types.js';
+import { type Rejection, reject } from '../errors.js';
 import { ensureAccount } from '../margin/commands.js';
 import { hasAppAccess } from './referral.js';
 
@@ -55,24 +56,9 @@ export function admitRequest(
   gated = false,
 ): boolean {
   if (auth === undefined) return true;
-  const now = BigInt(ctx.time);
-  if (auth.deadline * 1000n <= now) {
-    const r = reject(
-      'INVALID_NONCE',
-      `deadline passed: ${auth.deadline} s is not after ${ctx.time} ms`,
-    );
-    ctx.fail(r.code, r.message);
-    return false;
-  }
-  if (auth.deadline * 1000n > now + BigInt(MAX_DEADLINE_AHEAD_MS)) {
-    const r = reject('INVALID_REQUEST', `deadline ${auth.deadline} s is more than 1 hour ahead`);
-    ctx.fail(r.code, r.message);
-    return false;
-  }
-  const failure = nonceFailure(ctx, wallet, auth.nonce);
-  if (failure !== undefined) {
-    const r = reject('INVALID_NONCE', failure);
-    ctx.fail(r.code, r.message);
+  const stale = freshnessProblem(ctx.state, ctx.time, wallet, auth.nonce, auth.deadline);
+  if (stale !== undefined) {
+    ctx.fail(stale.code, stale.message);
     return false;
   }
   consumeNonce(ctx, nonceKey(wallet, auth.nonce));
@@ -86,16 +72,52 @@ export function admitRequest(
   return true;
 }
 
+/**
+ * The refusal a signed request's deadline (when it has one: `authenticate` has none) and nonce
+ * get at `time` in `state`, or `undefined` when both are fresh. Reads only: the reducer's
+ * admission uses it, and adapters ask it before charging a wallet's rate budget, so a stale or
+ * replayed request (anyone holding an old signed message can resend it) costs the wallet
+ * nothing. The engine checks again at the command's own time.
+ */
+export function freshnessProblem(
+  state: EngineState,
+  time: number,
+  wallet: string,
+  nonce: bigint,
+  deadline?: bigint,
+): Rejection | undefined {
+  const now = BigInt(time);
+  if (deadline !== undefined) {
+    if (deadline * 1000n <= now) {
+      return reject('INVALID_NONCE', `deadline passed: ${deadline} s is not after ${time} ms`);
+    }
+    if (deadline * 1000n > now + BigInt(MAX_DEADLINE_AHEAD_MS)) {
+      return reject('INVALID_REQUEST', `deadline ${deadline} s is more than 1 hour ahead`);
+    }
+  }
+  const failure = nonceFailureAt(state, time, wallet, nonce);
+  return failure === undefined ? undefined : reject('INVALID_NONCE', failure);
+}
+
 /** Why a nonce is not acceptable now, or `undefined` when it is fresh and unused. */
 export function nonceFailure(ctx: Ctx, wallet: string, nonce: bigint): string | undefined {
-  const now = BigInt(ctx.time);
+  return nonceFailureAt(ctx.state, ctx.time, wallet, nonce);
+}
+
+function nonceFailureAt(
+  state: EngineState,
+  time: number,
+  wallet: string,
+  nonce: bigint,
+): string | undefined {
+  const now = BigInt(time);
   if (nonce < now - BigInt(NONCE_WINDOW_MS)) {
-    return `too old: nonce ${nonce} is more than 5 minutes before ${ctx.time}`;
+    return `too old: nonce ${nonce} is more than 5 minutes before ${time}`;
   }
   if (nonce > now + BigInt(NONCE_WINDOW_MS)) {
-    return `too far in the future: nonce ${nonce} is more than 5 minutes after ${ctx.time}`;
+    return `too far in the future: nonce ${nonce} is more than 5 minutes after ${time}`;
   }
-  if (ctx.state.nonces.has(nonceKey(wallet, nonce))) {
+  if (state.nonces.has(nonceKey(wallet, nonce))) {
     return `replayed: nonce ${nonce} was already used by ${wallet}`;
   }
   return undefined;

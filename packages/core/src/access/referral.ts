@@ -115,6 +115,20 @@ export function revokeReferralCode(ctx: Ctx, cmd: RevokeReferralCodeCommand): vo
   ctx.emit({ type: 'outcome', ok: true, kind: 'referralCode', code: next });
 }
 
+/** Referral `x-nonce` values live in their own key space of the nonce store. */
+function referralNonceKey(wallet: string, nonce: string): string {
+  return nonceKeyText(wallet, `r:${nonce}`);
+}
+
+/**
+ * Whether `wallet` already used the referral nonce `nonce` (still inside the window). Reads
+ * only: the referral route asks it before charging the wallet's rate budget, so a resent
+ * application costs the wallet nothing.
+ */
+export function referralNonceUsed(state: EngineState, wallet: string, nonce: string): boolean {
+  return state.nonces.has(referralNonceKey(wallet, nonce));
+}
+
 /**
  * Handles `applyReferral`. The adapter has checked the body shape, the headers and the
  * personal_sign signature; here: the timestamp window and the nonce (401 class, 4002), then the
@@ -137,12 +151,11 @@ export function applyReferral(ctx: Ctx, cmd: ApplyReferralCommand): void {
     );
     return ctx.fail(r.code, r.message);
   }
-  const key = nonceKeyText(cmd.wallet, `r:${cmd.nonce}`);
-  if (ctx.state.nonces.has(key)) {
+  if (referralNonceUsed(ctx.state, cmd.wallet, cmd.nonce)) {
     const r = reject('INVALID_NONCE', `replayed nonce ${cmd.nonce}`);
     return ctx.fail(r.code, r.message);
   }
-  consumeNonce(ctx, key);
+  consumeNonce(ctx, referralNonceKey(cmd.wallet, cmd.nonce));
   const refused = (reason: ReferralError): void => {
     const r = reject('INVALID_REQUEST', reason);
     ctx.fail(r.code, r.message, { nonceConsumed: true, referralError: reason });
