@@ -92,11 +92,17 @@ export class ReportStreams {
     for (const [account, b] of other.accounts) this.buffer(account).reports = b.reports;
   }
 
-  /** Reports of `account` after `fromSeq`, or a resync flag when the buffer is too short. */
+  /**
+   * Reports of `account` after `fromSeq`, or a resync flag when the buffer is too short, or when
+   * `fromSeq` is beyond the account's seq: the client holds reports this venue never sent (its
+   * seq came from another venue, or from before the data directory was reset), so nothing it
+   * knows can be trusted.
+   */
   since(account: string, fromSeq: number, currentSeq: number): Replay {
     const b = this.accounts.get(account);
     const reports = b?.reports ?? [];
-    if (fromSeq >= currentSeq) return { seq: currentSeq, reports: [], resyncRequired: false };
+    if (fromSeq > currentSeq) return { seq: currentSeq, reports: [], resyncRequired: true };
+    if (fromSeq === currentSeq) return { seq: currentSeq, reports: [], resyncRequired: false };
     const first = reports[0];
     if (first === undefined || first.seq > fromSeq + 1) {
       return { seq: currentSeq, reports: [], resyncRequired: true };

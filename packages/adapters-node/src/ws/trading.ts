@@ -47,8 +47,24 @@ export const CloseCode = {
   SHUTDOWN: 1001,
   POLICY: 1008,
 } as const;
-/** A connection whose unsent reports exceed this is closed; its client resyncs with fromSeq. */
+/**
+ * A connection whose unsent messages (queued behind the socket, a `fromSeq` replay not counted)
+ * exceed this is closed (1008 `slow consumer`); its client resyncs with `fromSeq`.
+ */
 const HARD_BUFFER = 4 * 1024 * 1024;
+/** Above this many bytes in the socket's buffer, messages wait in the connection's queue. */
+const SOFT_BUFFER = 256 * 1024;
+
+/**
+ * A `fromSeq` replay still to send: formatted one report at a time as the socket drains, so a
+ * replay of any length (up to the 100,000 reports an account keeps) reaches a reader that keeps
+ * reading, and costs no memory beyond the reports the stream already holds.
+ */
+interface ReplayCursor {
+  readonly reports: readonly ExecutionReport[];
+  next: number;
+  readonly frame: (r: ExecutionReport) => string;
+}
 
 interface Session {
   readonly ws: WebSocket;
@@ -68,6 +84,14 @@ interface Session {
    */
   chain: Promise<void>;
   closed: boolean;
+  /** Messages waiting for the socket to drain, in order (see `send`). */
+  readonly queue: (string | ReplayCursor)[];
+  /** Index of the queue's head (shifted lazily). */
+  queueHead: number;
+  /** Bytes of the queued strings. */
+  queuedBytes: number;
+  /** A send callback will resume the queue. */
+  draining: boolean;
 }
 
 /** The running trading WebSocket service. */
@@ -92,15 +116,59 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   const byAccount = new Map<string, Set<Session>>();
   const perIp = new Map<string, number>();
 
-  const send = (s: Session, message: Record<string, unknown>): void => {
+  // Every message of a connection goes out in order through `enqueue`: straight to the socket
+  // while its buffer is short, else into the connection's queue, which `pump` feeds to the socket
+  // as it drains (a send callback fires once a frame has been handed to the kernel).
+  const enqueue = (s: Session, item: string | ReplayCursor): void => {
     if (s.closed) return;
-    s.ws.send(JSON.stringify(message));
-    if (s.ws.bufferedAmount > HARD_BUFFER) {
+    if (s.queue.length === s.queueHead && typeof item === 'string') {
+      if (s.ws.bufferedAmount < SOFT_BUFFER) {
+        s.ws.send(item);
+        return;
+      }
+    }
+    s.queue.push(item);
+    if (typeof item === 'string') s.queuedBytes += item.length;
+    if (s.queuedBytes > HARD_BUFFER) {
       // Reports are never dropped: a consumer this far behind is cut off and resyncs by seq.
       s.ws.close(CloseCode.POLICY, 'slow consumer');
       detach(s);
+      return;
+    }
+    pump(s);
+  };
+  const pump = (s: Session): void => {
+    if (s.draining) return;
+    // A closing socket refuses frames (its send callback errs at once): stop; `detach` follows.
+    while (!s.closed && s.ws.readyState === s.ws.OPEN && s.queueHead < s.queue.length) {
+      const head = s.queue[s.queueHead]!;
+      let frame: string;
+      if (typeof head === 'string') {
+        frame = head;
+        s.queuedBytes -= head.length;
+        s.queue[s.queueHead++] = '';
+      } else {
+        frame = head.frame(head.reports[head.next++]!);
+        if (head.next >= head.reports.length) s.queue[s.queueHead++] = '';
+      }
+      if (s.queueHead === s.queue.length) {
+        s.queue.length = 0;
+        s.queueHead = 0;
+      }
+      if (s.ws.bufferedAmount < SOFT_BUFFER) {
+        s.ws.send(frame);
+        continue;
+      }
+      s.draining = true;
+      s.ws.send(frame, () => {
+        s.draining = false;
+        pump(s);
+      });
+      return;
     }
   };
+  const send = (s: Session, message: Record<string, unknown>): void =>
+    enqueue(s, JSON.stringify(message));
   const reply = (s: Session, id: string | undefined, message: Record<string, unknown>): void =>
     send(s, id === undefined ? message : { ...message, id });
   const error = (
@@ -481,7 +549,14 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
         resyncRequired: replay?.resyncRequired ?? false,
       });
       if (replaying) {
-        for (const r of replay.reports) if (r.seq <= seq) send(s, wireReport(r, specOf, true));
+        const reports = replay.reports.filter((r) => r.seq <= seq);
+        if (reports.length > 0) {
+          enqueue(s, {
+            reports,
+            next: 0,
+            frame: (r) => JSON.stringify(wireReport(r, specOf, true)),
+          });
+        }
       }
       // Live reports continue right after the acknowledged seq.
       sentUpTo = seq;
@@ -685,6 +760,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           summaryTimer: null,
           chain: Promise.resolve(),
           closed: false,
+          queue: [],
+          queueHead: 0,
+          queuedBytes: 0,
+          draining: false,
         };
         sessions.add(s);
         armIdle(s, limits.idleTimeoutMs);
