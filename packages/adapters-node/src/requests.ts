@@ -386,7 +386,7 @@ export class SignedRequests {
       // Counted only once attributed: here, after the signature verified. An authenticated
       // connection already counted the message's per-second share on arrival.
       const kind = rateClass(payload.kind);
-      const now = this.ctx.host.now();
+      const now = this.ctx.rateNow();
       const d = options.counted
         ? this.ctx.walletLimiter.admitSustained(verified.signer, now, kind)
         : this.ctx.walletLimiter.admit(verified.signer, now, kind);
@@ -415,10 +415,10 @@ export class SignedRequests {
     counted: boolean,
   ): Promise<Refusal | { readonly ok: true; readonly result: CommandResult }> {
     return this.ctx.walletQueue.run(wallet, async () => {
-      const now = this.ctx.host.now();
       // A stale or replayed authenticate (its text is generic) must not spend the budget.
-      const stale = freshnessProblem(this.ctx.host.state, now, wallet, nonce);
+      const stale = freshnessProblem(this.ctx.host.state, this.ctx.host.now(), wallet, nonce);
       if (stale !== undefined) return refusal(stale);
+      const now = this.ctx.rateNow();
       const d = counted
         ? this.ctx.walletLimiter.admitSustained(wallet, now, 'signed')
         : this.ctx.walletLimiter.admit(wallet, now, 'signed');

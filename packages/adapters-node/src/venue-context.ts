@@ -30,6 +30,12 @@ export interface VenueContext {
   readonly ipLimiter: RateLimiter;
   /** Attributed requests, keyed by wallet (REST and WebSocket together). */
   readonly walletLimiter: RateLimiter;
+  /**
+   * The clock both limiters are kept on, ms since the epoch: the process's monotonic clock. Not
+   * the host clock, which holds at the last journaled time while the system clock is behind it
+   * (after a step back), and would then let no request age out of a window.
+   */
+  readonly rateNow: () => number;
   readonly walletQueue: WalletQueue;
   readonly adminToken: string;
   /** Carries deposits and withdrawals to the chain and their results back. */

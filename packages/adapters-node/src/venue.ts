@@ -271,6 +271,7 @@ async function startLocked(
   });
   host.subscribe((b) => history.apply(b));
   host.subscribe((b) => streams.apply(b));
+  const rateNow = (): number => performance.timeOrigin + performance.now();
   const ipLimiter = new RateLimiter({
     ...WALLET_LIMITS,
     perWindow: config.limits.publicReadsPerSecond,
@@ -280,6 +281,7 @@ async function startLocked(
     host,
     now: () => host.now(),
     readLimiter: ipLimiter,
+    limiterNow: rateNow,
     funding: fundingInfo,
     auctions: liveAuctions,
     auctionEvents,
@@ -389,6 +391,7 @@ async function startLocked(
       perWindow: config.limits.walletRequestsPerSecond,
       sustained: config.limits.signedRequestsPer5Minutes,
     }),
+    rateNow,
     walletQueue: new WalletQueue(),
     adminToken: venueFile.adminToken,
     desk,

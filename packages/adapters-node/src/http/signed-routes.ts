@@ -338,7 +338,7 @@ export function registerSignedRoutes(
     // A resent application must not spend the wallet's budget (the engine checks again).
     if (referralNonceUsed(ctx.host.state, wallet, nonce))
       throw unauthorized(`replayed nonce ${nonce}`);
-    const d = ctx.walletLimiter.admit(wallet, ctx.host.now(), 'signed');
+    const d = ctx.walletLimiter.admit(wallet, ctx.rateNow(), 'signed');
     if (!d.ok) {
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
       throw new HttpError(429, d.message);

@@ -1112,7 +1112,7 @@ describe('errors and limits', () => {
     expect(await again.request({ type: 'ping', id: 'p' })).toMatchObject({ type: 'pong' });
   });
 
-  it('terminates a socket that neither answers pings nor sends anything', async () => {
+  it('closes a socket that neither answers pings nor sends anything (4408)', async () => {
     const v = await venue({ limits: { pingIntervalMs: 50, idleTimeoutMs: 200 } });
     const alive = await v.connect();
     const silent = await new Promise<WebSocket>((resolve, reject) => {
@@ -1121,7 +1121,7 @@ describe('errors and limits', () => {
       ws.once('error', reject);
     });
     const code = await new Promise<number>((resolve) => silent.once('close', (c) => resolve(c)));
-    expect(code).toBe(1006);
+    expect(code).toBe(4408);
     expect(alive.ws.readyState).toBe(WebSocket.OPEN);
     expect(await alive.request({ type: 'ping', id: 'p' })).toMatchObject({ type: 'pong' });
     expect(v.service.connections).toBe(1);

@@ -6,7 +6,8 @@
  * behind (reliability-anchors 3.1).
  *
  * Clocks: `now()` stamps `time` fields, drives the 24 h window and closes candles at interval
- * ends; pacing, heartbeats and the per-IP message budget run on the process clock.
+ * ends; pacing, heartbeats and idle deadlines run on the process clock, the per-IP message
+ * budget on `limiterNow` (the venue's host clock, shared with REST and the trading socket).
  *
  * Decisions the protocol leaves open (see README.md beside this file): connections above the
  * per-IP cap are refused at upgrade with HTTP 429 (cheaper than a handshake and a 1013 close);
@@ -98,10 +99,16 @@ export interface MarketDataOptions {
   /** Closed candles kept per (instrument, interval), default 1,000. */
   readonly candleHistory?: number;
   /**
-   * Per-IP message budget to share with other public surfaces (keys are client IPs, times
-   * `Date.now()`); default: a private one allowing `limits.messagesPerSecondPerIp`.
+   * Per-IP message budget to share with other public surfaces (keys are client IPs); default: a
+   * private one allowing `limits.messagesPerSecondPerIp`.
    */
   readonly readLimiter?: RateLimiter;
+  /**
+   * The clock `readLimiter` is kept on; default `Date.now`. A limiter shared with other surfaces
+   * must be fed one clock by all of them (the venue passes its host clock, as REST and the
+   * trading socket use): entries on two clocks that drift apart never age out, or go at once.
+   */
+  readonly limiterNow?: () => number;
 }
 
 /** The running market-data service. */
@@ -144,7 +151,10 @@ interface Session {
   readonly keys: Set<string>;
   /** Body of the snapshot a subscriber got on joining a busy channel: not pushed to it again. */
   readonly seen: Map<string, string>;
+  /** `performance.now()` of the last message or pong. */
   lastActivity: number;
+  /** Fires when the connection may have been idle for `idleTimeoutMs`; see `armIdle`. */
+  idleTimer: NodeJS.Timeout | null;
   closed: boolean;
 }
 
@@ -166,6 +176,8 @@ interface Built {
 }
 
 const SHUTDOWN_GRACE_MS = 1_000;
+/** Close code of an idle connection, as on the trading socket (protocol.md section 5). */
+const IDLE_CLOSE_CODE = 4408;
 const monotonic = (): number => performance.now();
 
 /** Creates the market-data WebSocket service over an engine host. */
@@ -173,6 +185,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const limits: MarketDataLimits = { ...DEFAULT_MARKET_DATA_LIMITS, ...options.limits };
   const pacing: MarketDataPacing = { ...DEFAULT_PACING, ...options.pacing };
   const { host, now } = options;
+  const limiterNow = options.limiterNow ?? Date.now;
   const auctions = options.auctions ?? noAuctions;
   const auctionEvents = options.auctionEvents ?? noAuctionEvents;
   const limiter =
@@ -216,6 +229,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const detach = (s: Session): void => {
     if (s.closed) return;
     s.closed = true;
+    if (s.idleTimer !== null) clearTimeout(s.idleTimer);
+    s.idleTimer = null;
     sessions.delete(s);
     release(s.ip);
     for (const key of s.keys) leave(s, key);
@@ -225,6 +240,22 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const terminate = (s: Session): void => {
     detach(s);
     s.ws.terminate();
+  };
+
+  // An idle connection is closed at its deadline (`idleTimeoutMs` after its last message or
+  // pong), whatever the phase of the ping tick, with the trading socket's close (4408); a peer
+  // that does not answer the close handshake is cut off a second later.
+  const armIdle = (s: Session, delayMs: number): void => {
+    s.idleTimer = setTimeout(() => {
+      s.idleTimer = null;
+      if (s.closed) return;
+      const left = s.lastActivity + limits.idleTimeoutMs - monotonic();
+      if (left > 0) return armIdle(s, left);
+      s.ws.close(IDLE_CLOSE_CODE, 'idle timeout');
+      detach(s);
+      setTimeout(() => s.ws.terminate(), SHUTDOWN_GRACE_MS).unref();
+    }, delayMs);
+    s.idleTimer.unref();
   };
 
   /** Sends one serialized message to one socket under the slow-consumer policy. */
@@ -427,7 +458,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   };
 
   const onMessage = (s: Session, data: RawData, isBinary: boolean): void => {
-    s.lastActivity = Date.now();
+    s.lastActivity = monotonic();
     if (isBinary) {
       return error(
         s,
@@ -441,7 +472,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       : Buffer.from(data as ArrayBuffer).toString('utf8');
     const parsed = parseRequest(text, (symbol) => host.state.symbols.get(symbol));
     // Every frame counts against the IP's budget, malformed ones included.
-    const admitted = limiter.admit(s.ip, Date.now(), 'unsigned');
+    const admitted = limiter.admit(s.ip, limiterNow(), 'unsigned');
     const id = parsed.ok ? parsed.request.id : parsed.error.id;
     if (!admitted.ok) {
       return error(s, id, 4029, admitted.message, { retryAfterMs: admitted.retryAfterMs });
@@ -539,12 +570,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   housekeeping.unref();
 
   const heartbeat = setInterval(() => {
-    const wall = Date.now();
-    for (const s of [...sessions]) {
-      if (wall - s.lastActivity > limits.idleTimeoutMs) terminate(s);
-      else s.ws.ping();
-    }
-    limiter.sweep(wall);
+    for (const s of sessions) s.ws.ping();
+    limiter.sweep(limiterNow());
   }, limits.pingIntervalMs);
   heartbeat.unref();
 
@@ -575,7 +602,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           ip,
           keys: new Set(),
           seen: new Map(),
-          lastActivity: Date.now(),
+          lastActivity: monotonic(),
+          idleTimer: null,
           closed: false,
         };
         if (closing) {
@@ -584,10 +612,11 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           return;
         }
         sessions.add(s);
+        armIdle(s, limits.idleTimeoutMs);
         ws.on('error', () => terminate(s));
         ws.on('close', () => detach(s));
         ws.on('pong', () => {
-          s.lastActivity = Date.now();
+          s.lastActivity = monotonic();
         });
         ws.on('message', (data, isBinary) => {
           try {

@@ -107,6 +107,7 @@ function setup() {
   const ctx = {
     host,
     walletLimiter: new RateLimiter(WALLET_LIMITS),
+    rateNow: () => NOW,
     walletQueue: new WalletQueue(),
   } as unknown as VenueContext;
   const recovery = new GatedRecovery();

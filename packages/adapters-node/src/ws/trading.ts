@@ -708,7 +708,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       id = msg.id;
     }
     // Every request counts: per wallet once authenticated, per client address before.
-    const now = ctx.host.now();
+    const now = ctx.rateNow();
     const d =
       s.account !== null
         ? ctx.walletLimiter.admit(s.account, now, 'unsigned')
