@@ -6,8 +6,8 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
 import { ManualClock } from '../src/engine/clock.js';
+import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
 import { WsClient } from './support/client.js';
 import { startTestVenue, type TestVenue } from './support/fixture.js';
 

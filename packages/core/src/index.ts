@@ -18,8 +18,8 @@ export {
   hasAppAccess,
   REFERRAL_CODE_RE,
   REFERRAL_NONCE_RE,
-  referralNonceUsed,
   type ReferralError,
+  referralNonceUsed,
 } from './access/referral.js';
 export * from './auth/index.js';
 export { depthOf, levelOrderIds } from './book/levels.js';
