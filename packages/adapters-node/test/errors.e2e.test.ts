@@ -531,6 +531,26 @@ describe('error rows', () => {
       });
     });
 
+    it("follows core's referral checks: a signed body with an extra flat field is accepted, a zero-padded x-timestamp is 401", async () => {
+      const frank = t.wallet('0x6f4c950fbbd3c1e4b5a9e4d3b0c2a1f8e7d6c5b4a3928170f6e5d4c3b2a19081');
+      const made = await t.admin('POST', '/admin/referral-codes', { kind: 'system', maxUses: 2 });
+      const padded = await frank.referral(made.body.code as string);
+      const r = await t.api('POST', '/referral/apply', padded.body, {
+        ...padded.headers,
+        'x-timestamp': `0${padded.headers['x-timestamp']}`,
+      });
+      expect(r.status).toBe(401);
+      expect(String(r.body.error)).toMatch(/^Unauthorized: x-timestamp/);
+      // The body is flat and names walletAddress and code; what else it carries is signed too.
+      const extra = await frank.referral(made.body.code as string, undefined, undefined, {
+        source: 'app',
+      });
+      expect(await t.api('POST', '/referral/apply', extra.body, extra.headers)).toMatchObject({
+        status: 201,
+        body: { kind: 'system', refereeAddress: frank.address },
+      });
+    });
+
     it('401 for a replayed request and the 422 rules in order', async () => {
       const code = async (maxUses: number, owner?: string) => {
         const r = await t.admin('POST', '/admin/referral-codes', {

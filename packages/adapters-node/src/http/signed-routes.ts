@@ -15,15 +15,16 @@
  */
 import {
   type ChainDeposit,
+  checkNonceHeader,
   checkPermit,
+  checkTimestampHeader,
+  checkTimestampWindow,
   DISCRIMINATOR,
   formatCollateral,
-  NONCE_WINDOW_MS,
   parseDecimal,
-  parseFlatJsonObject,
+  parseReferralBody,
   parseSignature,
-  REFERRAL_CODE_RE,
-  REFERRAL_NONCE_RE,
+  type ReferralRefusal,
   type Rejection,
   receivePayload,
   referralNonceUsed,
@@ -296,34 +297,24 @@ export function registerSignedRoutes(
   app.post('/api/referral/apply', { errorHandler: referralErrors }, async (req, reply) => {
     chargeAddress(ctx, req, reply);
     const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
-    const parsed = parseFlatJsonObject(raw);
+    // The checks and their order are core's (auth/canonical-json.ts), one implementation for
+    // every embedding; only the signature recovery runs here, on the worker pool.
+    const parsed = parseReferralBody(raw);
     if (!parsed.ok) throw new HttpError(400, malformed);
-    const body = parsed.value;
-    const keys = Object.keys(body);
-    if (
-      keys.length !== 2 ||
-      typeof body.walletAddress !== 'string' ||
-      !/^0x[0-9a-f]{40}$/.test(body.walletAddress) ||
-      typeof body.code !== 'string' ||
-      !REFERRAL_CODE_RE.test(body.code)
-    ) {
-      throw new HttpError(400, malformed);
-    }
+    const refuse = (r: ReferralRefusal) => new HttpError(r.status, r.error);
     const unauthorized = (reason: string) => new HttpError(401, `Unauthorized: ${reason}`);
     const sig = req.headers['x-signature'];
-    const ts = req.headers['x-timestamp'];
-    const nonce = req.headers['x-nonce'];
     if (typeof sig !== 'string') throw unauthorized('missing x-signature header');
-    if (typeof ts !== 'string') throw unauthorized('missing x-timestamp header');
-    if (typeof nonce !== 'string') throw unauthorized('missing x-nonce header');
-    if (!/^\d{1,16}$/.test(ts)) throw unauthorized('x-timestamp must be milliseconds since epoch');
-    const timestamp = Number(ts);
-    const skew = timestamp - ctx.host.now();
-    if (skew > NONCE_WINDOW_MS || skew < -NONCE_WINDOW_MS)
-      throw unauthorized('expired timestamp (must be within 5 minutes of server time)');
-    if (!REFERRAL_NONCE_RE.test(nonce))
-      throw unauthorized('x-nonce must match [A-Za-z0-9_-]{8,128}');
-    const wallet = body.walletAddress;
+    const ts = checkTimestampHeader(req.headers['x-timestamp']);
+    if (!ts.ok) throw refuse(ts);
+    if (req.headers['x-nonce'] === undefined) throw unauthorized('missing x-nonce header');
+    const outside = checkTimestampWindow(ts.value, ctx.host.now());
+    if (outside !== undefined) throw refuse(outside);
+    const checkedNonce = checkNonceHeader(req.headers['x-nonce']);
+    if (!checkedNonce.ok) throw refuse(checkedNonce);
+    const nonce = checkedNonce.value;
+    const timestamp = ts.value;
+    const { body, walletAddress: wallet, code } = parsed.value;
     const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
     let signer: Awaited<ReturnType<typeof requests.verifyReferral>>;
     try {
@@ -350,7 +341,7 @@ export function registerSignedRoutes(
           ctx.host.submit({
             type: 'applyReferral',
             wallet,
-            code: body.code as string,
+            code,
             nonce,
             timestamp,
           }),

@@ -251,8 +251,9 @@ export class Wallet {
     code: string,
     nonce = `n${freshNonce()}xyz`,
     timestamp = Date.now(),
+    extra: Record<string, string | number | boolean | null> = {},
   ): Promise<{ headers: Record<string, string>; body: string }> {
-    const body = { walletAddress: this.address, code };
+    const body = { walletAddress: this.address, code, ...extra };
     const message = referralText(body, nonce, timestamp, this.address);
     const sig = await this.account.signMessage({ message });
     return {
