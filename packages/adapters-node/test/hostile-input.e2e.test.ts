@@ -1119,7 +1119,6 @@ describe('hostile input', () => {
           '[]',
           '{}',
           `{"walletAddress":"${carol.address}","code":"${code}","code":"${code}"}`,
-          `{"walletAddress":"${carol.address}","code":"${code}","x":1}`,
           `{"walletAddress":"${carol.address.toUpperCase().replace('0X', '0x')}","code":"${code}"}`,
           `{"walletAddress":"${carol.address}","code":"${code.toLowerCase()}"}`,
           `{"walletAddress":"${carol.address}","code":"ABCDEFGH"}`,
@@ -1156,6 +1155,17 @@ describe('hostile input', () => {
           [{ 'x-signature': `0x${'00'.repeat(65)}` }, /signer|signature/],
           [{ 'x-signature': `0x${'ab'.repeat(5000)}` }, /signer|signature/],
         ];
+        // A flat body may carry more than walletAddress and code (protocol.md), but the
+        // signature covers the whole body: these headers were signed over another one.
+        expectRefusal(
+          await post(
+            '/referral/apply',
+            `{"walletAddress":"${carol.address}","code":"${code}","x":1}`,
+            good.headers,
+          ),
+          401,
+          /signer/,
+        );
         for (const [h, pattern] of headerCases) {
           let r: Awaited<ReturnType<typeof post>>;
           try {

@@ -416,7 +416,7 @@ export function checkTimestampWindow(
   const skew = timestampMs - nowMs;
   if (skew > REFERRAL_WINDOW_MS || skew < -REFERRAL_WINDOW_MS) {
     return unauthorized(
-      `timestamp ${timestampMs} is outside the +-5 minute window around server time ${nowMs}`,
+      `expired timestamp: ${timestampMs} is outside the +-5 minute window around server time ${nowMs}`,
     );
   }
   return undefined;

@@ -333,7 +333,7 @@ describe('headers and window', () => {
     if (r !== undefined) {
       expect(r.status).toBe(401);
       expect(r.error).toBe(
-        `Unauthorized: timestamp ${NOW + skew} is outside the +-5 minute window around server time ${NOW}`,
+        `Unauthorized: expired timestamp: ${NOW + skew} is outside the +-5 minute window around server time ${NOW}`,
       );
     }
   });
