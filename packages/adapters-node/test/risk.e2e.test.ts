@@ -239,6 +239,13 @@ describe('risk events through the service', () => {
       marginMode: 'Cross',
     });
     expect(refused.status).toBe(400);
+    // protocol.md: a refused POST /admin/liquidate is 400, for a wallet without an account too.
+    const unknown = await t.admin('POST', '/admin/liquidate', {
+      wallet: `0x${'ab'.repeat(20)}`,
+      marginMode: 'Cross',
+    });
+    expect(unknown.status).toBe(400);
+    expect(String(unknown.body.error)).toMatch(/^ACCOUNT_NOT_FOUND: /);
     const forced = await t.admin('POST', '/admin/liquidate', {
       wallet: carol.address,
       marginMode: 'Cross',

@@ -265,7 +265,9 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
         market,
         force: b.force === true,
       });
-      const o = ok(r.outcome);
+      // protocol.md section 6: a refused liquidation is 400, an unknown wallet (4040) included.
+      if (!r.outcome.ok) throw new HttpError(400, r.outcome.message);
+      const o = r.outcome;
       if (o.kind !== 'liquidation') throw new HttpError(500, 'unexpected outcome');
       return {
         liquidationId: String(o.liquidationId),
