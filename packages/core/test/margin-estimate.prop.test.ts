@@ -287,7 +287,7 @@ const exact = {
       },
       true,
     );
-    return availableToOpen(m);
+    return availableToOpen(m) - (c.mode === 'Cross' ? c.account.claimReserve : 0n);
   },
   /** The solvency guard: equity after the fill at the mark. */
   solvent(c: Case, rate: bigint): bigint {
@@ -358,14 +358,19 @@ describe('float filters of margin decisions (margin/estimate.ts)', () => {
     );
   });
 
-  it('surelyCovered after a fill only where the exact available-to-open is not negative', () => {
+  it('surelyCovered after a fill only where the exact available-to-open (less claim reservations) is not negative', () => {
     fc.assert(
       fc.property(caseArb, fc.boolean(), (c, maker) => {
         const rate = maker ? specOf(c).makerFeeRate : specOf(c).takerFeeRate;
         aroundBoundary(
           c,
           (k) => exact.covered(k, rate),
-          (k, e) => agrees(surelyCovered(afterFill(k, rate)), e, 'covered'),
+          (k, e) =>
+            agrees(
+              surelyCovered(afterFill(k, rate), k.mode === 'Cross' ? k.account.claimReserve : 0n),
+              e,
+              'covered',
+            ),
           NEAR,
         );
       }),

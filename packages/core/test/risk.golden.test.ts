@@ -795,6 +795,48 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(0n);
   });
 
+  it('keeps margin reserved by a claim out of maker fills and leverage cuts, as at placement', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const TIGHT = wallet(0x81);
+    const SELLER = wallet(0x82);
+    v.open(TIGHT);
+    v.open(SELLER);
+    v.fund(SELLER, '100000');
+    v.fund(TIGHT, '596');
+    // A buy of 5 resting at 94 (above the mark 92) holds 47 at 10x.
+    v.expectOk(v.place(TIGHT, 'ISO-PERP', { side: 'Buy', qty: '5', price: '94' }));
+    // Claiming 60 at 91 reserves 546: 596 - 47 - 546 = 3 left to open with.
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: TIGHT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    expect(v.state.accounts.get(TIGHT)!.claimReserve).toBe(usd('546'));
+    // 5x would make the order hold 94: the reservation counts, so it is refused.
+    const lower = v.run({
+      type: 'updateLeverage',
+      account: TIGHT,
+      market: 3,
+      mode: 'Cross',
+      leverage: 500,
+    });
+    expect(v.outcome(lower)).toMatchObject({ ok: false, code: 4100 });
+    // Filling the buy at 94 against the mark 92 costs 10 of equity and trades the hold (47) for
+    // initial margin: 3 - 10 + 1 < 0 once the reservation counts, so the maker is cancelled.
+    const sell = v.place(SELLER, 'ISO-PERP', { side: 'Sell', qty: '5', price: '94' });
+    const cancelled = v.reports(sell, TIGHT);
+    expect(cancelled.map((r) => [r.kind, 'order' in r ? r.order.reason : null])).toEqual([
+      ['OrderCancelled', 'InsufficientMargin'],
+    ]);
+    expect(v.state.accounts.get(TIGHT)!.positions).toEqual([]);
+  });
+
   it('settles at once when fully claimed', () => {
     const { v } = auctionVenue();
     const events = v.run({

@@ -68,7 +68,8 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   },
   // 2: the entry price re-weighted by the open size after a reduce; a trigger order re-checked
   // against the open-interest cap when it fires; an amend refused for the order's state and a
-  // claim of an ended auction consume their nonce.
+  // claim of an ended auction consume their nonce; claim reservations bound maker fills and
+  // leverage cuts (none of the three logs reaches that one).
   2: {
     simulation: {
       state: '0x7a29361bfaed8500abc0f1f158cdd684df0d83c1461d0c522ac308d28156d42a',

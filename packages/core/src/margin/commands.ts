@@ -254,11 +254,13 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
       ],
     };
     const after = measureScope(ctx.state, trial, cmd.mode, cmd.market);
-    if (availableToOpen(after) < 0n) {
+    // Margin reserved for auction claims stays reserved (engine-rules 7), as for orders.
+    const room = availableToOpen(after) - (cmd.mode === 'Cross' ? account.claimReserve : 0n);
+    if (room < 0n) {
       return rejectCommand(
         ctx,
         'INSUFFICIENT_MARGIN',
-        `lowering ${spec.symbol} ${cmd.mode} leverage to ${cmd.leverage / 100}x needs ${formatCollateral(-availableToOpen(after))} more margin`,
+        `lowering ${spec.symbol} ${cmd.mode} leverage to ${cmd.leverage / 100}x needs ${formatCollateral(-room)} more margin`,
       );
     }
   }

@@ -244,9 +244,13 @@ export function estimateAfterFill(
   });
 }
 
-/** Whether the estimate surely leaves available-to-open (equity - IM - holds) at or above zero. */
-export function surelyCovered(e: ScopeEstimate): boolean {
-  return e.equity - e.initialMargin - e.holdFull > e.error;
+/**
+ * Whether the estimate surely leaves available-to-open (equity - IM - holds - `reserve`, the
+ * cross pool's auction-claim reservations) at or above zero.
+ */
+export function surelyCovered(e: ScopeEstimate, reserve: bigint): boolean {
+  const r = Number(reserve);
+  return e.equity - e.initialMargin - e.holdFull - r > e.error + Math.abs(r) * relativeError(1) + 1;
 }
 
 /** Whether the estimate surely leaves equity at or above zero (the solvency guard's rule). */

@@ -305,7 +305,9 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
     return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
   }
-  if (surelyCovered(estimate)) return true;
+  // Margin reserved for auction claims is not there to open with (engine-rules 7), as at placement.
+  const reserve = maker.marginMode === 'Cross' ? account.claimReserve : 0n;
+  if (surelyCovered(estimate, reserve)) return true;
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
   const resting = holdsMargin(maker) ? qty : 0n;
@@ -326,7 +328,7 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     },
     true,
   );
-  return availableToOpen(metrics) >= 0n;
+  return availableToOpen(metrics) - reserve >= 0n;
 }
 
 /**
