@@ -180,6 +180,39 @@ describe('golden case B: one funding hour on a cross account', () => {
     expect(v.state.markets.get(1)!.funding.lastFundingTime).toBe(T0 + 3 * HOUR);
   });
 
+  it('a lengthened interval pays each hour once: the first period runs from the last settlement', () => {
+    const v = venueB();
+    const BTC = {
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    };
+    v.run({ type: 'cancelAll', account: MM, market: 0 }); // no samples: the interest term alone
+    const hourly = reportsOf(v.run({ type: 'tick', time: T0 + HOUR }), 'Funding', GOLD);
+    const btcPaid = (rs: FundingReport[]) => rs.filter((r) => r.market === 1);
+    expect(btcPaid(hourly).map((r) => r.fundingRate)).toEqual([12_500_000_000_000n]); // 1 h
+    // 01:30: BTC moves to a two-hour interval; 00:00-01:00 is paid already.
+    v.run({ type: 'tick', time: T0 + HOUR + HOUR / 2 });
+    v.list({ ...BTC, funding: { impactNotional: '1000', intervalMs: 2 * HOUR } });
+    expect(fundingInfo(v.state, 1)).toEqual({ rate: '0.0000125', nextFundingTime: T0 + 2 * HOUR });
+    // 02:00 on the new grid pays 01:00-02:00 only; 04:00 pays two hours.
+    const short = btcPaid(reportsOf(v.run({ type: 'tick', time: T0 + 2 * HOUR }), 'Funding', GOLD));
+    expect(short.map((r) => [r.fundingTime, r.fundingRate])).toEqual([
+      [T0 + 2 * HOUR, 12_500_000_000_000n],
+    ]);
+    const full = btcPaid(reportsOf(v.run({ type: 'tick', time: T0 + 4 * HOUR }), 'Funding', GOLD));
+    expect(full.map((r) => [r.fundingTime, r.fundingRate])).toEqual([
+      [T0 + 4 * HOUR, 25_000_000_000_000n],
+    ]);
+  });
+
   it("the operator's settle-now pays one interval and leaves the schedule alone", () => {
     const v = venueB();
     const events = v.run({ type: 'settleFunding' });

@@ -62,13 +62,10 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
       return ctx.fail(r.code, r.message);
     }
     const w = ctx.writableMarket(spec.id);
+    // A new funding interval keeps the last funding time: the next settlement falls on the
+    // new grid and pays only the time since (risk/funding.ts, nextFundingTime), so no hour is
+    // paid twice.
     w.spec = spec;
-    if (old.funding.intervalMs !== spec.funding.intervalMs) {
-      w.funding = {
-        ...w.funding,
-        lastFundingTime: firstFundingBase(w.funding.lastFundingTime, spec.funding.intervalMs),
-      };
-    }
   }
   refreshFundingDue(ctx.state);
   ctx.emit({ type: 'marketChanged', market: spec.id });

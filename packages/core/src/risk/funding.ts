@@ -96,11 +96,19 @@ export function averagePremium(market: Market): bigint {
   return f.sampleCount === 0 ? 0n : f.premiumSum / BigInt(f.sampleCount);
 }
 
-/** The funding rate per interval for an average premium `premium` (rate scale, signed). */
-export function fundingRateFor(market: Market, premium: bigint): bigint {
+/**
+ * The funding rate for an average premium `premium` (rate scale, signed) over `periodMs`: one
+ * interval unless said otherwise (the first period after the interval was lengthened is shorter,
+ * see {@link nextFundingTime}).
+ */
+export function fundingRateFor(
+  market: Market,
+  premium: bigint,
+  periodMs: number = market.spec.funding.intervalMs,
+): bigint {
   const s = market.spec.funding;
   const f8 = premium + clamp(s.interestRate8h - premium, -s.premiumClamp, s.premiumClamp);
-  const interval = BigInt(s.intervalMs);
+  const interval = BigInt(periodMs);
   // Truncated toward zero at 1e18: the rate is an input, the payments round for the venue.
   const rate = (f8 * interval) / EIGHT_HOURS_MS;
   const cap = (s.capPerHour * interval) / HOUR_MS;
@@ -109,7 +117,12 @@ export function fundingRateFor(market: Market, premium: bigint): bigint {
 
 /** The rate the current samples give (what the next settlement pays if nothing changes). */
 export function predictedRate(market: Market): bigint {
-  return fundingRateFor(market, averagePremium(market));
+  return fundingRateFor(market, averagePremium(market), fundingPeriod(market));
+}
+
+/** The period the next settlement pays for: from the last funding time to the next one, ms. */
+function fundingPeriod(market: Market): number {
+  return nextFundingTime(market) - market.funding.lastFundingTime;
 }
 
 /** First funding time of a market listed at `time`: the next interval boundary after it. */
@@ -117,9 +130,14 @@ export function firstFundingBase(time: number, intervalMs: number): number {
   return Math.floor(time / intervalMs) * intervalMs;
 }
 
-/** The next funding time of a market, ms. */
+/**
+ * The next funding time of a market: the next boundary of its interval's grid after the last
+ * funding time, ms. That is one interval later, except after the interval was lengthened off
+ * the new grid (hourly settled at 01:00, then two-hourly: next at 02:00, paying one hour).
+ */
 export function nextFundingTime(market: Market): number {
-  return market.funding.lastFundingTime + market.spec.funding.intervalMs;
+  const interval = market.spec.funding.intervalMs;
+  return firstFundingBase(market.funding.lastFundingTime, interval) + interval;
 }
 
 /** Recomputes the earliest next funding time over all markets. */
@@ -149,10 +167,15 @@ export function fundingInfo(
  * Pays one interval's funding in a writable market at `fundingTime` and clears the samples.
  * Every position (cross or isolated) of every holder is paid in its own pool.
  */
-function settleMarket(ctx: Ctx, market: Market, fundingTime: number): FundingSettlement {
+function settleMarket(
+  ctx: Ctx,
+  market: Market,
+  fundingTime: number,
+  periodMs: number,
+): FundingSettlement {
   const premium = averagePremium(market);
   const sampleCount = market.funding.sampleCount;
-  const rate = fundingRateFor(market, premium);
+  const rate = fundingRateFor(market, premium, periodMs);
   const index = market.prices.index;
   const spec = market.spec;
   const payments: FundingPayment[] = [];
@@ -224,7 +247,7 @@ export function settleFundingDue(ctx: Ctx, until: number = ctx.time): boolean {
       const m = ctx.market(id)!;
       if (nextFundingTime(m) !== due) continue;
       const w = ctx.writableMarket(id);
-      settleMarket(ctx, w, due);
+      settleMarket(ctx, w, due, due - w.funding.lastFundingTime);
       w.funding = { lastFundingTime: due, premiumSum: 0n, sampleCount: 0 };
     }
     refreshFundingDue(ctx.state);
@@ -245,7 +268,7 @@ export function settleFundingNow(ctx: Ctx, market: number | undefined): FundingS
   const out: FundingSettlement[] = [];
   for (const id of ids) {
     const w = ctx.writableMarket(id);
-    out.push(settleMarket(ctx, w, ctx.time));
+    out.push(settleMarket(ctx, w, ctx.time, w.spec.funding.intervalMs));
     w.funding = { lastFundingTime: w.funding.lastFundingTime, premiumSum: 0n, sampleCount: 0 };
   }
   return out;
