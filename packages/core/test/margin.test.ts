@@ -202,17 +202,17 @@ describe('deposits, withdrawals, transfers and leverage (command lifecycle)', ()
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('1000'));
   });
 
-  it('a withdrawal is debited at acceptance, reported at settlement, and refunded when the chain fails it', () => {
+  it('a withdrawal is debited (and pushed) at acceptance, reported at settlement, and refunded when the chain fails it', () => {
     v.fund(A, '1000');
-    const ok = outcome(
-      v.run({
-        type: 'withdraw',
-        account: A,
-        amount: usd('400'),
-        target: { mode: 'Cross', market: 0 },
-      }),
-    );
+    const accepted = v.run({
+      type: 'withdraw',
+      account: A,
+      amount: usd('400'),
+      target: { mode: 'Cross', market: 0 },
+    });
+    const ok = outcome(accepted);
     expect(v.state.accounts.get(A)!.crossCash).toBe(usd('600'));
+    expect(pushes(accepted)).toEqual([A]);
     const id = ok.ok && ok.kind === 'command' ? ok.commandId : 0;
     const settled = v.run({
       type: 'settleWithdrawal',

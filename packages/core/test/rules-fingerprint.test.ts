@@ -69,7 +69,8 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   // 2: the entry price re-weighted by the open size after a reduce; a trigger order re-checked
   // against the open-interest cap when it fires; an amend refused for the order's state and a
   // claim of an ended auction consume their nonce; claim reservations bound maker fills and
-  // leverage cuts (none of the three logs reaches that one).
+  // leverage cuts (none of the three logs reaches that one); a lengthened funding interval pays
+  // from the last settlement (nor that one); a withdrawal pushes the summary at acceptance.
   2: {
     simulation: {
       state: '0x7a29361bfaed8500abc0f1f158cdd684df0d83c1461d0c522ac308d28156d42a',
@@ -77,7 +78,7 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
     },
     tour: {
       state: '0x9c3ce9923d459e2457a2c8e6192bcec731521cf7810b1feef604b7eb2353ee9d',
-      events: '0xd68bb14918d6db06ff38b04017f89fc87440380d88ea0bfafb32783d894298da',
+      events: '0x78206e4b04487c956542327feaa1715ddb37bec1bb1d3e89eb475e483f01a73c',
     },
     edges: {
       state: '0xb5e7d8b6c755b9505afa444177cfb5ee5b6a0458dd2c3b171f88d8b13681118e',

@@ -136,6 +136,9 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   const commandId = ctx.nextCommandId();
   credit(ctx.writableAccount(cmd.account), mode, market, -cmd.amount);
   ctx.state.totalWithdrawals += cmd.amount;
+  // The balance changed now, not at settlement: push the summary (interface-spec: every change
+  // of balance state) and include the account in the post-command liquidation check.
+  ctx.accountChanged(cmd.account);
   ctx.state.pending = ctx.state.pending.set(ctx.edit, commandId, {
     kind: 'withdrawal',
     commandId,
