@@ -201,7 +201,9 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   let tickerProjection = new TickerProjection(options.funding);
   let candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
   tickerProjection.seedFrom(host.state);
-  candleProjection.seedFrom(host.state, now());
+  // At the state's own time (a snapshot's), not now: the journal's tail, replayed next, trades
+  // in the minutes after it and must land in them.
+  candleProjection.seedFrom(host.state, host.state.time);
 
   const wss = new WebSocketServer({
     noServer: true,
