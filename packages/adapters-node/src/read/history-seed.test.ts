@@ -26,3 +26,23 @@ describe('history after a snapshot restart', () => {
     expect(h.orders(wallet(2), {}, v.time).rows).toEqual([]);
   });
 });
+
+describe('the open-orders view', () => {
+  it('lists a GTC order still working after the default 7-day window; other views keep the window', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    const a = wallet(1);
+    v.open(a);
+    v.fund(a, '100000');
+    v.oracle({ 'BTC-PERP': '65000' });
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '64000' });
+    const h = new HistoryStore();
+    h.seedWorkingOrders(v.state);
+    const placedAt = v.time;
+    v.advance(8 * 86_400_000);
+    expect(h.orders(a, { status: 'open' }, v.time).rows.map((r) => r.ordStatus)).toEqual(['New']);
+    expect(h.orders(a, {}, v.time).rows).toEqual([]);
+    // An explicit window still applies to the open view.
+    expect(h.orders(a, { status: 'open', startTime: placedAt + 1 }, v.time).rows).toEqual([]);
+  });
+});

@@ -318,7 +318,10 @@ export class HistoryStore {
     });
     // Paged by creation time and order id, which never change: an order updated while a client
     // pages (filled, cancelled, busted) keeps its place and is neither skipped nor repeated.
-    return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), q, now);
+    // The open view has no default window: a GTC order placed weeks ago is still working, and a
+    // client rebuilding its state (after resyncRequired) must see it.
+    const window = status === 'open' && q.startTime === undefined ? { ...q, startTime: 0 } : q;
+    return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), window, now);
   }
 
   /** `GET /account/trades` (busted trades included, flagged). */
