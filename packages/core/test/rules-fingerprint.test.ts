@@ -70,7 +70,9 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   // against the open-interest cap when it fires; an amend refused for the order's state and a
   // claim of an ended auction consume their nonce; claim reservations bound maker fills and
   // leverage cuts (none of the three logs reaches that one); a lengthened funding interval pays
-  // from the last settlement (nor that one); a withdrawal pushes the summary at acceptance.
+  // from the last settlement (nor that one); a withdrawal pushes the summary at acceptance;
+  // entry children, paused-market triggers and cloid take-back (entry-children.test.ts; the
+  // three logs reach none of them).
   2: {
     simulation: {
       state: '0x7a29361bfaed8500abc0f1f158cdd684df0d83c1461d0c522ac308d28156d42a',

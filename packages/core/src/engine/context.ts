@@ -137,6 +137,22 @@ export class Ctx {
     if (this.books.length !== 0) this.books = [];
     if (this.scopes.length !== 0) this.scopes = [];
     if (this.movedMarkets.length !== 0) this.movedMarkets = [];
+    if (this.armedMarkets.length !== 0) this.armedMarkets = [];
+  }
+
+  /** Markets where this command armed a trigger order after placement (an entry's child). */
+  private armedMarkets: number[] = [];
+
+  /** Records that a trigger order of `market` was armed during the command (see `fireArmed`). */
+  triggerArmed(market: number): void {
+    if (!this.armedMarkets.includes(market)) this.armedMarkets.push(market);
+  }
+
+  /** Takes the markets recorded by {@link triggerArmed}. */
+  takeArmedMarkets(): number[] {
+    const out = this.armedMarkets;
+    if (out.length !== 0) this.armedMarkets = [];
+    return out;
   }
 
   /** Accounts marked for a push so far in the current command, first-touch order. */

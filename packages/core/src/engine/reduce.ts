@@ -21,7 +21,7 @@ import { cancelAllCommand, cancelOrderCommand } from '../orders/cancel.js';
 import { pruneCloids } from '../orders/cloids.js';
 import { placeOrder } from '../orders/place.js';
 import { replaceOrderCommand } from '../orders/replace.js';
-import { expireDue } from '../orders/trigger.js';
+import { expireDue, fireArmed } from '../orders/trigger.js';
 import { bustTrade } from '../risk/bust.js';
 import { settleFundingDue, settleFundingNow } from '../risk/funding.js';
 import {
@@ -193,6 +193,7 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
   housekeeping = pruneCloids(ctx) || housekeeping;
   housekeeping = pruneTrades(ctx) || housekeeping;
   dispatch(ctx, cmd);
+  fireArmed(ctx);
   // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
   riskSweep(ctx);
   const events = ctx.end();

@@ -72,7 +72,10 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
       cloid: cmd.cloid,
     });
   }
-  const seq = cancelOrder(ctx, id, 'User');
+  cancelOrder(ctx, id, 'User');
+  // The seq of the last report this request produced: the cancel's own, or a follow-up's
+  // (children of a cancelled entry, ParentCancelled).
+  const seq = ctx.account(cmd.account)!.reportSeq;
   ctx.emit({ type: 'outcome', ok: true, kind: 'cancel', order: latestOrder(ctx, id), seq });
 }
 

@@ -235,7 +235,14 @@ export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   for (const o of accountOrders(ctx.state, account)) {
     const id = o.orderId;
     if (!o.managed || o.market !== order.market || o.marginMode !== order.marginMode) continue;
-    if (order.cloid !== null && o.parentCloid === order.cloid && order.cumQty === 0n) {
+    // A child is placed after its entry: one older than the order that ended belongs to an
+    // earlier order that used the same cloid (reusable once its reservation ran out).
+    if (
+      order.cloid !== null &&
+      o.parentCloid === order.cloid &&
+      order.cumQty === 0n &&
+      o.orderId > order.orderId
+    ) {
       related.push(id);
     } else if (
       order.managed &&

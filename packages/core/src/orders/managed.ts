@@ -12,6 +12,7 @@ import type { Ctx, PendingScope } from '../engine/context.js';
 import { viewAs } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
+import { cloidTarget } from './cloids.js';
 import { cancelOrder, shrinkInPlace } from './execution.js';
 import { addTrigger, sweepDirection } from './triggers-index.js';
 
@@ -65,6 +66,8 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
     if (!w.armed) {
       w.armed = true;
       addTrigger(ctx.writableMarket(w.market), w);
+      // The mark may already be past its trigger: it fires once the command's matching is done.
+      ctx.triggerArmed(w.market);
     }
   }
 }
@@ -84,6 +87,9 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
     for (const o of guarded) {
       if (o.orderId === skip || ctx.order(o.orderId) === undefined) continue;
       const attachedToEntry = o.managed && o.parentCloid !== null;
+      // A child follows its entry order, not the position, while the entry works: the position
+      // it will protect is the one the entry is still building (or flipping to).
+      if (attachedToEntry && entryWorking(ctx, o)) continue;
       if (size === 0n) {
         if (attachedToEntry && !o.armed) continue; // still waiting for its entry order
         cancelOrder(ctx, o.orderId, 'PositionClosed');
@@ -102,6 +108,13 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
     }
     if (closing.length > 0) clampSweeps(ctx, closing, abs);
   }
+}
+
+/** Whether the entry order a managed child is attached to is still working. */
+function entryWorking(ctx: Ctx, child: Order): boolean {
+  const id = cloidTarget(ctx, child.account, child.parentCloid as string);
+  // A child is always placed after its entry, so an order with the cloid placed later is another.
+  return id !== undefined && id < child.orderId;
 }
 
 // ---- reduce-only re-clamp -------------------------------------------------------------------

@@ -126,10 +126,12 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
     quantity: cmd.quantity,
     cloid: cmd.cloid ?? current.cloid,
   };
-  const newCloidHolder =
+  // The order's own earlier cloid (X -> Y -> X) is its to take back.
+  const heldBy =
     cmd.cloid !== null && cmd.cloid !== current.cloid
       ? cloidHolder(ctx, cmd.account, cmd.cloid)
       : undefined;
+  const newCloidHolder = heldBy === id ? undefined : heldBy;
   const problem =
     (market.status === 'Paused'
       ? reject('INVALID_REQUEST', `market ${market.spec.symbol} is paused`)

@@ -11,10 +11,15 @@ import { firstTimeId } from '../persistent/sorted-set.js';
 import { cancelOrder, endOrder, reducibleBy } from './execution.js';
 import { execute } from './place.js';
 import { checkHold, marketStyleLimit, openInterestProblem, openingPart } from './rules.js';
-import { popFired } from './triggers-index.js';
+import { anyFired, popFired } from './triggers-index.js';
 
-/** Fires every armed trigger order of a market that `mark` reaches, oldest first. */
+/**
+ * Fires every armed trigger order of a market that `mark` reaches, oldest first. A paused market
+ * fires nothing (it accepts cancels only): its triggers stay armed and fire at the first mark
+ * after it resumes.
+ */
 export function fireTriggers(ctx: Ctx, marketId: number, mark: bigint): void {
+  if (ctx.market(marketId)!.status === 'Paused') return;
   const market = ctx.writableMarket(marketId);
   const fired = popFired(market, mark);
   for (const id of fired) fireOrder(ctx, id, mark);
@@ -51,6 +56,24 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
   const limit =
     order.price === 0n ? marketStyleLimit(order, mark, market.spec.tickSize) : undefined;
   execute(ctx, id, limit);
+}
+
+/**
+ * Fires the trigger orders armed during this command (managed children of an entry that just
+ * filled) whose trigger the mark already reached: a sell stop fires when the mark is at or below
+ * its trigger (engine-rules 5), not at the next oracle. Runs after the command's own work, so no
+ * order fires in the middle of a match; a fired order can arm more, which fire in turn.
+ */
+export function fireArmed(ctx: Ctx): void {
+  for (;;) {
+    const markets = ctx.takeArmedMarkets();
+    if (markets.length === 0) return;
+    for (const id of markets) {
+      const market = ctx.market(id)!;
+      const mark = market.prices.mark;
+      if (mark !== null && anyFired(market, mark)) fireTriggers(ctx, id, mark);
+    }
+  }
 }
 
 /**

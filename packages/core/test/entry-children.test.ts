@@ -1,0 +1,173 @@
+/**
+ * Managed TP/SL attached to an entry order (research 6.4.3 invariant 4), trigger firing in a
+ * paused market, and two amend/cancel details, as a review of the book found them broken: each
+ * case failed before its fix.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { EngineEvent, OrderReport, Outcome } from '../src/index.js';
+import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+
+const BTC = 'BTC-PERP';
+const A = wallet(0xa);
+const B = wallet(0xb);
+const C = wallet(0xc);
+
+const outcome = (events: readonly EngineEvent[]): Outcome =>
+  events.find((e): e is Outcome => e.type === 'outcome')!;
+function orderIdOf(events: readonly EngineEvent[]): number {
+  const o = outcome(events);
+  if (o.ok && 'order' in o) return o.order.orderId;
+  throw new Error(
+    `no order: ${JSON.stringify(o, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
+  );
+}
+const reports = (events: readonly EngineEvent[], account: string): OrderReport[] =>
+  events.filter(
+    (e): e is OrderReport => e.type === 'executionReport' && e.account === account,
+  ) as OrderReport[];
+/** `kind:reason#orderId` of each report of `account`. */
+const kinds = (events: readonly EngineEvent[], account: string): string[] =>
+  reports(events, account).map(
+    (r) => `${r.kind}${r.order?.reason ? `:${r.order.reason}` : ''}#${r.order?.orderId}`,
+  );
+
+let v: TestVenue;
+function setup(settings = {}): void {
+  v = new TestVenue({ settings, checkPurity: true });
+  v.list(BTC_SETTINGS);
+  for (const w of [A, B, C]) {
+    v.open(w);
+    v.fund(w, '1000000');
+  }
+  v.oracle({ [BTC]: '65000' });
+}
+/** A managed StopLoss attached to the entry named `parent`. */
+const stopOf = (side: 'Buy' | 'Sell', qty: string, trigger: string, parent: string) =>
+  v.place(A, BTC, { side, qty, trigger, type: 'StopLoss', managed: true, parentCloid: parent });
+
+describe('a managed child of an entry order', () => {
+  beforeEach(() => setup());
+
+  it('is left alone by position changes while its entry has not filled', () => {
+    // A is short 1, then rests a buy entry that would flip it long, with a sell SL for the long.
+    v.place(B, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    const entry = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(9) }),
+    );
+    const child = orderIdOf(stopOf('Sell', '2', '60000', cloid(9)));
+    // An unrelated IOC buy covers half the short: the child's side is the position's now.
+    v.place(C, BTC, { side: 'Sell', qty: '0.5', price: '65000' });
+    const ioc = v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '65000', tif: 'IOC' });
+    expect(kinds(ioc, A).some((k) => k.endsWith(`#${child}`))).toBe(false);
+    expect(v.state.orders.has(entry)).toBe(true);
+    expect(v.state.orders.get(child)?.ordStatus).toBe('Untriggered');
+  });
+
+  it('survives its entry closing the old position on the way to the new one', () => {
+    // A is long 1; the entry sells 2 to go short 1, with a buy SL for the short.
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const entry = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', price: '66000', cloid: cloid(13) }),
+    );
+    const child = orderIdOf(stopOf('Buy', '2', '70000', cloid(13)));
+    v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '66000' }); // A long 0.5: the child arms
+    expect(v.state.orders.get(child)?.armed).toBe(true);
+    v.place(C, BTC, { side: 'Buy', qty: '1.5', price: '66000' }); // A short 1
+    expect(v.state.orders.has(entry)).toBe(false);
+    // Sized by the entry's fills (2), clamped at match time to the short it protects.
+    expect(v.state.orders.get(child)).toMatchObject({
+      ordStatus: 'Untriggered',
+      quantity: 20_000n,
+    });
+  });
+
+  it('is never ended by a later order that reuses its entry cloid', () => {
+    setup({ cloidRetentionMs: 1000 });
+    const X = cloid(7);
+    const p1 = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '65000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '1', '60000', X));
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }); // P1 fills 1: the child arms
+    v.cancel(A, BTC, { orderId: p1 }); // P1 ends with fills: the child stays
+    expect(v.state.orders.has(child)).toBe(true);
+    v.advance(5000); // X is free again
+    const p2 = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '60000', cloid: X }));
+    const cancelled = v.cancel(A, BTC, { orderId: p2 }); // P2 ends unfilled
+    expect(kinds(cancelled, A)).toEqual([`OrderCancelled:User#${p2}`]);
+    expect(v.state.orders.has(child)).toBe(true);
+  });
+
+  it('fires in the command that arms it when the mark is already past its trigger', () => {
+    const X = cloid(11);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '1', '63000', X));
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '55000' });
+    v.oracle({ [BTC]: '58000' });
+    expect(v.state.markets.get(1)!.prices.mark! <= px('63000')).toBe(true);
+    // The entry fills now, with the mark already below the SL's trigger: the SL fires at once.
+    const filled = v.place(B, BTC, { side: 'Sell', qty: '1', price: '64000' });
+    expect(v.state.orders.has(entry)).toBe(false);
+    expect(kinds(filled, A)).toContain(`OrderTriggered#${child}`);
+    expect(v.state.orders.get(child)?.ordStatus ?? 'ended').not.toBe('Untriggered');
+  });
+});
+
+describe('a paused market', () => {
+  beforeEach(() => setup());
+
+  it('fires no stop (it accepts cancels only); the stop fires at the first mark after it resumes', () => {
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const stop = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '60000', type: 'StopLoss' }),
+    );
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '59500' });
+    v.expectOk(v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' }));
+    const paused = v.oracle({ [BTC]: '55000' });
+    expect(reports(paused, A)).toEqual([]);
+    expect(v.state.orders.get(stop)?.ordStatus).toBe('Untriggered');
+    v.expectOk(v.run({ type: 'setMarketStatus', market: 1, status: 'Active' }));
+    const resumed = v.oracle({ [BTC]: '55000' });
+    expect(kinds(resumed, A)[0]).toBe(`OrderTriggered#${stop}`);
+  });
+});
+
+describe('amend and cancel details', () => {
+  beforeEach(() => setup());
+
+  it('an amend may give an order back its own earlier cloid (X -> Y -> X)', () => {
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(1) }),
+    );
+    const amend = (c: string) =>
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px('64000'),
+        triggerPrice: 0n,
+        quantity: 10_000n,
+        cloid: c,
+      });
+    expect(outcome(amend(cloid(2))).ok).toBe(true);
+    expect(outcome(amend(cloid(1))).ok).toBe(true);
+    expect(v.state.orders.get(id)?.cloid).toBe(cloid(1));
+    // Another order of the account still cannot take it.
+    const other = v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(1) });
+    expect(outcome(other)).toMatchObject({ ok: false, code: 4000 });
+  });
+
+  it("a cancel's seq is the seq of the last report it produced (its entry's children included)", () => {
+    const entry = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(12) }),
+    );
+    stopOf('Sell', '1', '60000', cloid(12));
+    const cancelled = v.cancel(A, BTC, { orderId: entry });
+    const rs = reports(cancelled, A);
+    expect(rs.map((r) => r.kind)).toEqual(['OrderCancelled', 'OrderCancelled']);
+    expect((outcome(cancelled) as { seq?: number }).seq).toBe(rs.at(-1)!.seq);
+  });
+});
