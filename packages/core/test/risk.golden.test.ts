@@ -815,16 +815,41 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(CLAIMANT)!.claimReserve).toBe(0n);
     expect(v.state.accounts.get(CLAIMANT)!.positions[0]!.size).toBe(60n);
     const liq = reportsOf(end, 'Liquidation', GOLD);
-    expect(liq.map((r) => [r.method, r.fill.quantity])).toEqual([
-      ['Auction', 60n],
-      ['ADL', 40n],
-    ]);
+    expect(liq.map((r) => [r.method, r.fill.quantity])).toEqual([['Auction', 60n]]);
     expect(
       end.filter((e) => e.type === 'auction').map((e) => e.type === 'auction' && e.auction.status),
     ).toEqual(['Ended']);
     expect(liveAuctions(v.state)).toEqual([]);
+    // Scope equity after the claim at 91 is 140 on 40 left, above its maintenance margin (92 at
+    // mark 92): healthy again, it keeps the 40 (no ADL; engine rules 2).
+    expect(v.state.accounts.get(GOLD)!.positions.map((p) => p.size)).toEqual([40n]);
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('-3540'));
+  });
+
+  it('sends what is unclaimed to ADL at the bankruptcy price when the scope is still unhealthy', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    // 10 claimed at 91: equity 90 x 2 + 10 = 190 against 207 of maintenance at mark 92.
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: CLAIMANT,
+        auctionId: 1,
+        quantity: 10n,
+        maxPrice: px('91'),
+      }),
+    );
+    const end = v.run({ type: 'tick', time: start + 30_000 });
+    const liq = reportsOf(end, 'Liquidation', GOLD);
+    // Two counterparties take the 90, 50 and 40, by their ADL rank.
+    expect(liq.map((r) => [r.method, r.fill.quantity])).toEqual([
+      ['Auction', 10n],
+      ['ADL', 50n],
+      ['ADL', 40n],
+    ]);
     expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
-    // Scope equity after the claim at 91 is 140 on 40 left: closing at bankruptcy leaves 0.
+    // Closing the 90 left at the bankruptcy price leaves the scope at 0.
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(0n);
   });
 

@@ -72,11 +72,12 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   // leverage cuts (none of the three logs reaches that one); a lengthened funding interval pays
   // from the last settlement (nor that one); a withdrawal pushes the summary at acceptance;
   // entry children, paused-market triggers and cloid take-back (entry-children.test.ts; the
-  // three logs reach none of them).
+  // three logs reach none of them); liquidation edges (liquidation-edges.test.ts; these move
+  // the crash simulation).
   2: {
     simulation: {
-      state: '0x7a29361bfaed8500abc0f1f158cdd684df0d83c1461d0c522ac308d28156d42a',
-      events: '0x8a3cf3159d7894a753feed5a3c568e621babff5b471b033ad263de9c9e8c7b86',
+      state: '0x7dd348e88b6030c65ddb8f016a157a6a5dcc553fd2dc5dd7f025d407a471c959',
+      events: '0xfe2c9a4fd950a22cb55fd6e0be7ea5d74c3d97d5b49b7dad4749b9ef267147ff',
     },
     tour: {
       state: '0x9c3ce9923d459e2457a2c8e6192bcec731521cf7810b1feef604b7eb2353ee9d',

@@ -333,6 +333,44 @@ function cancelScopeOrders(ctx: Ctx, address: string, mode: MarginMode, scopeMar
   }
 }
 
+/**
+ * Gives back the claims `address` holds on live auctions (its cross scope is being liquidated:
+ * a claim would settle into it, and its reservation would stand apart from the liquidation). The
+ * claimed quantity returns to each auction, the reservation to the cross pool, and the claimant
+ * gets a `LiquidationClaim` `Released` report.
+ */
+function releaseClaimsOf(ctx: Ctx, address: string): void {
+  if (ctx.state.auctions.size === 0) return;
+  const held: Auction[] = [];
+  ctx.state.auctions.forEach((a) => {
+    if (a.claims.some((c) => c.claimant === address)) held.push(a);
+  });
+  held.sort((x, y) => x.auctionId - y.auctionId);
+  for (const a of held) {
+    const mine = a.claims.filter((c) => c.claimant === address);
+    const updated: Auction = {
+      ...a,
+      remaining: mine.reduce((q, c) => q + c.quantity, a.remaining),
+      claims: a.claims.filter((c) => c.claimant !== address),
+    };
+    ctx.state.auctions = ctx.state.auctions.set(ctx.edit, a.auctionId, updated);
+    const claimant = ctx.writableAccount(address);
+    for (const c of mine) {
+      claimant.claimReserve -= c.reserve;
+      ctx.report(address, {
+        kind: 'LiquidationClaim',
+        auctionId: a.auctionId,
+        market: a.market,
+        status: 'Released',
+        quantity: c.quantity,
+        price: c.price,
+        reserve: c.reserve,
+      });
+    }
+    ctx.emit({ type: 'auction', auction: auctionView(updated, ctx.time, 'Live') });
+  }
+}
+
 // ---- step 2: market step ----------------------------------------------------------------------
 
 /** Resting makers that cross `bound`, best first, other accounts only, about `want` of them. */
@@ -395,6 +433,8 @@ function bookStep(
         if (room === 0n) {
           const s = sizeOf(ctx.account(maker.account)!, maker.market, maker.marginMode);
           cancelOrder(ctx, id, s === 0n ? 'PositionClosed' : 'ReduceOnly');
+          // Off the book now: the next round reaches the makers behind it.
+          progress = true;
           continue;
         }
         if (room < q) q = room;
@@ -402,6 +442,7 @@ function bookStep(
       const m = ctx.writableMarket(marketId);
       if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, m, maker, q)) {
         cancelOrder(ctx, id, 'InsufficientMargin');
+        progress = true;
         continue;
       }
       const tradeId = ctx.nextTradeId();
@@ -643,7 +684,16 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
   ctx.emit({ type: 'auction', auction: auctionView(a, ctx.time, 'Ended') });
   const account = ctx.account(a.account)!;
   const position = positionOf(account, a.market, a.mode);
-  if (position !== undefined && a.remaining > 0n) {
+  // Only the position the auction offered goes to ADL: one a bust flipped to the other side
+  // meanwhile was never liquidated.
+  const offered =
+    position !== undefined && (a.side === 'Buy' ? position.size > 0n : position.size < 0n);
+  // A scope healthy again (margin added during the auction, or the mark recovered) keeps what
+  // was not claimed, as the market step stops once the scope is healthy (rule 7.2): ADL is the
+  // last resort against a deficit, not a penalty. A forced liquidation goes on.
+  const healthy =
+    !a.forced && !isLiquidatable(scopeRisk(ctx.state, account, a.mode, scopeMarket));
+  if (offered && !healthy && a.remaining > 0n) {
     // Step 4: what is left unclaimed closes at the bankruptcy price (as it is now), after the
     // insurance fund has paid what it can of a deficit the mark or the claims left (rule 7.5).
     absorbDeficit(ctx, a.account, a.mode, scopeMarket);
@@ -717,6 +767,10 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
   if (a.side === 'Buy' ? price > cmd.maxPrice : price < cmd.maxPrice) {
     return refuse('INVALID_ORDER_PRICE', `auction price is beyond the claim's maxPrice`);
   }
+  // A claim settles into the claimant's cross scope: not into one that is being liquidated.
+  if (scopeInAuction(ctx.state, cmd.account, 'Cross', 0)) {
+    return refuse('INSUFFICIENT_MARGIN', 'your cross margin is being liquidated');
+  }
   const account = ctx.account(cmd.account)!;
   const reserve = initialMargin(spec, cmd.quantity, price, leverageOf(account, spec, 'Cross'));
   const available =
@@ -759,9 +813,16 @@ export interface AdlCandidate {
   readonly score: Rational;
   readonly upnl: Rational;
   readonly openedTime: number;
+  /**
+   * Another scope of the liquidated account: last in the queue, so an isolated deficit reaches
+   * the account's cross pool (or another of its pools) only when no one else holds the other
+   * side (interface-spec: isolated liquidation cannot touch cross collateral).
+   */
+  readonly own: boolean;
 }
 
 function compareCandidates(a: AdlCandidate, b: AdlCandidate): number {
+  if (a.own !== b.own) return a.own ? 1 : -1;
   if (a.profitable !== b.profitable) return a.profitable ? -1 : 1;
   if (a.profitable) {
     const s = rcmp(b.score, a.score);
@@ -817,6 +878,7 @@ export function adlQueue(
         score,
         upnl,
         openedTime: p.openedTime,
+        own: address === exclude.account,
       });
     }
   });
@@ -1101,6 +1163,7 @@ export function liquidateScope(
     time: ctx.time,
   });
   cancelScopeOrders(ctx, address, mode, scopeMarket);
+  if (mode === 'Cross') releaseClaimsOf(ctx, address);
 
   // Market step: largest notional first; above the partial threshold 20% per step; stop as soon
   // as the scope is healthy (unless forced) or the book has nothing left above bankruptcy.

@@ -1,0 +1,250 @@
+/**
+ * Liquidation behaviour at its edges (engine-rules 7, docs/risk-engine.md), from a review that
+ * found each of these broken: the market step stopping at a cancelled maker, ADL taking margin
+ * added during an auction or a position a bust flipped, claims settling into a scope that is
+ * itself being liquidated, and an isolated deficit reaching the account's own cross position.
+ * Golden case C's market (risk.golden.test.ts) is the setting.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  type EngineEvent,
+  type ExecutionReport,
+  liveAuctions,
+  type OrderReport,
+} from '../src/index.js';
+import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
+
+const GOLD = wallet(0x60);
+const MM = wallet(0x62);
+const S1 = wallet(0x70);
+const S2 = wallet(0x71);
+const S3 = wallet(0x72);
+const L1 = wallet(0x73);
+const BAD = wallet(0x90);
+const CL = wallet(0x91);
+
+function rep<K extends ExecutionReport['kind']>(
+  ev: readonly EngineEvent[],
+  kind: K,
+  account?: string,
+) {
+  return ev.filter(
+    (e): e is Extract<ExecutionReport, { kind: K }> =>
+      e.type === 'executionReport' &&
+      e.kind === kind &&
+      (account === undefined || e.account === account),
+  );
+}
+
+function venueC(threshold = '100000'): TestVenue {
+  const v = new TestVenue();
+  v.list({
+    id: 3,
+    symbol: 'ISO-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+    liquidation: { feeRate: '0', partialThreshold: threshold },
+  });
+  for (const w of [GOLD, S1, S2, S3, L1, MM]) v.open(w);
+  v.fund(S1, '450');
+  v.fund(S2, '3080');
+  v.fund(S3, '10000');
+  v.fund(L1, '100000');
+  v.fund(MM, '1000000');
+  v.fund(GOLD, '1000', 'ISO-PERP');
+  v.run({ type: 'updateLeverage', account: S1, market: 3, mode: 'Cross', leverage: 2000 });
+  v.oracle({ 'ISO-PERP': '100' });
+  v.expectOk(v.place(GOLD, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true }));
+  v.expectOk(v.place(S1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+  v.expectOk(v.place(S2, 'ISO-PERP', { side: 'Sell', qty: '80', price: '95' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '80', price: '95' }));
+  v.expectOk(v.place(S3, 'ISO-PERP', { side: 'Sell', qty: '30', price: '85' }));
+  v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '30', price: '85' }));
+  return v;
+}
+
+function auctionVenue(): TestVenue {
+  const v = venueC();
+  v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '89.5' }));
+  v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '94.5' }));
+  v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '99' }));
+  const ev = v.run({
+    type: 'oracle',
+    time: T0 + 10 * 60_000,
+    prices: [{ market: 3, price: px('92') }],
+  });
+  expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+  expect(ev.filter((e) => e.type === 'auction').length).toBe(1);
+  return v;
+}
+
+function markTo(v: TestVenue, symbol: string, mark: string, tick: string): EngineEvent[] {
+  const id = v.spec(symbol).id;
+  const target = px(mark);
+  const t = px(tick);
+  const last = v.state.markets.get(id)!.lastTrade;
+  const fmt = (x: bigint) => (Number(x) / 1e18).toString();
+  const [bid, ask] = last !== null && last > target ? [target - t, target] : [target, target + t];
+  v.run({ type: 'cancelAll', account: MM, market: id });
+  v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '1', price: fmt(bid) }));
+  v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: fmt(ask) }));
+  const events = v.oracle({ [symbol]: mark });
+  expect(v.state.markets.get(id)!.prices.mark).toBe(target);
+  return events;
+}
+
+const isoCash = (v: TestVenue, w: string) =>
+  v.state.accounts.get(w)!.isolated.find((p) => p.market === 3)?.cash;
+
+const adlOf = (ev: readonly EngineEvent[], w: string) =>
+  rep(ev, 'Liquidation', w).map((r) => [r.method, r.fill.quantity, r.fill.price]);
+
+describe('the market step', () => {
+  it('goes on past a maker cancelled for margin to the bids behind it', () => {
+    const v = venueC();
+    // BAD: long 10 @ 85, then a bid of 100 @ 91.5 that fits at mark 100 but not after the drop.
+    v.open(BAD);
+    v.fund(BAD, '865');
+    v.expectOk(v.place(S3, 'ISO-PERP', { side: 'Sell', qty: '10', price: '85' }));
+    v.expectOk(v.place(BAD, 'ISO-PERP', { side: 'Buy', qty: '10', price: '85' }));
+    v.expectOk(v.place(BAD, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    // Golden C1's bid, behind BAD's in the queue.
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const ev = v.oracle({ 'ISO-PERP': '92' });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+    const cancelled = ev.filter(
+      (e): e is OrderReport =>
+        e.type === 'executionReport' && e.account === BAD && e.kind === 'OrderCancelled',
+    );
+    expect(cancelled.map((r) => r.order.reason)).toEqual(['InsufficientMargin']);
+    // Golden C1: the book takes all 100 @ 91.5 and the scope keeps 150; no auction.
+    expect(adlOf(ev, GOLD)).toEqual([['Market', 100n, px('91.5')]]);
+    expect(liveAuctions(v.state)).toEqual([]);
+    expect(isoCash(v, GOLD)).toBe(usd('150'));
+  });
+});
+
+describe('the end of an auction', () => {
+  it('leaves a scope margined back to health with its position and its money', () => {
+    const v = auctionVenue();
+    const end = liveAuctions(v.state)[0]!.endTime;
+    // 5,000 more in the isolated pool during the auction: equity 5,200 against 230.
+    v.fund(GOLD, '5000', 'ISO-PERP');
+    const ev = v.run({ type: 'tick', time: end });
+    expect(adlOf(ev, GOLD)).toEqual([]);
+    expect(isoCash(v, GOLD)).toBe(usd('-4000'));
+    expect(v.state.accounts.get(GOLD)!.positions.map((p) => p.size)).toEqual([100n]);
+    expect(ev.some((e) => e.type === 'auction' && e.auction.status === 'Ended')).toBe(true);
+  });
+
+  it('leaves a scope the mark brought back to health alone', () => {
+    const v = auctionVenue();
+    const end = liveAuctions(v.state)[0]!.endTime;
+    markTo(v, 'ISO-PERP', '100', '0.5'); // equity 1,000 against 250
+    const ev = v.run({ type: 'tick', time: end });
+    expect(adlOf(ev, GOLD)).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.positions.map((p) => p.size)).toEqual([100n]);
+  });
+
+  it('deleverages only the position it offered, not one a bust flipped to the other side', () => {
+    const v = venueC();
+    v.open(BAD);
+    v.fund(BAD, '3000', 'ISO-PERP');
+    // BAD isolated: short 20 @ 100, then buys 120 @ 100 (trade B): long 100.
+    v.expectOk(v.place(BAD, 'ISO-PERP', { side: 'Sell', qty: '20', price: '100', isolated: true }));
+    v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '20', price: '100' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '120', price: '100' }));
+    const bought = v.place(BAD, 'ISO-PERP', {
+      side: 'Buy',
+      qty: '120',
+      price: '100',
+      isolated: true,
+    });
+    v.expectOk(bought);
+    const tradeB = (bought.find((e) => e.type === 'trade') as { tradeId: number }).tradeId;
+    // The mark falls onto a thin book: BAD's long goes to auction.
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '60' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '80' }));
+    v.run({ type: 'oracle', time: v.time + 600_000, prices: [{ market: 3, price: px('71') }] });
+    const mine = liveAuctions(v.state).find(
+      (a) => v.state.auctions.get(a.auctionId)!.account === BAD,
+    );
+    expect(mine).toBeDefined();
+    // The operator busts trade B: BAD is a healthy short 20 again.
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: tradeB, reason: 'erroneous' }));
+    const before = isoCash(v, BAD);
+    const end = v.run({ type: 'tick', time: mine!.endTime });
+    expect(adlOf(end, BAD)).toEqual([]);
+    expect(v.state.accounts.get(BAD)!.positions.find((p) => p.mode === 'Isolated')?.size).toBe(
+      -20n,
+    );
+    expect(isoCash(v, BAD)).toBe(before);
+  });
+});
+
+describe("claims and the claimant's own liquidation", () => {
+  it('gives back the claims of a claimant whose cross scope is liquidated, and refuses new ones', () => {
+    const v = auctionVenue();
+    v.list({
+      id: 4,
+      symbol: 'X-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    v.open(CL);
+    v.fund(CL, '1600');
+    v.oracle({ 'X-PERP': '100' });
+    v.expectOk(v.place(MM, 'X-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(CL, 'X-PERP', { side: 'Buy', qty: '100', price: '100' })); // IM 1,000
+    const a = liveAuctions(v.state)[0]!;
+    const claim = {
+      type: 'claimLiquidation',
+      account: CL,
+      auctionId: a.auctionId,
+      maxPrice: px('92'),
+    } as const;
+    v.expectOk(v.run({ ...claim, quantity: 60n }));
+    expect(liveAuctions(v.state)[0]!.remaining).toBe(40n);
+    // X crashes: CL's cross scope is liquidated, and its claim goes back to the auction.
+    const crash = markTo(v, 'X-PERP', '85', '0.5');
+    const released = rep(crash, 'LiquidationClaim', CL);
+    expect(released.map((r) => [r.status, r.quantity])).toEqual([['Released', 60n]]);
+    expect(v.state.accounts.get(CL)!.claimReserve).toBe(0n);
+    expect(v.state.auctions.get(a.auctionId)!.remaining).toBe(100n);
+    // While its own liquidation runs (an auction of its X position), it cannot claim.
+    const ownAuction = liveAuctions(v.state).some(
+      (x) => v.state.auctions.get(x.auctionId)!.account === CL,
+    );
+    expect(ownAuction).toBe(true);
+    const again = v.run({ ...claim, quantity: 10n });
+    expect(v.outcome(again)).toMatchObject({ ok: false, code: 4100 });
+    expect(v.outcome(again).ok ? '' : (v.outcome(again) as { message: string }).message).toMatch(
+      /being liquidated/,
+    );
+  });
+});
+
+describe('ADL against an isolated position', () => {
+  it("reaches the account's own cross position only after every other holder", () => {
+    const v = venueC();
+    v.fund(GOLD, '500');
+    v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '50', price: '100' }));
+    v.expectOk(v.place(GOLD, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+    const ev = markTo(v, 'ISO-PERP', '89', '0.5');
+    const adl = rep(ev, 'ADL').map((r) => [r.account, r.marginMode]);
+    expect(adl.length).toBeGreaterThan(0);
+    expect(adl.some(([a, m]) => a === GOLD && m === 'Cross')).toBe(false);
+  });
+});
