@@ -4,7 +4,7 @@
  * trades against it. Runs the real `pnpm start` in a child process.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -12,6 +12,41 @@ import { promisify } from 'node:util';
 import { ENGINE_RULES_VERSION } from '@perp/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
+
+/** The command line of a process (Linux /proc), or `undefined`. */
+function commandLine(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid of the venue process whose command line contains `marker` (Linux), or `undefined`. */
+function findProcess(marker: string): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const cmd = commandLine(Number(e));
+    if (cmd?.includes('dist/cli.js') && cmd.includes(marker)) return Number(e);
+  }
+  return undefined;
+}
+
+/** The parent pid of a process (Linux /proc), or `undefined`. */
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
 
 /** `GET /admin/state-hash`. */
 type StateHash = { seq: number; hash: string; rulesVersion: number | null };
@@ -126,7 +161,17 @@ describe('README', () => {
       })
     ).json()) as StateHash;
     const exited = new Promise((r) => child.once('exit', r));
-    process.kill(-child.pid!, 'SIGTERM');
+    // SIGTERM to `pnpm start` alone (what a process manager running it sends) must reach the
+    // venue: the start script execs node, and pnpm passes signals to its child. On Linux the
+    // venue's parent is found in /proc; elsewhere the whole process group is signalled.
+    const venuePid = findProcess(`--data ${dataDir}`);
+    const pnpmPid = venuePid === undefined ? undefined : parentOf(venuePid);
+    if (pnpmPid !== undefined) {
+      expect(commandLine(pnpmPid)).toMatch(/pnpm/);
+      process.kill(pnpmPid, 'SIGTERM');
+    } else {
+      process.kill(-child.pid!, 'SIGTERM');
+    }
     await exited;
     // `exited` is the package manager's; the venue itself has stopped once its lock is gone.
     for (let i = 0; i < 200 && existsSync(join(dataDir, 'LOCK')); i++)
