@@ -440,6 +440,7 @@ export function verifyReferralSignature(
     sig.value,
     walletAddress.toLowerCase(),
     'walletAddress',
+    'the signed text is personal_sign of the canonical JSON {body, method, nonce, path, timestamp, walletAddress}: keys sorted, path "/referral/apply" (no /api), timestamp a number, nonce a string, the lowercase address',
   );
   if (!match.ok) return unauthorized(stripName(match.error.message));
   return { ok: true, value: match.value };

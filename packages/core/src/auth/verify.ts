@@ -67,6 +67,12 @@ export function recoverSigner(
   }
 }
 
+/** What to check when an EIP-712 struct's signer does not match. */
+const EIP712_HINT = 'check the domain, chain id, struct type and field values';
+/** What to check when an `authenticate` personal_sign signer does not match. */
+const AUTHENTICATE_HINT =
+  'the signed text is personal_sign of "<lowercase account>:<nonce>", the nonce in decimal';
+
 /**
  * Compares a recovered signer (null: recovery failed) with `claimed` (lowercase): 4001 when
  * recovery failed or the signer differs, naming the digest so a client can diff its own.
@@ -76,6 +82,7 @@ export function matchSigner(
   digest: Uint8Array,
   claimed: string,
   claimedLabel: string,
+  hint: string = EIP712_HINT,
 ): AuthResult<string> {
   if (recovered === null) {
     return {
@@ -91,7 +98,7 @@ export function matchSigner(
       ok: false,
       error: reject(
         'INVALID_SIGNATURE',
-        `signer ${recovered} does not match ${claimedLabel} ${claimed} (server digest ${toHex(digest)}; check the domain, chain id, struct type and field values)`,
+        `signer ${recovered} does not match ${claimedLabel} ${claimed} (server digest ${toHex(digest)}; ${hint})`,
       ),
     };
   }
@@ -100,7 +107,8 @@ export function matchSigner(
 
 /**
  * Recovers the signer of `digest` and compares it with `claimed` (lowercase): 4001 when recovery
- * fails or the signer differs, naming the digest so a client can diff its own.
+ * fails or the signer differs, naming the digest so a client can diff its own; `hint` says what
+ * a client should compare (it differs between EIP-712 structs and personal_sign texts).
  */
 export function recoverAndMatch(
   verifier: SignatureVerifier,
@@ -108,8 +116,9 @@ export function recoverAndMatch(
   sig: ParsedSignature,
   claimed: string,
   claimedLabel: string,
+  hint: string = EIP712_HINT,
 ): AuthResult<string> {
-  return matchSigner(recoverSigner(verifier, digest, sig), digest, claimed, claimedLabel);
+  return matchSigner(recoverSigner(verifier, digest, sig), digest, claimed, claimedLabel, hint);
 }
 
 /** The digest a struct's signature covers, and its hashStruct (null for personal_sign). */
@@ -202,7 +211,13 @@ export function settleSignature(
   pending: PendingSignature,
   recovered: string | null,
 ): AuthResult<VerifiedPayload> {
-  const match = matchSigner(recovered, pending.digest, pending.claimed, pending.claimedField);
+  const match = matchSigner(
+    recovered,
+    pending.digest,
+    pending.claimed,
+    pending.claimedField,
+    pending.payload.kind === 'Authenticate' ? AUTHENTICATE_HINT : EIP712_HINT,
+  );
   if (!match.ok) return match;
   return {
     ok: true,

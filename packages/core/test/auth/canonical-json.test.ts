@@ -364,6 +364,7 @@ describe('signature round trip with viem signMessage', () => {
         `^Unauthorized: signer ${other.address.toLowerCase()} does not match walletAddress ${WALLET}`,
       ),
     );
+    expect(!r.ok && r.error).toMatch(/canonical JSON .*path "\/referral\/apply" \(no \/api\)/);
     const compact = verifyReferralSignature(nobleVerifier, message, sig.slice(0, 130), WALLET);
     expect(!compact.ok && compact.error).toBe(
       'Unauthorized: signature must be 65 bytes (r || s || v), got 64',

@@ -278,7 +278,10 @@ describe('signer binding (4001)', () => {
 
   it('Authenticate: a changed nonce no longer matches the signed text', () => {
     const p = withWord(A.authenticate.payload, 2, 1767225600001n);
-    expect(refusal(verifySignedPayload(testnet, A.authenticate.sig, p)).code).toBe(4001);
+    const r = refusal(verifySignedPayload(testnet, A.authenticate.sig, p));
+    expect(r.code).toBe(4001);
+    // The hint names the personal_sign text, not an EIP-712 domain it does not have.
+    expect(r.message).toMatch(/personal_sign of "<lowercase account>:<nonce>"/);
   });
 
   it('Authenticate: the deadline word is not signed (only checked to be a uint64)', () => {
