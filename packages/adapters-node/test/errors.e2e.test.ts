@@ -490,6 +490,15 @@ describe('error rows', () => {
           status: 400,
           body: { error: 'walletAddress and code are required' },
         });
+        // The spec fixes the text; `detail` says which check failed.
+        const checksummed = await post(
+          JSON.stringify({ walletAddress: carol.address.replace('0x', '0X'), code: 'ABC' }),
+          good.headers,
+        );
+        expect(checksummed.body).toEqual({
+          error: 'walletAddress and code are required',
+          detail: 'walletAddress must be a lowercase 0x address',
+        });
         const nested = await post(
           JSON.stringify({ walletAddress: carol.address, code: { x: 1 } }),
           good.headers,

@@ -1204,9 +1204,12 @@ describe('hostile input', () => {
               expect([400, 401], `${text.slice(0, 80)} ${JSON.stringify(r.body)}`).toContain(
                 r.status,
               );
-              if (r.status === 400)
-                expect(r.body).toEqual({ error: 'walletAddress and code are required' });
-              else expect(r.body.error).toMatch(/^Unauthorized: /);
+              if (r.status === 400) {
+                // The spec's text, and a `detail` naming the check (an addition).
+                expect(r.body.error).toBe('walletAddress and code are required');
+                expect(Object.keys(r.body).sort()).toEqual(['detail', 'error']);
+                expect(typeof r.body.detail).toBe('string');
+              } else expect(r.body.error).toMatch(/^Unauthorized: /);
             },
           ),
           fcOptions(60),

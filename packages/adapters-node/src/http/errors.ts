@@ -11,11 +11,19 @@ import { HostStoppedError } from '../engine/host.js';
 export class HttpError extends Error {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
+  /** Which check failed, when the answer's `error` is a fixed text (the referral's 400). */
+  readonly detail: string | undefined;
 
-  constructor(status: number, message: string, headers: Record<string, string> = {}) {
+  constructor(
+    status: number,
+    message: string,
+    headers: Record<string, string> = {},
+    detail?: string,
+  ) {
     super(message);
     this.status = status;
     this.headers = headers;
+    this.detail = detail;
   }
 }
 

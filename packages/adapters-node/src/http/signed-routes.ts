@@ -290,8 +290,13 @@ export function registerSignedRoutes(
   // malformed body. Bodies refused before the handler (malformed or too deep JSON, empty,
   // oversized, wrong content type) get that text too; other statuses go to the venue's handler.
   const malformed = 'walletAddress and code are required';
+  // The spec fixes the 400's text; `detail` (an addition) names the check that failed.
   const referralErrors = (error: unknown, _req: FastifyRequest, reply: FastifyReply) => {
-    if (isBadRequest(error)) return reply.code(400).send({ error: malformed });
+    if (isBadRequest(error)) {
+      const detail =
+        error instanceof HttpError ? (error.detail ?? error.message) : (error as Error).message;
+      return reply.code(400).send({ error: malformed, detail });
+    }
     throw error;
   };
   app.post('/api/referral/apply', { errorHandler: referralErrors }, async (req, reply) => {
@@ -300,7 +305,7 @@ export function registerSignedRoutes(
     // The checks and their order are core's (auth/canonical-json.ts), one implementation for
     // every embedding; only the signature recovery runs here, on the worker pool.
     const parsed = parseReferralBody(raw);
-    if (!parsed.ok) throw new HttpError(400, malformed);
+    if (!parsed.ok) throw new HttpError(400, malformed, {}, parsed.reason);
     const refuse = (r: ReferralRefusal) => new HttpError(r.status, r.error);
     const unauthorized = (reason: string) => new HttpError(401, `Unauthorized: ${reason}`);
     const sig = req.headers['x-signature'];
