@@ -228,9 +228,19 @@ const invokedDirectly =
   import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('/cli.js');
 if (invokedDirectly) {
   main().catch((e: unknown) => {
-    process.stderr.write(
-      `failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
-    );
+    process.stderr.write(`failed to start: ${startFailure(e)}\n`);
     process.exit(1);
   });
+}
+
+/**
+ * One line for an operating-system refusal (a port in use, no permission), which names its cause
+ * already; the stack for anything else, which is a defect to report.
+ */
+function startFailure(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE') return `${e.message} (another process listens there: choose --port)`;
+  if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return e.message;
+  return e.stack ?? e.message;
 }
