@@ -1,4 +1,5 @@
-// Quickstart: one wallet gets access, collateral and a resting order, using only viem and ws.
+// Quickstart: one wallet gets access and collateral, then places, amends and cancels an order and
+// reads its order history, using only viem and ws.
 // Run a venue first (`pnpm start`), then:
 //   node packages/adapters-node/examples/quickstart.mjs http://127.0.0.1:8080/api <adminToken> <inviteCode>
 import { encodeAbiParameters } from 'viem';
@@ -46,6 +47,18 @@ const STRUCTS = {
       ['deadline', 'uint64'],
     ],
   ],
+  Cancel: [
+    0x02,
+    'vault',
+    [
+      ['account', 'address'],
+      ['market', 'uint32'],
+      ['orderId', 'uint64'],
+      ['cloid', 'bytes16'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
   Permit: [
     0x05,
     'token',
@@ -55,6 +68,22 @@ const STRUCTS = {
       ['value', 'uint256'],
       ['nonce', 'uint256'],
       ['deadline', 'uint256'],
+    ],
+  ],
+  Replace: [
+    0x06,
+    'vault',
+    [
+      ['account', 'address'],
+      ['market', 'uint32'],
+      ['orderId', 'uint64'],
+      ['origCloid', 'bytes16'],
+      ['price', 'uint256'],
+      ['triggerPrice', 'uint256'],
+      ['quantity', 'uint256'],
+      ['cloid', 'bytes16'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
     ],
   ],
   Deposit: [
@@ -213,6 +242,42 @@ const order = await sign('Order', {
 });
 const ack = await request({ type: 'placeOrder', signature: order });
 console.log('order', ack.type, ack.order?.ordStatus, ack.order?.orderId);
+
+// 4. Amend the order to 59,000 (the orderId stays), then cancel it; both target it by orderId.
+const orderId = BigInt(ack.order.orderId);
+const replace = await sign('Replace', {
+  account: wallet,
+  market: 1,
+  orderId,
+  origCloid: zero16,
+  price: 59_000n * 10n ** 18n,
+  triggerPrice: 0n,
+  quantity: 10n /* the new total quantity */,
+  cloid: zero16,
+  nonce: nonce(),
+  deadline: deadline(),
+});
+const replaced = await request({ type: 'replaceOrder', signature: replace });
+console.log('replace', replaced.type, replaced.order?.price, replaced.order?.orderId);
+const cancel = await sign('Cancel', {
+  account: wallet,
+  market: 1,
+  orderId,
+  cloid: zero16,
+  nonce: nonce(),
+  deadline: deadline(),
+});
+const cancelled = await request({ type: 'cancelOrder', signature: cancel });
+console.log('cancel', cancelled.type, cancelled.order?.ordStatus, cancelled.order?.orderId);
+
+// 5. Order history, newest first; a non-null nextCursor means more pages (pass it as `cursor`).
+const history = await call('GET', `/historic/orders?wallet=${wallet}&limit=10`);
+console.log(
+  'history',
+  history.orders.map((o) => `${o.orderId} ${o.ordStatus} ${o.price}`).join(','),
+  'nextCursor',
+  history.nextCursor,
+);
 const summary = await call('GET', `/account_summary?wallet=${wallet}`);
 console.log('withdrawable', summary.withdrawable, 'reports', reports.map((r) => r.kind).join(','));
 socket.close();

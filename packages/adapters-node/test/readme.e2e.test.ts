@@ -150,8 +150,12 @@ describe('README', () => {
       { cwd: ROOT, timeout: 60_000 },
     );
     expect(stdout).toContain("type: 'authenticateSuccess'");
-    expect(stdout).toMatch(/order orderAck New \d+/);
-    expect(stdout).toMatch(/reports DepositMargin,OrderAccepted/);
+    expect(stdout).toMatch(/order orderAck New (\d+)/);
+    const orderId = /order orderAck New (\d+)/.exec(stdout)![1];
+    expect(stdout).toContain(`replace replaceAck 59000 ${orderId}`);
+    expect(stdout).toContain(`cancel cancelAck Cancelled ${orderId}`);
+    expect(stdout).toContain(`history ${orderId} Cancelled 59000 nextCursor null`);
+    expect(stdout).toMatch(/reports DepositMargin,OrderAccepted,OrderReplaced,OrderCancelled\n/);
   });
 
   it('restarts on the same data directory with its state and stops gracefully on SIGTERM', async () => {
