@@ -691,8 +691,7 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
   // A scope healthy again (margin added during the auction, or the mark recovered) keeps what
   // was not claimed, as the market step stops once the scope is healthy (rule 7.2): ADL is the
   // last resort against a deficit, not a penalty. A forced liquidation goes on.
-  const healthy =
-    !a.forced && !isLiquidatable(scopeRisk(ctx.state, account, a.mode, scopeMarket));
+  const healthy = !a.forced && !isLiquidatable(scopeRisk(ctx.state, account, a.mode, scopeMarket));
   if (offered && !healthy && a.remaining > 0n) {
     // Step 4: what is left unclaimed closes at the bankruptcy price (as it is now), after the
     // insurance fund has paid what it can of a deficit the mark or the claims left (rule 7.5).
