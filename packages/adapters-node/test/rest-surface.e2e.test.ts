@@ -172,7 +172,14 @@ describe("POST /referral/apply: every 400 is the spec's text", () => {
     ];
     for (const [name, body, type] of cases) {
       const r = await send(body, type);
-      expect({ name, ...r }).toEqual({ name, status: 400, body: MALFORMED });
+      // The spec's exact text; `detail` (an addition) names the check that failed.
+      const { detail, ...rest } = r.body as { detail?: unknown };
+      expect({ name, status: r.status, body: rest }).toEqual({
+        name,
+        status: 400,
+        body: MALFORMED,
+      });
+      expect(typeof detail, name).toBe('string');
     }
     expect(await t.stateHash()).toEqual(before);
   });
