@@ -98,6 +98,26 @@ describe('a managed child of an entry order', () => {
     expect(v.state.orders.has(child)).toBe(true);
   });
 
+  it('follows the position once its entry ends: gone with a position that closed meanwhile', () => {
+    const X = cloid(21);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '2', '60000', X));
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '64000' }); // the entry fills 1: armed
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Sell', qty: '1', price: '65000', tif: 'IOC' }); // A flat again
+    expect(v.state.orders.has(child)).toBe(true); // the entry still works
+    const cancelled = v.cancel(A, BTC, { orderId: entry });
+    expect(kinds(cancelled, A)).toEqual([
+      `OrderCancelled:User#${entry}`,
+      `OrderCancelled:PositionClosed#${child}`,
+    ]);
+    // A later long of A's own is not stopped out by it.
+    v.place(B, BTC, { side: 'Sell', qty: '3', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '3', price: '65000' });
+    v.place(C, BTC, { side: 'Buy', qty: '5', price: '59000' });
+    expect(kinds(v.oracle({ [BTC]: '50000' }), A)).not.toContain(`OrderTriggered#${child}`);
+  });
+
   it('fires in the command that arms it when the mark is already past its trigger', () => {
     const X = cloid(11);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: X }));
@@ -169,5 +189,50 @@ describe('amend and cancel details', () => {
     const rs = reports(cancelled, A);
     expect(rs.map((r) => r.kind)).toEqual(['OrderCancelled', 'OrderCancelled']);
     expect((outcome(cancelled) as { seq?: number }).seq).toBe(rs.at(-1)!.seq);
+  });
+});
+
+describe('a managed child armed by a liquidation', () => {
+  it('fires in the same command when the mark move that liquidated is past its trigger', () => {
+    const D = wallet(0xd);
+    const MM = wallet(0x62);
+    const S = 'ISO-PERP';
+    const venue = new TestVenue({ checkPurity: true });
+    venue.list({
+      id: 3,
+      symbol: S,
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      liquidation: { feeRate: '0' },
+    });
+    for (const w of [A, D, MM]) venue.open(w);
+    venue.fund(A, '100000');
+    venue.fund(MM, '1000000');
+    venue.fund(D, '600');
+    venue.run({ type: 'updateLeverage', account: D, market: 3, mode: 'Cross', leverage: 2000 });
+    venue.oracle({ [S]: '100' });
+    venue.expectOk(venue.place(MM, S, { side: 'Sell', qty: '100', price: '100' }));
+    venue.expectOk(venue.place(D, S, { side: 'Buy', qty: '100', price: '100' }));
+    // A's entry bid at 97 with a sell stop at 98 for the long it would open.
+    venue.expectOk(venue.place(A, S, { side: 'Buy', qty: '10', price: '97', cloid: cloid(5) }));
+    const placed = venue.place(A, S, {
+      side: 'Sell',
+      qty: '10',
+      trigger: '98',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(5),
+    });
+    const child = orderIdOf(placed);
+    // The drop liquidates D into A's bid, which arms the stop, already past its trigger.
+    const drop = venue.oracle({ [S]: '90' });
+    expect(drop.some((e) => e.type === 'liquidationStarted')).toBe(true);
+    expect(venue.state.markets.get(3)!.prices.mark! <= px('98')).toBe(true);
+    expect(kinds(drop, A)).toContain(`OrderTriggered#${child}`);
   });
 });

@@ -148,6 +148,11 @@ export class Ctx {
     if (!this.armedMarkets.includes(market)) this.armedMarkets.push(market);
   }
 
+  /** Whether {@link triggerArmed} recorded a market not taken yet. */
+  hasArmedMarkets(): boolean {
+    return this.armedMarkets.length !== 0;
+  }
+
   /** Takes the markets recorded by {@link triggerArmed}. */
   takeArmedMarkets(): number[] {
     const out = this.armedMarkets;

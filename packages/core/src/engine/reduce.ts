@@ -196,6 +196,12 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
   fireArmed(ctx);
   // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
   riskSweep(ctx);
+  // A liquidation's fill can arm an entry's child whose trigger the same mark move passed: it
+  // fires now too, and its fills are checked in turn.
+  while (ctx.hasArmedMarkets()) {
+    fireArmed(ctx);
+    riskSweep(ctx);
+  }
   const events = ctx.end();
   const outcome = findOutcome(events);
   if (outcome === undefined) throw new InvariantError(`command ${cmd.type} produced no outcome`);

@@ -232,18 +232,21 @@ export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   const t = account.orderTotals[findScope(account.orderTotals, order.market, order.marginMode)];
   if (t === undefined || t.guardedCount === 0) return;
   const related: number[] = [];
+  const orphaned: number[] = [];
   for (const o of accountOrders(ctx.state, account)) {
     const id = o.orderId;
     if (!o.managed || o.market !== order.market || o.marginMode !== order.marginMode) continue;
     // A child is placed after its entry: one older than the order that ended belongs to an
     // earlier order that used the same cloid (reusable once its reservation ran out).
-    if (
-      order.cloid !== null &&
-      o.parentCloid === order.cloid &&
-      order.cumQty === 0n &&
-      o.orderId > order.orderId
-    ) {
+    const child =
+      order.cloid !== null && o.parentCloid === order.cloid && o.orderId > order.orderId;
+    if (child && order.cumQty === 0n) {
       related.push(id);
+    } else if (child) {
+      // The entry ended with fills: from now on its children follow the position, which may
+      // have closed (or turned to their side) while the entry worked (managed.ts, entryWorking).
+      const size = sizeOf(account, order.market, order.marginMode);
+      if (size === 0n || size > 0n === (o.side === 'Buy')) orphaned.push(id);
     } else if (
       order.managed &&
       order.ordStatus === 'Filled' &&
@@ -256,6 +259,9 @@ export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   for (const id of related) {
     if (ctx.order(id) === undefined) continue;
     cancelOrder(ctx, id, order.ordStatus === 'Filled' ? 'SiblingFilled' : 'ParentCancelled');
+  }
+  for (const id of orphaned) {
+    if (ctx.order(id) !== undefined) cancelOrder(ctx, id, 'PositionClosed');
   }
 }
 

@@ -15,8 +15,7 @@ import { anyFired, popFired } from './triggers-index.js';
 
 /**
  * Fires every armed trigger order of a market that `mark` reaches, oldest first. A paused market
- * fires nothing (it accepts cancels only): its triggers stay armed and fire at the first mark
- * after it resumes.
+ * fires nothing (it accepts cancels only): its triggers stay armed and fire once it resumes.
  */
 export function fireTriggers(ctx: Ctx, marketId: number, mark: bigint): void {
   if (ctx.market(marketId)!.status === 'Paused') return;
