@@ -7,7 +7,8 @@
  *
  * Clocks: `now()` stamps `time` fields, drives the 24 h window and closes candles at interval
  * ends; pacing, heartbeats and idle deadlines run on the process clock, the per-IP message
- * budget on `limiterNow` (the venue's host clock, shared with REST and the trading socket).
+ * budget on `limiterNow` (the venue's process clock `rateNow`, shared with REST and the trading
+ * socket).
  *
  * Decisions the protocol leaves open (see README.md beside this file): connections above the
  * per-IP cap are refused at upgrade with HTTP 429 (cheaper than a handshake and a 1013 close);
@@ -105,8 +106,9 @@ export interface MarketDataOptions {
   readonly readLimiter?: RateLimiter;
   /**
    * The clock `readLimiter` is kept on; default `Date.now`. A limiter shared with other surfaces
-   * must be fed one clock by all of them (the venue passes its host clock, as REST and the
-   * trading socket use): entries on two clocks that drift apart never age out, or go at once.
+   * must be fed one clock by all of them (the venue passes `rateNow`, its monotonic process
+   * clock, which REST and the trading socket use): entries on two clocks that drift apart never
+   * age out, or go at once.
    */
   readonly limiterNow?: () => number;
 }

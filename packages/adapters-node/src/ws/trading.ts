@@ -88,7 +88,7 @@ interface Session {
   readonly queue: (string | ReplayCursor)[];
   /** Index of the queue's head (shifted lazily). */
   queueHead: number;
-  /** Bytes of the queued strings. */
+  /** Size of the queued strings in UTF-16 units (bytes, for the ASCII JSON sent here). */
   queuedBytes: number;
   /** A send callback will resume the queue. */
   draining: boolean;
@@ -153,6 +153,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       }
       if (s.queueHead === s.queue.length) {
         s.queue.length = 0;
+        s.queueHead = 0;
+      } else if (s.queueHead >= 1024 && s.queueHead * 2 >= s.queue.length) {
+        // A backlog that never empties would keep every sent slot: drop them now and then.
+        s.queue.splice(0, s.queueHead);
         s.queueHead = 0;
       }
       if (s.ws.bufferedAmount < SOFT_BUFFER) {
