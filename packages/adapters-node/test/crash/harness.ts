@@ -250,6 +250,23 @@ function fail(message: string, seed: number, cycle: number): never {
 }
 
 /** Runs the harness; throws on the first broken rule, naming the seed and the cycle. */
+/**
+ * Runs `send` again once if the connection was reset before any answer. The check before it
+ * replays the journal prefix on this thread for seconds, long enough for the venue to close the
+ * pooled keep-alive socket of an earlier request (its 5 s idle timeout) while the client, busy,
+ * has not yet dropped it: fetch then writes into a closed socket and gets ECONNRESET. A replayed
+ * request is refused however often it arrives, so sending it again is safe.
+ */
+async function retryReset<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (e) {
+    const cause = (e as { cause?: { code?: string } }).cause;
+    if (cause?.code !== 'ECONNRESET' && cause?.code !== 'EPIPE') throw e;
+    return send();
+  }
+}
+
 export async function runCrashHarness(options: CrashOptions): Promise<CrashSummary> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -b)`);
   const log = options.log ?? (() => {});
@@ -611,7 +628,7 @@ async function checkReplaysRefused(
     }
   }
   if (leverage !== undefined) {
-    const res = await http('POST', `${rest}/update_leverage`, leverage.message);
+    const res = await retryReset(() => http('POST', `${rest}/update_leverage`, leverage.message));
     if (res.status !== 400 || !/replay/i.test(JSON.stringify(res.body))) {
       fail(
         `a replayed leverage change was not refused as a replay: ${res.status} ${JSON.stringify(res.body)}`,
