@@ -24,6 +24,7 @@ import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
 import type { ProjectionRebuild } from '../read/backfill.js';
+import { armIdle } from '../ws/idle.js';
 import {
   type Candle,
   type CandleChanges,
@@ -178,8 +179,6 @@ interface Built {
 }
 
 const SHUTDOWN_GRACE_MS = 1_000;
-/** Close code of an idle connection, as on the trading socket (protocol.md section 5). */
-const IDLE_CLOSE_CODE = 4408;
 const monotonic = (): number => performance.now();
 
 /** Creates the market-data WebSocket service over an engine host. */
@@ -244,22 +243,6 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const terminate = (s: Session): void => {
     detach(s);
     s.ws.terminate();
-  };
-
-  // An idle connection is closed at its deadline (`idleTimeoutMs` after its last message or
-  // pong), whatever the phase of the ping tick, with the trading socket's close (4408); a peer
-  // that does not answer the close handshake is cut off a second later.
-  const armIdle = (s: Session, delayMs: number): void => {
-    s.idleTimer = setTimeout(() => {
-      s.idleTimer = null;
-      if (s.closed) return;
-      const left = s.lastActivity + limits.idleTimeoutMs - monotonic();
-      if (left > 0) return armIdle(s, left);
-      s.ws.close(IDLE_CLOSE_CODE, 'idle timeout');
-      detach(s);
-      setTimeout(() => s.ws.terminate(), SHUTDOWN_GRACE_MS).unref();
-    }, delayMs);
-    s.idleTimer.unref();
   };
 
   /** Sends one serialized message to one socket under the slow-consumer policy. */
@@ -616,7 +599,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           return;
         }
         sessions.add(s);
-        armIdle(s, limits.idleTimeoutMs);
+        // Closed at its idle deadline with 4408, as on the trading socket (ws/idle.ts).
+        armIdle(s, limits.idleTimeoutMs, detach);
         ws.on('error', () => terminate(s));
         ws.on('close', () => detach(s));
         ws.on('pong', () => {

@@ -38,11 +38,12 @@ import {
 } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
+import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** Close codes (protocol.md section 5). */
 export const CloseCode = {
-  IDLE: 4408,
+  IDLE: IDLE_CLOSE_CODE,
   TOO_MANY_CONNECTIONS: 4429,
   SHUTDOWN: 1001,
   POLICY: 1008,
@@ -248,19 +249,6 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
    * active since re-arms for the time left. So a silent connection closes at the deadline, not
    * at the next ping tick, and the hot path touches no timer.
    */
-  const armIdle = (s: Session, delayMs: number): void => {
-    s.idleTimer = setTimeout(() => {
-      s.idleTimer = null;
-      if (s.closed) return;
-      const left = s.lastActivity + limits.idleTimeoutMs - performance.now();
-      if (left > 0) return armIdle(s, left);
-      s.ws.close(CloseCode.IDLE, 'idle timeout');
-      detach(s);
-      setTimeout(() => s.ws.terminate(), 1_000).unref();
-    }, delayMs);
-    s.idleTimer.unref();
-  };
-
   const heartbeat = setInterval(() => {
     for (const s of sessions) s.ws.ping();
   }, limits.pingIntervalMs);
@@ -770,7 +758,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           draining: false,
         };
         sessions.add(s);
-        armIdle(s, limits.idleTimeoutMs);
+        armIdle(s, limits.idleTimeoutMs, detach);
         ws.on('error', () => detach(s));
         ws.on('close', () => detach(s));
         ws.on('pong', () => {

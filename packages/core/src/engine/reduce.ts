@@ -193,15 +193,13 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
   housekeeping = pruneCloids(ctx) || housekeeping;
   housekeeping = pruneTrades(ctx) || housekeeping;
   dispatch(ctx, cmd);
-  fireArmed(ctx);
-  // Liquidation checks after everything that can move equity (fills, marks, funding, busts).
-  riskSweep(ctx);
-  // A liquidation's fill can arm an entry's child whose trigger the same mark move passed: it
-  // fires now too, and its fills are checked in turn.
-  while (ctx.hasArmedMarkets()) {
+  // Children armed by the command's fills fire, then liquidation checks follow everything that
+  // can move equity (fills, marks, funding, busts); a liquidation's fill can arm more children,
+  // whose fills are checked in turn.
+  do {
     fireArmed(ctx);
     riskSweep(ctx);
-  }
+  } while (ctx.hasArmedMarkets());
   const events = ctx.end();
   const outcome = findOutcome(events);
   if (outcome === undefined) throw new InvariantError(`command ${cmd.type} produced no outcome`);

@@ -22,6 +22,7 @@ import { ErrorCode, type ErrorName, reject } from '../errors.js';
 import { formatCollateral } from '../units/decimal.js';
 import {
   availableToOpen,
+  claimReserveOf,
   isolatedCash,
   leverageOf,
   measureScope,
@@ -85,7 +86,7 @@ export function freeCollateral(
   market: number,
 ): bigint {
   const m = measureScope(ctx.state, account, mode, market);
-  const free = transferableOf(m) - (mode === 'Cross' ? account.claimReserve : 0n);
+  const free = transferableOf(m) - claimReserveOf(account, mode);
   return free > 0n ? free : 0n;
 }
 
@@ -258,7 +259,7 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
     };
     const after = measureScope(ctx.state, trial, cmd.mode, cmd.market);
     // Margin reserved for auction claims stays reserved (engine-rules 7), as for orders.
-    const room = availableToOpen(after) - (cmd.mode === 'Cross' ? account.claimReserve : 0n);
+    const room = availableToOpen(after) - claimReserveOf(account, cmd.mode);
     if (room < 0n) {
       return rejectCommand(
         ctx,

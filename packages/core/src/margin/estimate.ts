@@ -18,7 +18,7 @@
  */
 import type { Account, EngineState, MarginMode } from '../engine/types.js';
 import { type Instrument, RATE_SCALE } from '../instruments/instrument.js';
-import { leverageOf, valuationPrice } from './scope.js';
+import { claimReserveOf, leverageOf, valuationPrice } from './scope.js';
 
 /**
  * Error allowance per unit of magnitude of a figure built from `terms` float terms: eight times
@@ -214,7 +214,7 @@ export function holdSurelyFits(
   const e = estimateScope(state, account, mode, spec.id);
   const hold =
     (Number(leaves) * Number(price) * 100) / (scaleOf(spec) * leverageOf(account, spec, mode));
-  const reserve = mode === 'Cross' ? Number(account.claimReserve) : 0;
+  const reserve = Number(claimReserveOf(account, mode));
   const room = e.equity - e.initialMargin - e.holdFull - hold - reserve;
   return room > e.error + (hold + Math.abs(reserve)) * relativeError(2) + 2;
 }

@@ -53,6 +53,14 @@ export function positionOf(
   return i < 0 ? undefined : account.positions[i];
 }
 
+/**
+ * Margin of a scope reserved for liquidation-auction claims (engine-rules 7): claims settle into
+ * the cross pool, so only it holds reservations. Not there to open with, withdraw or move.
+ */
+export function claimReserveOf(account: Account, mode: MarginMode): bigint {
+  return mode === 'Cross' ? account.claimReserve : 0n;
+}
+
 /** Signed size of the account's position in (market, mode); 0 when none. */
 export function sizeOf(account: Account, market: number, mode: MarginMode): bigint {
   return positionOf(account, market, mode)?.size ?? 0n;

@@ -28,6 +28,7 @@ import { type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
   availableToOpen,
+  claimReserveOf,
   findScope,
   holdsMargin,
   measureScope,
@@ -319,7 +320,7 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
   }
   // Margin reserved for auction claims is not there to open with (engine-rules 7), as at placement.
-  const reserve = maker.marginMode === 'Cross' ? account.claimReserve : 0n;
+  const reserve = claimReserveOf(account, maker.marginMode);
   if (surelyCovered(estimate, reserve)) return true;
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, spec.makerFeeRate);

@@ -16,6 +16,7 @@ import { holdSurelyFits } from '../margin/estimate.js';
 import {
   accountOrders,
   availableToOpen,
+  claimReserveOf,
   holdIncrease,
   leverageOf,
   measureScope,
@@ -311,8 +312,7 @@ export function checkHold(
     true,
   );
   // Cross margin reserved by liquidation-auction claims is not available to new orders.
-  const available =
-    availableToOpen(before) - (order.marginMode === 'Cross' ? account.claimReserve : 0n);
+  const available = availableToOpen(before) - claimReserveOf(account, order.marginMode);
   if (available - increase >= 0n) return undefined;
   const scope = order.marginMode === 'Cross' ? 'cross' : `${market.spec.symbol} isolated`;
   return problem(

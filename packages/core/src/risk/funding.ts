@@ -247,7 +247,7 @@ export function settleFundingDue(ctx: Ctx, until: number = ctx.time): boolean {
       const m = ctx.market(id)!;
       if (nextFundingTime(m) !== due) continue;
       const w = ctx.writableMarket(id);
-      settleMarket(ctx, w, due, due - w.funding.lastFundingTime);
+      settleMarket(ctx, w, due, fundingPeriod(w));
       w.funding = { lastFundingTime: due, premiumSum: 0n, sampleCount: 0 };
     }
     refreshFundingDue(ctx.state);
