@@ -536,7 +536,7 @@ describe('pre-trade checks', () => {
     const big = v.place(A, BTC, { side: 'Buy', qty: '1', price: '50000' }); // 100,000: tier 5x
     expect(code(big)).toBe(4102);
     expect(message(big)).toMatch(
-      /leverage 10x is above the 5x maximum of BTC-PERP positions from 100000 of notional \(this one 100000\)$/,
+      /leverage 10x is above the 5x maximum of BTC-PERP positions from 100000 of notional \(the position after this order: 100000\)$/,
     );
     expect((reports(big)[0] as OrderReport).order.reason).toBe('MaxLeverage');
     expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.999', price: '50000' }))).toBe(0);

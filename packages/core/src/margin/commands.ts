@@ -26,8 +26,10 @@ import {
   isolatedCash,
   leverageOf,
   measureScope,
+  restingOpenQty,
   setIsolatedCash,
   sizeOf,
+  tierCanCap,
   tierLeverageProblem,
   transferableOf,
   valuationPrice,
@@ -241,14 +243,20 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
     );
   }
   const account = ctx.account(cmd.account)!;
-  const size = sizeOf(account, cmd.market, cmd.mode);
+  const previous = leverageOf(account, spec, cmd.mode);
   const price = valuationPrice(market);
-  if (size !== 0n && price !== null) {
-    // The open position's margin tier caps the leverage too (research 1.2).
-    const tooHigh = tierLeverageProblem(spec, cmd.leverage, size, price);
+  if (cmd.leverage > previous && price !== null && tierCanCap(spec, cmd.leverage)) {
+    // Raising: the margin tier of the position caps the leverage too (research 1.2), with every
+    // resting order of a side filled, as placement counts them. Lowering only needs the margin
+    // to cover (engine-rules 9), whatever tier the mark has carried the position into.
+    const size = sizeOf(account, cmd.market, cmd.mode);
+    const long = size + restingOpenQty(account, cmd.market, cmd.mode, true);
+    const short = size - restingOpenQty(account, cmd.market, cmd.mode, false);
+    const tooHigh =
+      (long > 0n ? tierLeverageProblem(spec, cmd.leverage, long, price) : undefined) ??
+      (short < 0n ? tierLeverageProblem(spec, cmd.leverage, short, price) : undefined);
     if (tooHigh !== undefined) return rejectCommand(ctx, 'MAX_LEVERAGE_EXCEEDED', tooHigh);
   }
-  const previous = leverageOf(account, spec, cmd.mode);
   if (cmd.leverage < previous) {
     const trial: Account = {
       ...account,

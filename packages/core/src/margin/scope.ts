@@ -153,6 +153,29 @@ export function tierLeverageProblem(
   return `leverage ${leverage / 100}x is above the ${tier.maxLeverage / 100}x maximum of ${spec.symbol} positions from ${formatCollateral(tier.notionalFloor)} of notional`;
 }
 
+/**
+ * Whether some position could put `leverage` (x100) above its margin tier's maximum: tiers only
+ * lower the maximum, so not when it fits the last tier (an instrument without tiers: its maximum).
+ */
+export function tierCanCap(spec: Instrument, leverage: number): boolean {
+  return leverage > (spec.tiers[spec.tiers.length - 1] as MarginTier).maxLeverage;
+}
+
+/**
+ * Leaves quantity of the scope's resting orders on one side that hold margin (not reduce-only):
+ * the orders engine-rules 4 assumes fill first.
+ */
+export function restingOpenQty(
+  account: Account,
+  market: number,
+  mode: MarginMode,
+  buy: boolean,
+): bigint {
+  const t = account.orderTotals[findScope(account.orderTotals, market, mode)];
+  if (t === undefined) return 0n;
+  return buy ? t.buyQty : t.sellQty;
+}
+
 /** Maintenance margin `|s| x M x mmr_t - deduction_t`, micro-units, rounded up. */
 export function maintenanceMargin(spec: Instrument, size: bigint, mark: bigint): bigint {
   const abs = size < 0n ? -size : size;

@@ -31,8 +31,11 @@ import {
   claimReserveOf,
   findScope,
   holdsMargin,
+  leverageOf,
   measureScope,
   sizeOf,
+  tierCanCap,
+  tierLeverageProblem,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
 import { applyStoredLeg, applyTradedLeg, newStoredTrade, storeTrade } from '../risk/trades.js';
@@ -62,6 +65,7 @@ export type EndReason =
   | 'NoLiquidity'
   | 'MarketClosed'
   | 'OICap'
+  | 'MaxLeverage'
   | 'Admin'
   | 'GTD'
   | 'DAY';
@@ -280,12 +284,38 @@ export function reducibleBy(ctx: Ctx, order: Order): bigint {
 }
 
 /**
+ * Match-time leverage cap of a resting maker (research 1.2): a fill that leaves the position on
+ * the maker's side may not leave the scope's leverage above the maximum of the margin tier that
+ * position sits in at the mark. The mark, or the instrument's maximum, may have moved since the
+ * order was placed within its tier.
+ */
+export function makerTierAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
+  if (maker.reduceOnly) return true;
+  const spec = market.spec;
+  const account = ctx.account(maker.account)!;
+  const leverage = leverageOf(account, spec, maker.marginMode);
+  if (!tierCanCap(spec, leverage)) return true;
+  const buy = maker.side === 'Buy';
+  const after = sizeOf(account, maker.market, maker.marginMode) + (buy ? qty : -qty);
+  if (buy ? after <= 0n : after >= 0n) return true; // it only reduces
+  return (
+    tierLeverageProblem(spec, leverage, after, market.prices.mark ?? maker.price) === undefined
+  );
+}
+
+/**
  * Match-time margin check of a resting maker (engine-rules section 5): a fill that opens or
  * increases a position (a flip included) must leave its scope's available-to-open at or above
  * zero (initial margin). A fill that only reduces it is exempt from that, but not from the
  * solvency guard (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
  */
-export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: bigint): boolean {
+export function makerMarginAllows(
+  ctx: Ctx,
+  market: Market,
+  maker: Order,
+  qty: bigint,
+  feeRate: bigint = market.spec.makerFeeRate,
+): boolean {
   const account = ctx.account(maker.account)!;
   const size = sizeOf(account, maker.market, maker.marginMode);
   const signed = maker.side === 'Buy' ? qty : -qty;
@@ -312,18 +342,18 @@ export function makerMarginAllows(ctx: Ctx, market: Market, maker: Order, qty: b
     buy,
     qty,
     price,
-    spec.makerFeeRate,
+    feeRate,
   );
   if (mark !== null) {
     if (surelySolvent(estimate)) return true;
-    const d = fillEquityDelta(spec, size, buy, qty, price, mark, spec.makerFeeRate);
+    const d = fillEquityDelta(spec, size, buy, qty, price, mark, feeRate);
     return d >= 0n || scopeEquity(ctx.state, account, maker.marginMode, maker.market) + d >= 0n;
   }
   // Margin reserved for auction claims is not there to open with (engine-rules 7), as at placement.
   const reserve = claimReserveOf(account, maker.marginMode);
   if (surelyCovered(estimate, reserve)) return true;
   const quote = quoteAmount(spec, qty, price);
-  const fee = feeAmount(spec, qty, price, spec.makerFeeRate);
+  const fee = feeAmount(spec, qty, price, feeRate);
   const resting = holdsMargin(maker) ? qty : 0n;
   const metrics = measureScope(
     ctx.state,
@@ -473,6 +503,10 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
           break;
         }
         qty = solvent;
+      }
+      if (!makerTierAllows(ctx, market, maker, qty)) {
+        cancelOrder(ctx, makerId, 'MaxLeverage');
+        continue;
       }
       if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, market, maker, qty)) {
         cancelOrder(ctx, makerId, 'InsufficientMargin');
@@ -630,6 +664,16 @@ function settleFill(
   }
 }
 
+/**
+ * The maker fee rate of a fill against a system taker (a liquidation's market step): the maker
+ * fee, but no rebate. A rebate is paid out of the taker's fee, and the system side pays none
+ * (the liquidated scope pays its penalty to the insurance fund), so a rebate here would come out
+ * of other fills' fees and could take the fee pool below zero.
+ */
+export function systemFillMakerRate(spec: Market['spec']): bigint {
+  return spec.makerFeeRate < 0n ? 0n : spec.makerFeeRate;
+}
+
 /** The maker side of a fill against a system taker, as {@link fillRestingMaker} returns it. */
 export interface MakerFillResult {
   readonly price: bigint;
@@ -656,7 +700,7 @@ export function fillRestingMaker(
   const maker = ctx.writableOrder(makerId);
   const price = maker.price;
   const quote = quoteAmount(spec, qty, price);
-  const makerFee = feeAmount(spec, qty, price, spec.makerFeeRate);
+  const makerFee = feeAmount(spec, qty, price, systemFillMakerRate(spec));
   ctx.state.feePool += makerFee;
   const makerAccount = ctx.writableAccount(maker.account);
   const makerSigned = maker.side === 'Buy' ? qty : -qty;

@@ -11,16 +11,19 @@ import { bestLevel, leavesOf, ownSide } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
 import type { Account, Market, Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
-import { notionalScale } from '../instruments/instrument.js';
+import { type Instrument, notionalScale } from '../instruments/instrument.js';
 import { holdSurelyFits } from '../margin/estimate.js';
 import {
   accountOrders,
   availableToOpen,
   claimReserveOf,
   holdIncrease,
+  holdsMargin,
   leverageOf,
   measureScope,
+  restingOpenQty,
   sizeOf,
+  tierCanCap,
   tierLeverageProblem,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
@@ -213,31 +216,16 @@ export function checkRiskAndSize(
     }
   }
   if (order.reduceOnly) return undefined;
-  const leverage = leverageOf(account, spec, order.marginMode);
-  if (leverage > spec.maxLeverage) {
-    return problem(
-      reject(
-        'MAX_LEVERAGE_EXCEEDED',
-        `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
-      ),
-      'MaxLeverage',
-    );
-  }
+  // The version an amend replaces still counts in the side's resting totals.
+  const replaced =
+    previous !== undefined && previous.side === order.side && holdsMargin(previous)
+      ? leavesOf(previous)
+      : 0n;
+  const others =
+    restingOpenQty(account, order.market, order.marginMode, order.side === 'Buy') - replaced;
+  const capped = leverageCapProblem(account, spec, order, size, others, mark ?? order.price);
+  if (capped !== undefined) return capped;
   const increase = openingPart(size, order.side === 'Buy', leaves);
-  if (increase > 0n) {
-    // Margin tiers (engine-rules 2, research 1.2): the position the order would leave may not
-    // sit in a tier whose maximum leverage is below the scope's.
-    const after = size + (order.side === 'Buy' ? leaves : -leaves);
-    const price = mark ?? order.price;
-    const tooHigh = tierLeverageProblem(spec, leverage, after, price);
-    if (tooHigh !== undefined) {
-      const notional = ((after < 0n ? -after : after) * price) / notionalScale(spec);
-      return problem(
-        reject('MAX_LEVERAGE_EXCEEDED', `${tooHigh} (this one ${formatCollateral(notional)})`),
-        'MaxLeverage',
-      );
-    }
-  }
   const previousIncrease =
     previous === undefined || previous.reduceOnly
       ? 0n
@@ -248,6 +236,51 @@ export function checkRiskAndSize(
   }
   if (!ctx.state.settings.marginChecks || isTrigger) return undefined;
   return checkHold(ctx, account, market, order);
+}
+
+/**
+ * The leverage caps of an order that may open (engine-rules 1 and 2, research 1.2): the scope's
+ * leverage may not be above the instrument's maximum, nor above the maximum of the margin tier
+ * its position reaches at `price` once this order and the `others` resting open quantity of its
+ * side have filled (the worst case the hold assumes too, engine-rules 4). Checked at placement,
+ * at an amend and again when a trigger order fires (the position, the orders or the mark may
+ * have moved while it waited).
+ */
+export function leverageCapProblem(
+  account: Account,
+  spec: Instrument,
+  order: Order,
+  size: bigint,
+  others: bigint,
+  price: bigint,
+): OrderProblem | undefined {
+  const leverage = leverageOf(account, spec, order.marginMode);
+  if (leverage > spec.maxLeverage) {
+    return problem(
+      reject(
+        'MAX_LEVERAGE_EXCEEDED',
+        `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
+      ),
+      'MaxLeverage',
+    );
+  }
+  if (!tierCanCap(spec, leverage)) return undefined;
+  const buy = order.side === 'Buy';
+  const stacked = others + leavesOf(order);
+  const after = size + (buy ? stacked : -stacked);
+  // Ending on the other side (or flat), the side's orders only reduce the position.
+  if (buy ? after <= 0n : after >= 0n) return undefined;
+  const tooHigh = tierLeverageProblem(spec, leverage, after, price);
+  if (tooHigh === undefined) return undefined;
+  const notional = ((after < 0n ? -after : after) * price) / notionalScale(spec);
+  const counted = others === 0n ? 'this order' : "this and the side's other resting orders";
+  return problem(
+    reject(
+      'MAX_LEVERAGE_EXCEEDED',
+      `${tooHigh} (the position after ${counted}: ${formatCollateral(notional)})`,
+    ),
+    'MaxLeverage',
+  );
 }
 
 /**

@@ -6,11 +6,17 @@
  */
 import { leavesOf } from '../book/levels.js';
 import type { Ctx } from '../engine/context.js';
-import { sizeOf } from '../margin/scope.js';
+import { restingOpenQty, sizeOf } from '../margin/scope.js';
 import { firstTimeId } from '../persistent/sorted-set.js';
 import { cancelOrder, endOrder, reducibleBy } from './execution.js';
 import { execute } from './place.js';
-import { checkHold, marketStyleLimit, openInterestProblem, openingPart } from './rules.js';
+import {
+  checkHold,
+  leverageCapProblem,
+  marketStyleLimit,
+  openInterestProblem,
+  openingPart,
+} from './rules.js';
 import { anyFired, popFired } from './triggers-index.js';
 
 /**
@@ -41,6 +47,13 @@ function fireOrder(ctx: Ctx, id: number, mark: bigint): void {
   }
   const market = ctx.market(order.market)!;
   if (!order.reduceOnly) {
+    // The position, the side's resting orders, the mark or the instrument's maximum may have
+    // moved while the order waited: its leverage caps hold as at placement.
+    const others = restingOpenQty(account, order.market, order.marginMode, order.side === 'Buy');
+    if (leverageCapProblem(account, market.spec, order, size, others, mark) !== undefined) {
+      cancelOrder(ctx, id, 'MaxLeverage');
+      return;
+    }
     // The market may have filled up to its open-interest cap while the order waited.
     const increase = openingPart(size, order.side === 'Buy', leavesOf(order));
     if (increase > 0n && openInterestProblem(market, increase) !== undefined) {

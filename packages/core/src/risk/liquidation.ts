@@ -87,7 +87,9 @@ import {
   cancelOrder,
   fillRestingMaker,
   makerMarginAllows,
+  makerTierAllows,
   reducibleBy,
+  systemFillMakerRate,
 } from '../orders/execution.js';
 import { reconcileScopes } from '../orders/managed.js';
 import {
@@ -440,7 +442,15 @@ function bookStep(
         if (room < q) q = room;
       }
       const m = ctx.writableMarket(marketId);
-      if (ctx.state.settings.marginChecks && !makerMarginAllows(ctx, m, maker, q)) {
+      if (!makerTierAllows(ctx, m, maker, q)) {
+        cancelOrder(ctx, id, 'MaxLeverage');
+        progress = true;
+        continue;
+      }
+      if (
+        ctx.state.settings.marginChecks &&
+        !makerMarginAllows(ctx, m, maker, q, systemFillMakerRate(m.spec))
+      ) {
         cancelOrder(ctx, id, 'InsufficientMargin');
         progress = true;
         continue;
