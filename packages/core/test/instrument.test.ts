@@ -17,7 +17,7 @@ import {
   type Outcome,
   stateHash,
 } from '../src/index.js';
-import { BTC_SETTINGS, TestVenue } from '../src/testing/index.js';
+import { BTC_SETTINGS, TestVenue, wallet } from '../src/testing/index.js';
 
 const outcome = (events: readonly EngineEvent[]): Outcome =>
   events.find((e): e is Outcome => e.type === 'outcome')!;
@@ -172,5 +172,40 @@ describe('setInstrument refuses an instrument buildInstrument could not have mad
     const cheaper = built({ ...instrumentSettingsOf(TIERED), takerFeeRate: '0.0003' });
     expect(outcome(v.run({ type: 'setInstrument', instrument: cheaper })).ok).toBe(true);
     expect(v.state.markets.get(1)!.spec.takerFeeRate).toBe(300_000_000_000_000n);
+  });
+});
+
+describe('setInstrument keeps every position closable', () => {
+  it('refuses a lot size that an open position is not a multiple of, and changes nothing', () => {
+    const v = new TestVenue({ checkPurity: true });
+    const spec = v.list({
+      ...BTC_SETTINGS,
+      lotSize: '0.0001',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    const [a, b] = [wallet(0xa1), wallet(0xb1)];
+    for (const w of [a, b]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'BTC-PERP': '50000' });
+    v.expectOk(v.place(a, 'BTC-PERP', { side: 'Sell', qty: '0.0006', price: '50000' }));
+    v.expectOk(v.place(b, 'BTC-PERP', { side: 'Buy', qty: '0.0006', price: '50000' }));
+    const before = stateHash(v.state);
+    const coarser = built({ ...instrumentSettingsOf(spec), lotSize: '0.0004' });
+    const o = outcome(v.run({ type: 'setInstrument', instrument: coarser }));
+    expect(o).toMatchObject({ ok: false, code: 4000 });
+    expect(o.ok ? '' : o.message).toMatch(
+      /^INVALID_REQUEST: lot size cannot change while a position is not a multiple of the new lot \(0x[0-9a-f]{40} Cross -?0\.0006\)$/,
+    );
+    expect(stateHash(v.state)).toBe(before);
+    // A lot that divides every position is allowed.
+    const dividing = built({ ...instrumentSettingsOf(spec), lotSize: '0.0003' });
+    expect(outcome(v.run({ type: 'setInstrument', instrument: dividing })).ok).toBe(true);
+    // Closed positions are on any grid.
+    v.expectOk(v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.0006', price: '50000' }));
+    v.expectOk(v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.0006', price: '50000' }));
+    expect(outcome(v.run({ type: 'setInstrument', instrument: coarser })).ok).toBe(true);
   });
 });

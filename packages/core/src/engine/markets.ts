@@ -9,6 +9,7 @@ import { instrumentProblem } from '../instruments/instrument.js';
 import { fireTriggers } from '../orders/trigger.js';
 import { firstFundingBase, refreshFundingDue, samplePremium } from '../risk/funding.js';
 import { updatePrices } from '../risk/mark.js';
+import { formatDecimal } from '../units/decimal.js';
 import type { OracleCommand, SetInstrumentCommand, SetMarketStatusCommand } from './commands.js';
 import type { Ctx } from './context.js';
 import { newMarket } from './records.js';
@@ -61,6 +62,18 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
       );
       return ctx.fail(r.code, r.message);
     }
+    if (old.lotSize !== spec.lotSize) {
+      // A position off the new grid could never be closed by an order (engine-rules 5: every
+      // quantity is a multiple of the lot), only by liquidation or ADL.
+      const offGrid = positionOffGrid(ctx, spec.id, spec.lotSize, spec.quantityDecimals);
+      if (offGrid !== undefined) {
+        const r = reject(
+          'INVALID_REQUEST',
+          `lot size cannot change while a position is not a multiple of the new lot (${offGrid})`,
+        );
+        return ctx.fail(r.code, r.message);
+      }
+    }
     const w = ctx.writableMarket(spec.id);
     // A new funding interval keeps the last funding time: the next settlement falls on the
     // new grid and pays only the time since (risk/funding.ts, nextFundingTime), so no hour is
@@ -70,6 +83,26 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
   refreshFundingDue(ctx.state);
   ctx.emit({ type: 'marketChanged', market: spec.id });
   ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}
+
+/** A position in `market` whose size is not a multiple of `lot`, as `account mode size`. */
+function positionOffGrid(
+  ctx: Ctx,
+  market: number,
+  lot: bigint,
+  decimals: number,
+): string | undefined {
+  let found: string | undefined;
+  ctx.state.accounts.forEach((a) => {
+    if (found !== undefined) return;
+    for (const p of a.positions) {
+      if (p.market === market && p.size % lot !== 0n) {
+        found = `${a.address} ${p.mode} ${formatDecimal(p.size, decimals)}`;
+        return;
+      }
+    }
+  });
+  return found;
 }
 
 /** Handles `setMarketStatus`: a paused market refuses new orders and amends, keeps cancels. */
