@@ -16,8 +16,7 @@ const B = wallet(0xb1);
 
 const reportsOf = (events: readonly EngineEvent[], account: string): OrderReport[] =>
   events.filter(
-    (e): e is OrderReport =>
-      e.type === 'executionReport' && e.account === account && 'order' in e,
+    (e): e is OrderReport => e.type === 'executionReport' && e.account === account && 'order' in e,
   );
 
 const kinds = (events: readonly EngineEvent[], account: string): string[] =>
