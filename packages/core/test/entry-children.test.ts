@@ -98,6 +98,46 @@ describe('a managed child of an entry order', () => {
     expect(v.state.orders.has(child)).toBe(true);
   });
 
+  it("a filled child cancels its own entry's siblings, not a later entry's that reuses the cloid", () => {
+    setup({ cloidRetentionMs: 1000 });
+    const X = cloid(8);
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X });
+    const sl1 = orderIdOf(stopOf('Sell', '1', '60000', X));
+    const tp1 = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '70000',
+        type: 'TakeProfit',
+        managed: true,
+        parentCloid: X,
+      }),
+    );
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }); // the first entry fills
+    v.advance(5000); // X is free again
+    const e2 = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '50000', cloid: X }));
+    const tp2 = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '72000',
+        type: 'TakeProfit',
+        managed: true,
+        parentCloid: X,
+      }),
+    );
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '59000' });
+    const fired = v.oracle({ [BTC]: '58000' });
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${sl1}`,
+      `OrderFilled#${sl1}`,
+      `OrderCancelled:SiblingFilled#${tp1}`,
+    ]);
+    // The second entry still works, and so does its take-profit.
+    expect(v.state.orders.has(e2)).toBe(true);
+    expect(v.state.orders.get(tp2)?.ordStatus).toBe('Untriggered');
+  });
+
   it('follows the position once its entry ends: gone with a position that closed meanwhile', () => {
     const X = cloid(21);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: X }));

@@ -91,20 +91,22 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   // 3: leverage caps (the margin tier with the side's other resting orders filled, re-checked
   // when a trigger fires and when a maker fill opens, raising leverage with orders resting,
   // lowering never capped by a tier) and no maker rebate on a liquidation's fills
-  // (leverage-caps.test.ts); the three logs use no tiers and no rebates, so their results are
-  // version 2's.
+  // (leverage-caps.test.ts; the three logs use no tiers and no rebates); a lot size change
+  // refused while a position is off the new grid; a filled managed child cancels only the
+  // siblings of its own entry order, now recorded by id (`entryOrderId`, which every order view
+  // carries, so all three hashes moved).
   3: {
     simulation: {
-      state: '0x7dd348e88b6030c65ddb8f016a157a6a5dcc553fd2dc5dd7f025d407a471c959',
-      events: '0xfe2c9a4fd950a22cb55fd6e0be7ea5d74c3d97d5b49b7dad4749b9ef267147ff',
+      state: '0x85eb377c96dea8e86ec987cbde9ac23f288f9e105222d0a1c8ca21aa8e65dc89',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
     },
     tour: {
-      state: '0x9c3ce9923d459e2457a2c8e6192bcec731521cf7810b1feef604b7eb2353ee9d',
-      events: '0x78206e4b04487c956542327feaa1715ddb37bec1bb1d3e89eb475e483f01a73c',
+      state: '0xa23ef6a2271dbf2cd394a4d5451b8d8145bcd034cc53688923909283932c1e74',
+      events: '0x6b2a8d24c7bec6af775c3925d03692248152f45b4e01e6a57ef20a0c24d9c9c8',
     },
     edges: {
       state: '0xb5e7d8b6c755b9505afa444177cfb5ee5b6a0458dd2c3b171f88d8b13681118e',
-      events: '0x0ca891f1bfb187f0cdee80f6b467d04e03e7f47f35d8ec25e5c3b68147436391',
+      events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
     },
   },
 };

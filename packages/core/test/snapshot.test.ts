@@ -14,6 +14,7 @@ import {
   decodeSnapshotText,
   type EngineState,
   encodeSnapshot,
+  type Order,
   PMap,
   reduce,
   reduceAll,
@@ -431,11 +432,12 @@ describe('snapshots', () => {
     expect(() => decodeSnapshot('{"v":4,"state":{}}')).toThrow(SnapshotFormatError);
     // Version 5 had no engine rules version: decodeSnapshot takes this version only...
     expect(() => decodeSnapshot('{"v":5,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":7,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":6,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    expect(() => decodeSnapshot('{"v":6,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":8,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":7,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
     // ...decodeSnapshotText also the versions it converts, and no others.
-    for (const v of [1, 2, 3, 4, 7])
+    for (const v of [1, 2, 3, 4, 8])
       expect(() => decodeSnapshotText(`{"v":${v},"state":{}}`)).toThrow(SnapshotFormatError);
   });
 
@@ -448,9 +450,9 @@ describe('snapshots', () => {
     expect(v.state.rulesVersion).toBeNull();
     // What the previous build wrote: the same state without the field, as version 5.
     const { rulesVersion: _, ...old } = v.state;
-    const v6 = encodeSnapshot(old as EngineState);
-    expect(v6.startsWith('{"v":6,')).toBe(true);
-    const text = `{"v":5,${v6.slice('{"v":6,'.length)}`;
+    const v7 = encodeSnapshot(old as EngineState);
+    expect(v7.startsWith('{"v":7,')).toBe(true);
+    const text = `{"v":5,${v7.slice('{"v":7,'.length)}`;
     const decoded = decodeSnapshotText(text);
     expect(decoded.version).toBe(5);
     expect(stateHash(decoded.written)).toBe(stateHash(old as EngineState));
@@ -462,5 +464,51 @@ describe('snapshots', () => {
     // The current version decodes to itself.
     const current = decodeSnapshotText(encodeSnapshot(v.state));
     expect(current.state).toBe(current.written);
+  });
+
+  it("converts a version-6 snapshot: a managed child gets its working entry's id, else 0", () => {
+    const v = new TestVenue({ settings: { cloidRetentionMs: 1000 } });
+    v.list(BTC_SETTINGS);
+    const [a, b] = [wallet(1), wallet(2)];
+    for (const w of [a, b]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'BTC-PERP': '60000' });
+    const child = (parentCloid: string, trigger: string) =>
+      v.place(a, 'BTC-PERP', {
+        side: 'Sell',
+        qty: '0.01',
+        trigger,
+        type: 'StopLoss',
+        managed: true,
+        parentCloid,
+      });
+    // An entry that filled and ended: its child follows the position.
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000', cloid: cloid(1) });
+    child(cloid(1), '50000');
+    v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: '60000' });
+    // A working entry and its child.
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '55000', cloid: cloid(2) });
+    child(cloid(2), '50000');
+    const live: Order[] = [];
+    v.state.orders.forEach((o) => live.push(o));
+    const ended = live.find((o) => o.parentCloid === cloid(1))!;
+    const working = live.find((o) => o.parentCloid === cloid(2))!;
+    expect(ended.entryOrderId).toBeGreaterThan(0);
+    expect(v.state.orders.has(ended.entryOrderId!)).toBe(false);
+    expect(v.state.orders.has(working.entryOrderId!)).toBe(true);
+    // What the previous build wrote: the orders without the field, as version 6.
+    let orders = v.state.orders;
+    for (const o of live) {
+      const { entryOrderId: _, ...without } = o;
+      orders = orders.set(null, o.orderId, without as Order);
+    }
+    const old = { ...v.state, orders };
+    const text = `{"v":6,${encodeSnapshot(old).slice('{"v":7,'.length)}`;
+    const decoded = decodeSnapshotText(text);
+    expect(stateHash(decoded.written)).toBe(stateHash(old));
+    expect(decoded.state.orders.get(working.orderId)!.entryOrderId).toBe(working.entryOrderId);
+    expect(decoded.state.orders.get(ended.orderId)!.entryOrderId).toBe(0);
   });
 });

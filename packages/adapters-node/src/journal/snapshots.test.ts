@@ -377,8 +377,8 @@ describe('venue recovery from snapshot + journal tail', () => {
     await j.close();
     const at6 = reduceAll(createEngineState({}, t0), commands.slice(0, 6)).state;
     const { rulesVersion: _, ...old } = at6;
-    const v6 = encodeSnapshot(old as EngineState);
-    const body = Buffer.from(`{"v":5,${v6.slice('{"v":6,'.length)}`, 'utf8');
+    const current = encodeSnapshot(old as EngineState);
+    const body = Buffer.from(`{"v":5,${current.slice(`{"v":${SNAPSHOT_VERSION},`.length)}`, 'utf8');
     const header = JSON.stringify({
       format: 'perp-engine-snapshot',
       version: 1,

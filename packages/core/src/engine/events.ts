@@ -40,6 +40,7 @@ export function viewAs(
     postOnly: o.postOnly,
     managed: o.managed,
     parentCloid: o.parentCloid,
+    entryOrderId: o.entryOrderId,
     createdTime: o.createdTime,
     expireTime: o.expireTime,
     cloid: o.cloid,

@@ -182,6 +182,7 @@ export function copyOrder(o: Order, edit: Edit): Order {
     postOnly: o.postOnly,
     managed: o.managed,
     parentCloid: o.parentCloid,
+    entryOrderId: o.entryOrderId,
     createdTime: o.createdTime,
     expireTime: o.expireTime,
     cloid: o.cloid,

@@ -38,8 +38,9 @@ import {
   type TimeIdSet,
   timeIdSetSize,
 } from '../persistent/sorted-set.js';
+import { cloidKey } from '../orders/cloids.js';
 import { TradeLog } from '../risk/trade-log.js';
-import type { EngineState, StoredTrade } from './types.js';
+import type { EngineState, Order, StoredTrade } from './types.js';
 
 /**
  * Version of the snapshot text form. 2: order totals carry per-side leaves bounds (a snapshot of
@@ -48,9 +49,10 @@ import type { EngineState, StoredTrade } from './types.js';
  * carry 18 more decimals (a version 3 snapshot's would mix the two scales in its first update).
  * 5: an account lists its working orders in an array of ids, not a list threaded through two
  * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`); a
- * version-5 snapshot is converted on reading ({@link decodeSnapshotText}).
+ * version-5 snapshot is converted on reading ({@link decodeSnapshotText}). 7: a managed child
+ * records its entry order's id (`entryOrderId`); a version-6 snapshot is converted.
  */
-export const SNAPSHOT_VERSION = 6;
+export const SNAPSHOT_VERSION = 7;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {
@@ -449,7 +451,34 @@ function decodeValue(v: unknown, edit: Edit): unknown {
 const CONVERSIONS: ReadonlyMap<number, (written: EngineState) => EngineState> = new Map([
   // 6 added the engine rules the log declared; a version-5 state predates declarations.
   [5, (written: EngineState) => ({ ...written, rulesVersion: null })],
+  // 7 added the entry order's id to managed children.
+  [6, withEntryOrderIds],
 ]);
+
+/**
+ * A version-6 state with `entryOrderId` on every order: a child's entry is the working order its
+ * `parentCloid` names if that order is older than the child (what version 6 assumed); a child
+ * whose entry has ended gets 0, which ties it, as version 6 did, to every other such child with
+ * the same `parentCloid`.
+ */
+function withEntryOrderIds(written: EngineState): EngineState {
+  const edit = newEdit();
+  let orders = IntMap.empty<Order>();
+  written.orders.forEach((o, id) => {
+    let entryOrderId: number | null = null;
+    if (o.parentCloid !== null) {
+      const reserved = written.cloids.get(cloidKey(o.account, o.parentCloid))?.orderId;
+      const entry = reserved === undefined ? undefined : written.orders.get(reserved);
+      entryOrderId =
+        entry !== undefined && entry.cloid === o.parentCloid && entry.orderId < o.orderId
+          ? entry.orderId
+          : 0;
+    }
+    orders = orders.set(edit, id, { ...o, edit: null, entryOrderId });
+  });
+  orders.edit = null;
+  return { ...written, orders };
+}
 
 /** A decoded snapshot: see {@link decodeSnapshotText}. */
 export interface DecodedSnapshot {

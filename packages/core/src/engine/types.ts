@@ -50,6 +50,12 @@ export interface Order extends Owned {
   /** Managed TP/SL: sized by its position or by the entry order named by `parentCloid`. */
   readonly managed: boolean;
   readonly parentCloid: string | null;
+  /**
+   * A managed child's entry order: the id `parentCloid` named when the child was placed (0 for
+   * a child converted from an older snapshot whose entry had already ended). The cloid can name
+   * a later order once the entry ended and its retention ran out; the id cannot.
+   */
+  readonly entryOrderId: number | null;
   readonly createdTime: number;
   /** GTD/DAY expiry, ms; `null` for the other TIFs. */
   readonly expireTime: number | null;

@@ -241,10 +241,7 @@ export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
   for (const o of accountOrders(ctx.state, account)) {
     const id = o.orderId;
     if (!o.managed || o.market !== order.market || o.marginMode !== order.marginMode) continue;
-    // A child is placed after its entry: one older than the order that ended belongs to an
-    // earlier order that used the same cloid (reusable once its reservation ran out).
-    const child =
-      order.cloid !== null && o.parentCloid === order.cloid && o.orderId > order.orderId;
+    const child = o.entryOrderId === order.orderId;
     if (child && order.cumQty === 0n) {
       related.push(id);
     } else if (child) {
@@ -255,7 +252,10 @@ export function afterOrderEnded(ctx: Ctx, order: OrderView): void {
     } else if (
       order.managed &&
       order.ordStatus === 'Filled' &&
+      // Siblings protect the same thing: one position, or the fills of one entry order (a cloid
+      // can name a later entry once this one's retention ran out; its id cannot).
       o.parentCloid === order.parentCloid &&
+      o.entryOrderId === order.entryOrderId &&
       o.orderType !== order.orderType
     ) {
       related.push(id);

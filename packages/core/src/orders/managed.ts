@@ -12,7 +12,6 @@ import type { Ctx, PendingScope } from '../engine/context.js';
 import { viewAs } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
-import { cloidTarget } from './cloids.js';
 import { cancelOrder, shrinkInPlace } from './execution.js';
 import { addTrigger, sweepDirection } from './triggers-index.js';
 
@@ -28,15 +27,15 @@ export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
 }
 
 /**
- * Keeps an entry order's managed children attached when a replace gives it a new cloid: they
- * name their parent by cloid, and the old one no longer names it (research 6.3 rule 4).
+ * Renames an entry order's managed children's `parentCloid` when a replace gives the entry a new
+ * cloid (research 6.3 rule 4): the wire names their parent by cloid (they stay attached by
+ * `entryOrderId`).
  */
-export function followParentCloid(ctx: Ctx, parent: Order, oldCloid: string): void {
+export function followParentCloid(ctx: Ctx, parent: Order): void {
   if (parent.managed || parent.cloid === null) return;
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
-    if (!child.managed || child.parentCloid !== oldCloid || child.orderId < parent.orderId)
-      continue;
+    if (!child.managed || child.entryOrderId !== parent.orderId) continue;
     // parentCloid is fixed for an order's life except here, where its parent's name changes.
     (ctx.writableOrder(child.orderId) as { parentCloid: string | null }).parentCloid = parent.cloid;
   }
@@ -51,14 +50,11 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
     // A child that already triggered is a working order (it may rest on the book): its size was
-    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`). A child is
-    // always placed after its entry order (its parentCloid had to name a working one), so an
-    // order older than the child that ended and left the cloid free is never its parent.
+    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`).
     if (
       !child.managed ||
-      child.parentCloid !== parent.cloid ||
-      child.ordStatus !== 'Untriggered' ||
-      child.orderId < parent.orderId
+      child.entryOrderId !== parent.orderId ||
+      child.ordStatus !== 'Untriggered'
     )
       continue;
     const w = ctx.writableOrder(child.orderId);
@@ -112,9 +108,7 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
 
 /** Whether the entry order a managed child is attached to is still working. */
 function entryWorking(ctx: Ctx, child: Order): boolean {
-  const id = cloidTarget(ctx, child.account, child.parentCloid as string);
-  // A child is always placed after its entry, so an order with the cloid placed later is another.
-  return id !== undefined && id < child.orderId;
+  return child.entryOrderId !== null && ctx.order(child.entryOrderId) !== undefined;
 }
 
 // ---- reduce-only re-clamp -------------------------------------------------------------------

@@ -14,7 +14,7 @@ import { reject } from '../errors.js';
 import { sizeOf } from '../margin/scope.js';
 import { addTimeId } from '../persistent/sorted-set.js';
 import { scopeInAuction } from '../risk/health.js';
-import { cloidHolder, registerCloid } from './cloids.js';
+import { cloidHolder, cloidTarget, registerCloid } from './cloids.js';
 import {
   cancelOrder,
   fillsCompletely,
@@ -55,6 +55,9 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
     postOnly: v.postOnly,
     managed: v.managed,
     parentCloid: v.parentCloid,
+    // checkReduceOnly refuses a child whose parentCloid names no working entry.
+    entryOrderId:
+      v.parentCloid === null ? null : (cloidTarget(ctx, cmd.account, v.parentCloid) ?? null),
     createdTime: ctx.time,
     expireTime: v.expireTime,
     cloid: v.cloid,

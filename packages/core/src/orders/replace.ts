@@ -174,7 +174,7 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   if (w.ordStatus === 'Untriggered' && w.armed) addTrigger(wMarket, w);
   if (cmd.cloid !== null && cmd.cloid !== origCloid) {
     registerCloid(ctx, cmd.account, cmd.cloid, id);
-    if (origCloid !== null) followParentCloid(ctx, w, origCloid);
+    if (origCloid !== null) followParentCloid(ctx, w);
   }
   ctx.report(cmd.account, { kind: 'OrderReplaced', order: viewOf(w), origCloid, previous });
   if (resting && losesPriority) {

@@ -27,7 +27,6 @@ import {
   tierLeverageProblem,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
-import { cloidTarget } from './cloids.js';
 import { sweepDirection, triggerSatisfied } from './triggers-index.js';
 
 /** A refusal with the execution report's `reason`. */
@@ -66,8 +65,7 @@ export function checkReduceOnly(
       : `${order.orderType} order`;
   if (order.managed) {
     if (order.parentCloid !== null) {
-      const parentId = cloidTarget(ctx, account.address, order.parentCloid);
-      const parent = parentId === undefined ? undefined : ctx.order(parentId);
+      const parent = order.entryOrderId === null ? undefined : ctx.order(order.entryOrderId);
       if (
         parent === undefined ||
         parent.managed ||
