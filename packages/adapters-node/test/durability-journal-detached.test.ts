@@ -98,4 +98,35 @@ describe('a journal file deleted or replaced while the venue runs', () => {
     expect(fatal).toBeInstanceOf(JournalCorruptError);
     await journal.close();
   });
+
+  it('the refused request is in the detached copy: it is told its outcome is unknown, not that nothing was applied', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'journal.log');
+    const journal = FileJournal.open(path, { log: () => {} });
+    const host = new EngineHost({
+      state: createEngineState({}, 1000),
+      journal,
+      clock: new ManualClock(1000),
+      onFatal: () => {},
+    });
+    await host.submit({ type: 'openAccount', account: wallet(1) });
+    unlinkSync(path);
+    const refused = await host
+      .submit({ type: 'openAccount', account: wallet(2) })
+      .catch((e: unknown) => e);
+    expect((refused as HostStoppedError).mayBeApplied).toBe(true);
+    expect((refused as Error).message).toContain('its outcome is unknown until the venue restarts');
+    expect((refused as Error).message).not.toContain('nothing of this request was applied');
+    await journal.close();
+    // The operator does what the log says: the copy goes back as journal.log, and the restart
+    // applies the refused request.
+    const copy = readdirSync(dir).find((n) => n.startsWith('journal.log.detached-'));
+    renameSync(join(dir, copy as string), path);
+    const restored = FileJournal.open(path, { log: () => {} });
+    const accounts = [...restored.readSync(0)].map((r) =>
+      r.command.type === 'openAccount' ? r.command.account : r.command.type,
+    );
+    expect(accounts).toEqual([wallet(1), wallet(2)]);
+    await restored.close();
+  });
 });

@@ -248,6 +248,8 @@ describe('EngineHost group commit over the asynchronous journal', () => {
 
       fs.fail = op;
       const inFlight = track(host.submit({ type: 'openAccount', account: wallet(2) }));
+      // Same batch, so in the same group, but refused for its fields: it has no record.
+      const unwritten = track(host.submit({ type: 'openAccount', account: 'not an address' }));
       await until(() => fs.held === 1);
       const next = [3, 4].map((i) =>
         track(host.submit({ type: 'openAccount', account: wallet(i) })),
@@ -258,12 +260,26 @@ describe('EngineHost group commit over the asynchronous journal', () => {
         await until(() => fs.held === 1);
         fs.release();
       }
-      await until(() => inFlight.settled && next.every((t) => t.settled));
+      await until(() => inFlight.settled && unwritten.settled && next.every((t) => t.settled));
       // Each request gets the spec's 5002 (retry after a delay), the disk error as its cause.
-      for (const t of [inFlight, ...next]) {
+      for (const t of [inFlight, unwritten, ...next]) {
         expect(t.error).toBeInstanceOf(HostStoppedError);
         expect((t.error as HostStoppedError).code).toBe(5002);
         expect(String((t.error as HostStoppedError).cause)).toContain('EIO');
+      }
+      // The record in flight may be in the file (a restart applies it): its outcome is unknown,
+      // and the client must retry the same signed request, not sign a new one.
+      expect((inFlight.error as HostStoppedError).mayBeApplied).toBe(true);
+      expect((inFlight.error as Error).message).toMatch(
+        /^LEDGER_UNAVAILABLE: .*outcome is unknown until the venue restarts: retry after a delay with the same signed request, not a re-signed one/,
+      );
+      expect((inFlight.error as Error).message).not.toContain('nothing of this request');
+      // No record of these was written: nothing of them was applied.
+      for (const t of [unwritten, ...next]) {
+        expect((t.error as HostStoppedError).mayBeApplied).toBe(false);
+        expect((t.error as Error).message).toContain(
+          'nothing of this request was applied, retry after a delay',
+        );
       }
       await until(() => fatal.length > 0);
       expect(fatal).toHaveLength(1);
@@ -276,7 +292,9 @@ describe('EngineHost group commit over the asynchronous journal', () => {
       expect(ops).toEqual(
         op === 'sync' ? ['write', 'sync', 'write', 'sync'] : ['write', 'sync', 'write'],
       );
-      await expect(host.submit({ type: 'tick' })).rejects.toBeInstanceOf(HostStoppedError);
+      await expect(host.submit({ type: 'tick' })).rejects.toThrow(
+        'nothing of this request was applied',
+      );
       await expect(journal.append([])).rejects.toThrow('EIO');
       await host.idle();
       await journal.close();

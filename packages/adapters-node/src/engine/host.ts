@@ -85,20 +85,30 @@ export interface EngineHostOptions {
  * error for the reason (`code`), with the failure itself as `cause` for the operator's log. A
  * journal that cannot persist is 5002 LEDGER_UNAVAILABLE (the venue is gone until restarted from
  * its data directory: retry after a delay); a broken engine invariant is 5001 EXCHANGE_ERROR.
+ *
+ * `mayBeApplied`: the request's record was in the journal append that failed. Its bytes may have
+ * reached the file (a flush that failed after the write, a file deleted under the journal), and
+ * a restart then applies it (durability.md: either outcome is allowed). Such a request is told
+ * that its outcome is unknown and to retry with the same signed request: a client that signed a
+ * new one after "nothing was applied" would get the operation twice.
  */
 export class HostStoppedError extends Error {
   override readonly name = 'HostStoppedError';
   readonly code: typeof ErrorCode.LEDGER_UNAVAILABLE | typeof ErrorCode.EXCHANGE_ERROR;
+  readonly mayBeApplied: boolean;
 
-  constructor(cause: unknown) {
+  constructor(cause: unknown, mayBeApplied = false) {
     const broken = cause instanceof InvariantError;
     super(
       broken
         ? 'EXCHANGE_ERROR: the matching engine stopped on an internal error; nothing of this request was applied'
-        : 'LEDGER_UNAVAILABLE: the engine stopped because its journal could not persist; nothing of this request was applied, retry after a delay',
+        : mayBeApplied
+          ? 'LEDGER_UNAVAILABLE: the engine stopped because its journal could not persist; this request may have been written before the failure, so its outcome is unknown until the venue restarts: retry after a delay with the same signed request, not a re-signed one (if it was applied, it is refused as a replay, INVALID_NONCE), or read its outcome once the venue is back'
+          : 'LEDGER_UNAVAILABLE: the engine stopped because its journal could not persist; nothing of this request was applied, retry after a delay',
       { cause },
     );
     this.code = broken ? ErrorCode.EXCHANGE_ERROR : ErrorCode.LEDGER_UNAVAILABLE;
+    this.mayBeApplied = !broken && mayBeApplied;
   }
 }
 
@@ -341,15 +351,23 @@ export class EngineHost {
   /**
    * Stops on a journal failure: nothing that is not published yet is ever acknowledged (the
    * group in flight, the next group, the queue), and the journal is never appended to again.
+   * The records of the group in flight may be in the file all the same (a restart applies
+   * them), so its commands that have a record are refused as of unknown outcome; the rest
+   * (commands that changed nothing, the next group, the queue) were never written.
    */
   private fail(error: unknown): void {
     if (this.stopped === undefined) this.stopped = error;
-    const unpublished = [...(this.inFlight ?? []), ...this.waiting];
+    const inFlight = this.inFlight ?? [];
+    const waiting = this.waiting;
     this.inFlight = null;
     this.waiting = [];
     this.head = this.current;
+    const unknown = new HostStoppedError(error, true);
     const refusal = new HostStoppedError(error);
-    for (const r of unpublished) for (const p of r.batch) p.reject(refusal);
+    for (const r of inFlight)
+      for (let i = 0; i < r.batch.length; i++)
+        (r.batch[i] as Pending).reject(r.result.changed[i] === true ? unknown : refusal);
+    for (const r of waiting) for (const p of r.batch) p.reject(refusal);
     for (const p of this.queue) p.reject(refusal);
     this.queue = [];
     if (!this.fatalReported) this.reportFatal(error);

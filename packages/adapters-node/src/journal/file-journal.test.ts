@@ -312,6 +312,48 @@ describe('fsync failure', () => {
     await j.close();
   });
 
+  it('a refused group whose write reached the file is applied by the restart: its request is told the outcome is unknown', async () => {
+    const path = join(tempDir(), 'journal.log');
+    let syncs = 0;
+    // Real writes; the second fdatasync fails after its group's bytes went to the file.
+    const fs: JournalFs = {
+      write: (fd, data) => nodeJournalFs.write(fd, data),
+      sync: async (fd) => {
+        if (++syncs > 1)
+          throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
+        return nodeJournalFs.sync(fd);
+      },
+    };
+    const journal = FileJournal.open(path, { fs, log: () => {} });
+    let now = T;
+    const host = new EngineHost({
+      state: createEngineState({}, T),
+      journal,
+      clock: { now: () => ++now },
+      onFatal: () => {},
+    });
+    await host.submit({ type: 'openAccount', account: wallet(1) });
+    const refused = await host.submit({ type: 'openAccount', account: wallet(2) }).catch((e) => e);
+    expect(refused).toBeInstanceOf(HostStoppedError);
+    expect((refused as HostStoppedError).code).toBe(5002);
+    expect((refused as HostStoppedError).mayBeApplied).toBe(true);
+    expect((refused as Error).message).toContain('its outcome is unknown until the venue restarts');
+    expect((refused as Error).message).toContain(
+      'with the same signed request, not a re-signed one',
+    );
+    expect((refused as Error).message).not.toContain('nothing of this request was applied');
+    await journal.close();
+    // The venue exits 70 and is restarted on the same file: the refused request is applied, so a
+    // client that had signed it again would have opened it twice.
+    const restarted = FileJournal.open(path, { log: () => {} });
+    const recovered = await readAll(restarted);
+    expect(recovered.map((c) => (c.type === 'openAccount' ? c.account : c.type))).toEqual([
+      wallet(1),
+      wallet(2),
+    ]);
+    await restarted.close();
+  });
+
   it('stops the host: the batch is not acknowledged, listeners see nothing, onFatal runs once', async () => {
     const fs = failingFs(1);
     const journal = FileJournal.open(join(tempDir(), 'journal.log'), { fs });
