@@ -56,6 +56,8 @@ import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
 import { checkReplayRules } from './journal/rules-version.js';
 import {
+  JournalBehindSnapshotError,
+  type LoadedSnapshot,
   listSnapshotFiles,
   loadNewestSnapshot,
   type SnapshotPolicy,
@@ -188,6 +190,8 @@ async function startLocked(
   let created = false;
   let journal: JournalStore;
   let chainSnapshot: SimulatedChainSnapshot | undefined;
+  // The newest snapshot that passes every check (read even with snapshots off: see below).
+  let newestValid: LoadedSnapshot | null = null;
   if (dataDir !== null) {
     mkdirSync(dataDir, { recursive: true });
     const venuePath = join(dataDir, 'venue.json');
@@ -200,14 +204,30 @@ async function startLocked(
     }
     // Snapshots prove the journal held records: one with none valid is not this venue's.
     const newestSnapshot = listSnapshotFiles(dataDir)[0];
+    const journalPath = join(dataDir, 'journal.log');
+    // Read before the journal is opened: the records a valid snapshot covers were acknowledged,
+    // so a journal whose valid records end before its seq lost some, and the start is refused
+    // before the journal's torn-tail repair could cut one of them (the file is left as it was).
+    // With snapshots off it is still read: starting would drop those records silently.
+    const covering = options.journal === undefined ? loadNewestSnapshot(dataDir, { log }) : null;
+    newestValid = covering;
     journal =
       options.journal ??
-      FileJournal.open(join(dataDir, 'journal.log'), {
+      FileJournal.open(journalPath, {
         log,
         ...(newestSnapshot === undefined
           ? {}
           : {
               expectRecords: `snapshot ${newestSnapshot.path} covers records up to seq ${newestSnapshot.seq}`,
+            }),
+        ...(covering === null
+          ? {}
+          : {
+              mustReach: {
+                seq: covering.seq,
+                refuse: (lastSeq: number, validLength: number) =>
+                  new JournalBehindSnapshotError(journalPath, validLength, lastSeq, covering),
+              },
             }),
       });
     if (options.journal === undefined) opened.push(() => journal.close());
@@ -223,14 +243,9 @@ async function startLocked(
   // ---- engine host and read models -------------------------------------------------------
   const history = new HistoryStore();
   const streams = new ReportStreams();
-  // Recovery: the newest valid snapshot of the data directory, then the journal records after it
-  // (without one, the whole journal). Read models only see what is replayed: see durability.md.
-  // With snapshots off the newest one is still read: a valid snapshot past the journal's end
-  // proves that acknowledged records are missing, and start-up stops on it either way.
-  const newestValid =
-    dataDir !== null && options.journal === undefined
-      ? loadNewestSnapshot(dataDir, { maxSeq: journal.lastSeq, log })
-      : null;
+  // Recovery: the newest valid snapshot of the data directory (read above, checked against the
+  // journal when it was opened), then the journal records after it (without one, the whole
+  // journal). Read models only see what is replayed: see durability.md.
   const snapshotDir =
     dataDir !== null && options.journal === undefined && options.snapshots !== false
       ? dataDir

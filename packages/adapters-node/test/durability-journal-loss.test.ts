@@ -12,6 +12,7 @@ import {
   existsSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   rmSync,
   writeFileSync,
@@ -20,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { JournalCorruptError } from '../src/journal/file-journal.js';
+import { JournalCorruptError, scanFrames } from '../src/journal/file-journal.js';
 import {
   JournalBehindSnapshotError,
   listSnapshotFiles,
@@ -129,6 +130,31 @@ describe('a journal that lost acknowledged records stops start-up', () => {
         `^journal ${journal} ends at seq \\d+ \\(byte \\d+\\), but the valid snapshot ${newest?.path} covers records up to seq ${newest?.seq}`,
       ),
     );
+  });
+
+  it('a damaged last record that a valid snapshot covers: refused, not cut as a torn record', async () => {
+    const { dir } = await prepared();
+    const journal = join(dir, 'journal.log');
+    const data = readFileSync(journal);
+    const frames = scanFrames(journal, data);
+    const lastSeq = frames.offsets.length;
+    const lastOffset = frames.offsets[lastSeq - 1] as number;
+    // The clean stop's snapshot covers the last record: it was acknowledged.
+    expect(listSnapshotFiles(dir)[0]?.seq).toBe(lastSeq);
+    // Bit rot in that record's payload: with nothing valid after it, it looks like a torn write.
+    const damaged = Buffer.from(data);
+    damaged[damaged.length - 2] = (damaged[damaged.length - 2] as number) ^ 0x01;
+    writeFileSync(journal, damaged);
+    const lines: string[] = [];
+    const error = await start(dir, lines).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JournalBehindSnapshotError);
+    expect((error as Error).message).toContain(
+      `journal ${journal} ends at seq ${lastSeq - 1} (byte ${lastOffset}), but the valid snapshot`,
+    );
+    // Not cut and not called "never acknowledged": the refused start left the file as it was.
+    expect(lines.filter((l) => l.includes('cut a torn record'))).toEqual([]);
+    expect(readFileSync(journal).equals(damaged)).toBe(true);
+    expect(openDescriptorsOf(journal)).toBe(0);
   });
 
   it('with snapshots off too: an older copy of the journal is refused, not replayed', async () => {

@@ -4,7 +4,7 @@
  * records, a sequence gap, a duplicate or a reordered record refuses to open, naming the file
  * and the byte offset; a failed fsync is never retried and stops the host.
  */
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -244,6 +244,43 @@ describe('FileJournal recovery', () => {
         expect((e as Error).message, name).toContain(path);
       }
     }
+  });
+
+  it('valid records ending before `mustReach` refuse to open before anything is cut or created', async () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const dir = tempDir();
+    const path = join(dir, 'journal.log');
+    // The last record damaged: alone it would be cut as a torn tail.
+    const bad = Buffer.from(data);
+    bad[bad.length - 1] = (bad[bad.length - 1] as number) ^ 0x01;
+    writeFileSync(path, bad);
+    const refusals: [number, number][] = [];
+    const mustReach = (seq: number) => ({
+      seq,
+      refuse: (lastSeq: number, validLength: number) => {
+        refusals.push([lastSeq, validLength]);
+        return new Error(`ends at ${lastSeq}`);
+      },
+    });
+    const lines: string[] = [];
+    expect(() =>
+      FileJournal.open(path, { log: (l) => lines.push(l), mustReach: mustReach(n) }),
+    ).toThrow(`ends at ${n - 1}`);
+    expect(refusals).toEqual([[n - 1, starts[n - 1]]]);
+    expect(lines).toEqual([]);
+    expect(readFileSync(path).equals(bad)).toBe(true);
+    // Reaching the seq, the torn tail after it is cut as before.
+    const j = FileJournal.open(path, { log: (l) => lines.push(l), mustReach: mustReach(n - 1) });
+    expect(j.lastSeq).toBe(n - 1);
+    expect(lines[0]).toContain(
+      `cut a torn record of ${data.length - (starts[n - 1] as number)} bytes`,
+    );
+    await j.close();
+    // A missing file is not created.
+    const missing = join(dir, 'missing.log');
+    expect(() => FileJournal.open(missing, { mustReach: mustReach(1) })).toThrow('ends at 0');
+    expect(existsSync(missing)).toBe(false);
   });
 
   it('scans framing without decoding: an undecodable payload is reported when read, with its offset', async () => {

@@ -11,10 +11,11 @@
  * (the host's group commit).
  *
  * Opening validates the whole file: a torn record at the tail (a crash mid-write) is cut off
- * with a log line; a damaged record followed by valid ones, or a sequence gap, refuses to open
- * with the file and byte offset in the error. A failed flush is fatal: the journal refuses
- * every later append (the caller must stop; fsync errors are never retried, see
- * reliability-anchors 1.7).
+ * with a log line; a damaged record followed by valid ones, a sequence gap, or valid records
+ * ending before a seq the caller knows was acknowledged (`mustReach`) refuse to open, with the
+ * file and byte offset in the error, before anything is cut. A failed flush is fatal: the
+ * journal refuses every later append (the caller must stop; fsync errors are never retried,
+ * see reliability-anchors 1.7).
  *
  * @module
  */
@@ -266,6 +267,17 @@ export interface FileJournalOptions {
    * (not created then) and an empty one are refused the same way.
    */
   readonly expectRecords?: string;
+  /**
+   * The seq the file's valid records must reach, and the error to throw when they end before it
+   * (a valid snapshot covers records up to that seq, so they were acknowledged). Checked before
+   * anything is created or cut: a damaged record that such a snapshot covers is not a torn
+   * write that was never acknowledged, and a refused start must leave the journal as it was
+   * for the operator to restore or analyse.
+   */
+  readonly mustReach?: {
+    readonly seq: number;
+    readonly refuse: (lastSeq: number, validLength: number) => Error;
+  };
 }
 
 /** The on-disk journal; see the module comment. */
@@ -325,6 +337,10 @@ export class FileJournal implements JournalStore {
         `the file does not exist, but ${options.expectRecords}; refusing to create an empty journal (restore the journal that belongs to this data directory)`,
       );
     }
+    const firstSeq = options.firstSeq ?? 1;
+    const mustReach = options.mustReach;
+    if (created && mustReach !== undefined && mustReach.seq >= firstSeq)
+      throw mustReach.refuse(firstSeq - 1, 0);
     const fd = openSync(path, 'a+');
     // A new file's directory entry must be durable before its first acknowledged record is.
     if (created) syncDirectory(dirname(path));
@@ -332,7 +348,6 @@ export class FileJournal implements JournalStore {
     const data = Buffer.alloc(size);
     let read = 0;
     while (read < size) read += readSync(fd, data, read, size - read, read);
-    const firstSeq = options.firstSeq ?? 1;
     let scan: FrameScan;
     try {
       scan = scanFrames(path, data, firstSeq);
@@ -349,6 +364,11 @@ export class FileJournal implements JournalStore {
           ? `not one record is valid, but ${options.expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`
           : `the file is empty, but ${options.expectRecords}; refusing to start from an empty journal (restore the journal that belongs to this data directory)`,
       );
+    }
+    const lastSeq = firstSeq + scan.offsets.length - 1;
+    if (mustReach !== undefined && lastSeq < mustReach.seq) {
+      closeSync(fd);
+      throw mustReach.refuse(lastSeq, scan.validLength);
     }
     if (scan.tornBytes > 0) {
       (options.log ?? console.error)(

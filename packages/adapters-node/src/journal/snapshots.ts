@@ -246,8 +246,12 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
 
 /** Options of {@link loadNewestSnapshot}. */
 export interface LoadOptions {
-  /** The journal's last seq: a snapshot past it is not used (the journal is the truth). */
-  readonly maxSeq: number;
+  /**
+   * The journal's last seq: a valid snapshot past it throws {@link JournalBehindSnapshotError}.
+   * Without it the newest valid snapshot is returned whatever its seq, for a caller that checks
+   * the journal against it (start-up does, before the journal's torn tail may be cut).
+   */
+  readonly maxSeq?: number;
   readonly log?: (line: string) => void;
   /** The journal file, named in errors (default: `journal.log` in the snapshot directory). */
   readonly journal?: string;
@@ -287,7 +291,7 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
     const next = files[i + 1];
     const fallback =
       next === undefined ? 'a full journal replay' : `the previous snapshot ${next.path}`;
-    if (f.seq > options.maxSeq) {
+    if (options.maxSeq !== undefined && f.seq > options.maxSeq) {
       // Only a snapshot that verifies proves the records existed; a damaged file proves nothing.
       let ahead: LoadedSnapshot;
       try {
