@@ -81,6 +81,19 @@ async function readAll(j: FileJournal): Promise<Command[]> {
   return out;
 }
 
+/** `size` deterministic pseudo-random bytes (xorshift32), like a compressed or encrypted file. */
+function noise(size: number): Buffer {
+  const out = Buffer.alloc(size);
+  let x = 0x9e3779b9;
+  for (let i = 0; i + 4 <= size; i += 4) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out.writeUInt32LE(x >>> 0, i);
+  }
+  return out;
+}
+
 /** The table-driven CRC-32 the journal format was defined with (reference for the native one). */
 function referenceCrc32(data: Uint8Array, crc = 0): number {
   let c = ~crc >>> 0;
@@ -208,6 +221,61 @@ describe('FileJournal recovery', () => {
       expect(readFileSync(path).equals(bad)).toBe(true);
     }
   });
+
+  it('zeros after the last record are a torn tail; zeros with a valid record after them are refused', async () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const path = join(tempDir(), 'journal.log');
+    const zeros = Buffer.alloc(8192);
+    // A crash after the file grew but before the data reached it, after a whole or a half record.
+    for (const [end, complete] of [
+      [data.length, n],
+      [(starts[n - 1] as number) + 20, n - 1],
+    ] as const) {
+      writeFileSync(path, Buffer.concat([data.subarray(0, end), zeros]));
+      const lines: string[] = [];
+      const j = FileJournal.open(path, { log: (l) => lines.push(l) });
+      expect(j.lastSeq).toBe(complete);
+      const boundary = complete === n ? data.length : (starts[n - 1] as number);
+      expect(lines[0]).toContain(
+        `cut a torn record of ${end + zeros.length - boundary} bytes at offset ${boundary}`,
+      );
+      expect(statSync(path).size).toBe(boundary);
+      await j.close();
+    }
+    // A zeroed record in the middle: the records after it are still there, so it is refused.
+    const mid = Math.floor(n / 2);
+    const zeroed = Buffer.from(data);
+    zeroed.fill(0, starts[mid], starts[mid + 1]);
+    writeFileSync(path, zeroed);
+    expect(() => FileJournal.open(path, { log: () => {} })).toThrow(
+      `is damaged at byte ${starts[mid]}: record checksum mismatch (expected seq ${mid + 1}) with valid records after it`,
+    );
+    expect(readFileSync(path).equals(zeroed)).toBe(true);
+  });
+
+  it('refuses a 16 MB file that is not a journal at once: the look-ahead past damage is not cubic', () => {
+    const path = join(tempDir(), 'journal.log');
+    const foreign = noise(16 * 1024 * 1024);
+    writeFileSync(path, foreign);
+    const started = performance.now();
+    expect(() =>
+      FileJournal.open(path, {
+        log: () => {},
+        expectRecords: 'snapshot s covers records up to seq 9',
+      }),
+    ).toThrow(`journal ${path} is damaged at byte 0: not one record is valid`);
+    // Trying every fitting length at every offset took about 60 s here (4 MB: 2 s); the bounded
+    // look-ahead takes well under a second. The bound is generous: only the cubic scan misses it.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    // Still found however far the damage runs: foreign bytes before a journal are refused.
+    const { data } = journalBytes(LOG);
+    writeFileSync(path, Buffer.concat([foreign.subarray(0, 1024 * 1024), data]));
+    expect(() => FileJournal.open(path, { log: () => {} })).toThrow(
+      `journal ${path} is damaged at byte 0:`,
+    );
+    expect(() => FileJournal.open(path, { log: () => {} })).toThrow('with valid records after it');
+  }, 120_000);
 
   it('refuses a sequence gap, a duplicated record and reordered records', () => {
     const { data, starts } = journalBytes(LOG);
