@@ -632,6 +632,49 @@ describe('order book', () => {
     expect(tickers[tickers.length - 1]!.bestBid).toBe('59079');
   });
 
+  it('a client that joins while a push is pending gets the current book and ticker at the next push', async () => {
+    // A wide coalescing window makes the race deterministic; keep-alives far away, so only the
+    // paced push can bring the late client up to date.
+    const v = await venue({
+      pacing: {
+        orderbookMinIntervalMs: 500,
+        tickerMinIntervalMs: 500,
+        orderbookKeepAliveMs: 60_000,
+        tickerKeepAliveMs: 60_000,
+      },
+    });
+    const book = { id: 'b', channel: 'orderbook', instrument: 'BTC-PERP', depth: 5 };
+    const ticker = { id: 't', channel: 'ticker', instrument: 'BTC-PERP' };
+    const early = await v.connect();
+    await early.request({ type: 'subscribe', ...book });
+    await early.request({ type: 'subscribe', ...ticker });
+    const quote = { side: 'Buy', qty: '0.5', price: '59990' } as const;
+    // Leading-edge pushes of the quote to the early client...
+    await v.submitOrder(A, 'BTC-PERP', quote);
+    await early.waitFor((m) => m.type === 'orderbook' && (m.bids as Level[]).length === 1);
+    await early.waitFor((m) => m.type === 'ticker' && m.bestBid === '59990');
+    // ...the quote is pulled (pushes pending) and a client joins, seeing the empty book...
+    await v.run({ type: 'cancelAll', account: A, market: 1 });
+    const late = await v.connect();
+    await late.request({ type: 'subscribe', ...book });
+    await late.request({ type: 'subscribe', ...ticker });
+    await late.waitFor((m) => m.type === 'ticker');
+    expect(late.all('orderbook')).toMatchObject([{ bids: [], asks: [] }]);
+    expect(late.all('ticker')).toMatchObject([{ bestBid: null }]);
+    // ...and the same quote comes back before the pending pushes: the book the early client has.
+    await v.submitOrder(A, 'BTC-PERP', quote);
+
+    await eventually(() => {
+      const books = late.all('orderbook');
+      const { seq, bids, asks } = books[books.length - 1]!;
+      expect({ seq, bids, asks }).toEqual(v.levels('BTC-PERP', 5));
+      expect(late.all('ticker').at(-1)!.bestBid).toBe('59990');
+    }, 2_000);
+    // The race took place: the early client never saw the empty book, so it needed no push.
+    expect(early.all('orderbook').map((m) => (m.bids as Level[]).length)).toEqual([0, 1]);
+    expect(early.all('ticker').map((m) => m.bestBid)).toEqual([null, '59990']);
+  });
+
   it('repeats an unchanged book and ticker as keep-alives', async () => {
     const v = await venue({
       pacing: { orderbookKeepAliveMs: 200, tickerKeepAliveMs: 300, housekeepingMs: 20 },

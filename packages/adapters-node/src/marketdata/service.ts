@@ -152,7 +152,10 @@ interface Session {
   readonly ws: WebSocket;
   readonly ip: string;
   readonly keys: Set<string>;
-  /** Body of the snapshot a subscriber got on joining a busy channel: not pushed to it again. */
+  /**
+   * Body of the snapshot a subscriber got on joining a busy channel: not pushed to it again, and
+   * pushed to it alone when the channel's next push finds the others already have it (`catchUp`).
+   */
   readonly seen: Map<string, string>;
   /** `performance.now()` of the last message or pong. */
   lastActivity: number;
@@ -358,12 +361,34 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     }
   };
 
-  /** Pushes a channel's current content if it changed (or always, for a keep-alive). */
+  /**
+   * Sends an unchanged push to the subscribers whose join snapshot differs from it. A client that
+   * joins while a coalesced push is pending gets the book as it is then, which the others never
+   * see; when the channel then returns to what it last pushed, only the newcomer needs the push,
+   * and without this it would keep the intermediate state until the keep-alive.
+   */
+  const catchUp = (ch: Channel, built: Built): boolean => {
+    let sent = false;
+    for (const s of [...ch.subscribers]) {
+      const seen = s.seen.get(ch.key);
+      if (seen === undefined) continue;
+      s.seen.delete(ch.key);
+      if (seen === built.body) continue;
+      deliver(s, built.text, true);
+      sent = true;
+    }
+    return sent;
+  };
+
+  /**
+   * Pushes a channel's current content if it changed (or always, for a keep-alive); when it did
+   * not change, only to subscribers that joined with a different snapshot (`catchUp`).
+   */
   const flush = (ch: Channel, force: boolean): boolean => {
     if (ch.subscribers.size === 0) return false;
     const built = build(ch.topic);
     if (built === undefined) return false;
-    if (!force && built.body === ch.lastBody) return false;
+    if (!force && built.body === ch.lastBody) return catchUp(ch, built);
     ch.lastBody = built.body;
     ch.lastSentAt = monotonic();
     broadcast(ch, built.text, true, built.body);
