@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ackOf, parseRequest, topicKey } from './requests.js';
+import { ackOf, parseRequest, topicKey, unsubscribeKeys } from './requests.js';
 
 const markets: Record<string, number> = { 'BTC-PERP': 1, 'ETH-PERP': 2 };
 const marketOf = (s: string) => (Object.hasOwn(markets, s) ? markets[s] : undefined);
@@ -30,8 +30,40 @@ describe('parseRequest', () => {
     for (const [message, key] of cases) {
       const r = parse(message);
       if (!r.ok || r.request.type === 'ping') throw new Error(`refused ${JSON.stringify(message)}`);
-      expect(topicKey(r.request.topic)).toBe(key);
+      const keys =
+        r.request.type === 'subscribe'
+          ? [topicKey(r.request.topic)]
+          : unsubscribeKeys(r.request.topic);
+      expect(keys).toEqual([key]);
     }
+  });
+
+  it('an orderbook unsubscribe without depth names every depth, and its ack has no depth', () => {
+    const keysOf = (m: unknown) => {
+      const r = parse(m);
+      if (!r.ok || r.request.type !== 'unsubscribe') throw new Error('refused');
+      return {
+        keys: unsubscribeKeys(r.request.topic),
+        ack: ackOf('unsubscribe', 'u', r.request.topic),
+      };
+    };
+    const book = { type: 'unsubscribe', channel: 'orderbook', instrument: 'ETH-PERP' };
+    expect(keysOf(book)).toEqual({
+      keys: ['orderbook|2|5', 'orderbook|2|10', 'orderbook|2|20', 'orderbook|2|50'],
+      ack: { type: 'unsubscribed', id: 'u', channel: 'orderbook', instrument: 'ETH-PERP' },
+    });
+    expect(keysOf({ ...book, depth: null }).keys).toHaveLength(4);
+    expect(keysOf({ ...book, depth: 5 })).toEqual({
+      keys: ['orderbook|2|5'],
+      ack: {
+        type: 'unsubscribed',
+        id: 'u',
+        channel: 'orderbook',
+        instrument: 'ETH-PERP',
+        depth: 5,
+      },
+    });
+    expect(refusal({ ...book, depth: 15 }).message).toMatch(/depth must be/);
   });
 
   it('echoes the normalised subscription in the acknowledgement', () => {

@@ -7,7 +7,7 @@
  */
 import { isRecord, parseJson } from '../http/json.js';
 import { type CandleInterval, isCandleInterval } from './candles.js';
-import { type BookDepth, DEFAULT_BOOK_DEPTH, isBookDepth } from './orderbook.js';
+import { BOOK_DEPTHS, type BookDepth, DEFAULT_BOOK_DEPTH, isBookDepth } from './orderbook.js';
 
 /** Channels of the market-data socket. */
 export const CHANNELS = ['tickers', 'ticker', 'orderbook', 'candles', 'liquidations'] as const;
@@ -37,12 +37,28 @@ export type Topic =
       readonly instrument: string | null;
     };
 
+/**
+ * An `unsubscribe` from `orderbook` without `depth`: every depth of the instrument the connection
+ * holds. Filling in the subscribe default (20) instead would acknowledge the request and leave a
+ * depth-5 subscription streaming.
+ */
+export interface EveryBookDepth {
+  readonly channel: 'orderbook';
+  readonly market: number;
+  readonly instrument: string;
+  readonly depth: null;
+}
+
+/** What an `unsubscribe` names. */
+export type UnsubscribeTarget = Topic | EveryBookDepth;
+
 /** A valid client request. */
 export type ClientRequest =
+  | { readonly type: 'subscribe'; readonly id: string | undefined; readonly topic: Topic }
   | {
-      readonly type: 'subscribe' | 'unsubscribe';
+      readonly type: 'unsubscribe';
       readonly id: string | undefined;
-      readonly topic: Topic;
+      readonly topic: UnsubscribeTarget;
     }
   | { readonly type: 'ping'; readonly id: string | undefined };
 
@@ -78,15 +94,28 @@ export function topicKey(topic: Topic): string {
   }
 }
 
-/** The `subscribed` / `unsubscribed` acknowledgement of a request. */
-export function ackOf(type: 'subscribe' | 'unsubscribe', id: string | undefined, topic: Topic) {
+/** The channel keys an `unsubscribe` removes (those the connection does not hold are ignored). */
+export function unsubscribeKeys(target: UnsubscribeTarget): string[] {
+  if (target.channel !== 'orderbook' || target.depth !== null) return [topicKey(target)];
+  return BOOK_DEPTHS.map((depth) => topicKey({ ...target, depth }));
+}
+
+/**
+ * The `subscribed` / `unsubscribed` acknowledgement of a request. An `unsubscribe` of every book
+ * depth is acknowledged without `depth`, as it was asked: research 6.6 gives an ack one `depth`.
+ */
+export function ackOf(
+  type: 'subscribe' | 'unsubscribe',
+  id: string | undefined,
+  topic: UnsubscribeTarget,
+) {
   const ack: Record<string, unknown> = {
     type: type === 'subscribe' ? 'subscribed' : 'unsubscribed',
   };
   if (id !== undefined) ack.id = id;
   ack.channel = topic.channel;
   if (topic.channel !== 'tickers' && topic.instrument !== null) ack.instrument = topic.instrument;
-  if (topic.channel === 'orderbook') ack.depth = topic.depth;
+  if (topic.channel === 'orderbook' && topic.depth !== null) ack.depth = topic.depth;
   if (topic.channel === 'candles') ack.interval = topic.interval;
   return ack;
 }
@@ -148,6 +177,14 @@ export function parseRequest(
     case 'orderbook': {
       const i = instrument();
       if (typeof i === 'string') return bad(id, i);
+      // Without a depth, an unsubscribe names the instrument's book at every depth (see
+      // `EveryBookDepth`); a subscribe gets the default.
+      if (type === 'unsubscribe' && msg.depth == null) {
+        return {
+          ok: true,
+          request: { type, id, topic: { channel: 'orderbook', ...i, depth: null } },
+        };
+      }
       const depth = msg.depth ?? DEFAULT_BOOK_DEPTH;
       if (!isBookDepth(depth)) return bad(id, `depth must be 5, 10, 20 or 50, got ${show(depth)}`);
       return { ok: true, request: { type, id, topic: { channel: 'orderbook', ...i, depth } } };

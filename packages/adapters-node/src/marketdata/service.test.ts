@@ -485,6 +485,36 @@ describe('subscriptions', () => {
     expect(ethOnly.all('liquidationAuction')).toEqual([]);
   });
 
+  it('an orderbook unsubscribe without depth ends every depth of that instrument, and only those', async () => {
+    const v = await venue({ limits: { maxSubscriptionsPerSocket: 3 } });
+    const c = await v.connect();
+    const book = (id: string, instrument: string, depth: number) =>
+      c.request({ type: 'subscribe', id, channel: 'orderbook', instrument, depth });
+    await book('b5', 'BTC-PERP', 5);
+    await book('b50', 'BTC-PERP', 50);
+    await book('e5', 'ETH-PERP', 5);
+    expect(
+      await c.request({
+        type: 'unsubscribe',
+        id: 'u',
+        channel: 'orderbook',
+        instrument: 'BTC-PERP',
+      }),
+    ).toEqual({ type: 'unsubscribed', id: 'u', channel: 'orderbook', instrument: 'BTC-PERP' });
+    const before = c.inbox.length;
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.5', price: '59990' });
+    await v.submitOrder(A, 'ETH-PERP', { side: 'Buy', qty: '1', price: '2990' });
+    await c.waitFor((m) => m.type === 'orderbook' && m.instrument === 'ETH-PERP', before);
+    await sleep(300);
+    expect(c.all('orderbook').slice(-1)).toMatchObject([{ instrument: 'ETH-PERP', depth: 5 }]);
+    expect(
+      c.inbox.slice(before).filter((m) => m.type === 'orderbook' && m.instrument === 'BTC-PERP'),
+    ).toEqual([]);
+    // Both BTC subscriptions are gone from the connection's count (3): two more fit.
+    expect(await book('b10', 'BTC-PERP', 10)).toMatchObject({ type: 'subscribed', depth: 10 });
+    expect(await book('b20', 'BTC-PERP', 20)).toMatchObject({ type: 'subscribed', depth: 20 });
+  });
+
   it('answers a repeated subscription again without counting it twice', async () => {
     const v = await venue({ limits: { maxSubscriptionsPerSocket: 2 } });
     const c = await v.connect();

@@ -44,7 +44,7 @@ import {
 } from './liquidations.js';
 import { BOOK_DEPTHS, orderBookSnapshot } from './orderbook.js';
 import { DEFAULT_PACING, deliveryAction, type MarketDataPacing, Pacer } from './pacing.js';
-import { ackOf, parseRequest, type Topic, topicKey } from './requests.js';
+import { ackOf, parseRequest, type Topic, topicKey, unsubscribeKeys } from './requests.js';
 import { type FundingSource, TickerProjection, type WireTicker } from './ticker.js';
 
 /** What the service needs from the engine host (an `EngineHost` fits). */
@@ -499,12 +499,12 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           : { type: 'pong', id: req.id, serverTime: now() },
       );
     }
-    const key = topicKey(req.topic);
     if (req.type === 'unsubscribe') {
       // Idempotent: unsubscribing from something not subscribed is acknowledged too.
-      if (s.keys.delete(key)) leave(s, key);
+      for (const key of unsubscribeKeys(req.topic)) if (s.keys.delete(key)) leave(s, key);
       return reply(s, ackOf('unsubscribe', req.id, req.topic));
     }
+    const key = topicKey(req.topic);
     if (!s.keys.has(key) && s.keys.size >= limits.maxSubscriptionsPerSocket) {
       return error(
         s,
