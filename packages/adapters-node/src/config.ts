@@ -16,7 +16,10 @@ export type NetworkName = 'testnet' | 'mainnet';
 export interface LimitsConfig {
   /** Authenticated WebSocket connections per account (spec: 8). */
   readonly connectionsPerAccount: number;
-  /** WebSocket connections per client IP, before authentication (protocol.md: 30). */
+  /**
+   * WebSocket connections per client IP, `/ws` and `/marketdata` together, checked at upgrade
+   * before any authentication (protocol.md: 30); an authenticated socket keeps its slot.
+   */
   readonly connectionsPerIp: number;
   /** Public reads per second per client IP (protocol.md: 100). */
   readonly publicReadsPerSecond: number;

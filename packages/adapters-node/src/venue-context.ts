@@ -12,6 +12,7 @@ import type { WalletQueue } from './engine/wallet-queue.js';
 import type { MarketDataService } from './marketdata/service.js';
 import type { HistoryStore } from './read/history.js';
 import type { ReportStreams } from './read/report-streams.js';
+import type { ConnectionSlots } from './ws/connection-slots.js';
 
 /** A chain the operator can also mint test tokens on (the embedded simulated chain). */
 export interface VenueChain extends ChainAdapter {
@@ -36,6 +37,8 @@ export interface VenueContext {
    * (after a step back), and would then let no request age out of a window.
    */
   readonly rateNow: () => number;
+  /** Open WebSocket connections per client IP, `/ws` and `/marketdata` counted together. */
+  readonly connectionSlots: ConnectionSlots;
   readonly walletQueue: WalletQueue;
   readonly adminToken: string;
   /** Carries deposits and withdrawals to the chain and their results back. */

@@ -71,6 +71,7 @@ import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
 import type { VenueContext } from './venue-context.js';
 import { createSignatureRecovery } from './verify/pool.js';
+import { ConnectionSlots } from './ws/connection-slots.js';
 import { createTradingService } from './ws/trading.js';
 
 /** How to start a venue. */
@@ -291,17 +292,19 @@ async function startLocked(
     ...WALLET_LIMITS,
     perWindow: config.limits.publicReadsPerSecond,
   });
+  // Both sockets take from one per-IP connection count, as they share the read budget.
+  const connectionSlots = new ConnectionSlots(config.limits.connectionsPerIp);
   // Created before the replay so tickers and candles rebuild from the journal.
   const marketData = createMarketDataService({
     host,
     now: () => host.now(),
     readLimiter: ipLimiter,
     limiterNow: rateNow,
+    connectionSlots,
     funding: fundingInfo,
     auctions: liveAuctions,
     auctionEvents,
     limits: {
-      maxConnectionsPerIp: config.limits.connectionsPerIp,
       messagesPerSecondPerIp: config.limits.publicReadsPerSecond,
       pingIntervalMs: config.limits.pingIntervalMs,
       idleTimeoutMs: config.limits.idleTimeoutMs,
@@ -401,6 +404,7 @@ async function startLocked(
     streams,
     chain,
     ipLimiter,
+    connectionSlots,
     walletLimiter: new RateLimiter({
       ...WALLET_LIMITS,
       perWindow: config.limits.walletRequestsPerSecond,

@@ -24,6 +24,7 @@ import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
 import type { ProjectionRebuild } from '../read/backfill.js';
+import { ConnectionSlots } from '../ws/connection-slots.js';
 import { armIdle } from '../ws/idle.js';
 import {
   type Candle,
@@ -55,7 +56,10 @@ export interface MarketDataHost {
 
 /** Connection and resource limits. */
 export interface MarketDataLimits {
-  /** Open sockets per client IP; more are refused at upgrade with HTTP 429. */
+  /**
+   * Open sockets per client IP; more are refused at upgrade with HTTP 429. Applies to the
+   * service's own counter only: a shared `connectionSlots` brings its own cap.
+   */
   readonly maxConnectionsPerIp: number;
   /** Subscriptions per socket; more get error 4029. */
   readonly maxSubscriptionsPerSocket: number;
@@ -112,6 +116,12 @@ export interface MarketDataOptions {
    * age out, or go at once.
    */
   readonly limiterNow?: () => number;
+  /**
+   * Per-IP connection slots to share with the trading socket (protocol.md 5 caps an address's
+   * connections to the venue, not to each path); default: a private counter allowing
+   * `limits.maxConnectionsPerIp`.
+   */
+  readonly connectionSlots?: ConnectionSlots;
 }
 
 /** The running market-data service. */
@@ -218,7 +228,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   });
   wss.on('error', () => {});
   const sessions = new Set<Session>();
-  const perIp = new Map<string, number>();
+  const slots = options.connectionSlots ?? new ConnectionSlots(limits.maxConnectionsPerIp);
   const channels = new Map<string, Channel>();
   let closing = false;
   let skipped = 0;
@@ -226,19 +236,13 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
   // ---- delivery ------------------------------------------------------------------------
 
-  const release = (ip: string): void => {
-    const n = (perIp.get(ip) ?? 1) - 1;
-    if (n <= 0) perIp.delete(ip);
-    else perIp.set(ip, n);
-  };
-
   const detach = (s: Session): void => {
     if (s.closed) return;
     s.closed = true;
     if (s.idleTimer !== null) clearTimeout(s.idleTimer);
     s.idleTimer = null;
     sessions.delete(s);
-    release(s.ip);
+    slots.release(s.ip);
     for (const key of s.keys) leave(s, key);
     s.keys.clear();
   };
@@ -599,13 +603,11 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       socket.on('error', () => {});
       if (closing) return refuse(socket, '503 Service Unavailable');
       const ip = request.socket.remoteAddress ?? 'unknown';
-      const n = perIp.get(ip) ?? 0;
-      if (n >= limits.maxConnectionsPerIp) return refuse(socket, '429 Too Many Requests');
-      perIp.set(ip, n + 1);
+      if (!slots.take(ip)) return refuse(socket, '429 Too Many Requests');
       let attached = false;
       // A handshake that fails never reaches the callback: give its slot back.
       socket.once('close', () => {
-        if (!attached) release(ip);
+        if (!attached) slots.release(ip);
       });
       wss.handleUpgrade(request, socket, head, (ws) => {
         attached = true;
@@ -619,7 +621,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           closed: false,
         };
         if (closing) {
-          release(ip);
+          slots.release(ip);
           ws.terminate();
           return;
         }

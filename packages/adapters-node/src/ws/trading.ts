@@ -115,7 +115,6 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   wss.on('error', () => {});
   const sessions = new Set<Session>();
   const byAccount = new Map<string, Set<Session>>();
-  const perIp = new Map<string, number>();
 
   // Every message of a connection goes out in order through `enqueue`: straight to the socket
   // while its buffer is short, else into the connection's queue, which `pump` feeds to the socket
@@ -206,12 +205,6 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     }
     s.account = null;
   };
-  /** Gives back one of an address's connection slots. */
-  const release = (ip: string): void => {
-    const n = (perIp.get(ip) ?? 1) - 1;
-    if (n <= 0) perIp.delete(ip);
-    else perIp.set(ip, n);
-  };
   const detach = (s: Session): void => {
     if (s.closed) return;
     s.closed = true;
@@ -219,7 +212,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     s.idleTimer = null;
     logout(s);
     sessions.delete(s);
-    release(s.ip);
+    ctx.connectionSlots.release(s.ip);
   };
 
   const pushSummary = (s: Session): void => {
@@ -724,20 +717,19 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   return {
     handleUpgrade(request, socket, head) {
       const ip = request.socket.remoteAddress ?? 'unknown';
-      const n = perIp.get(ip) ?? 0;
-      if (n >= limits.connectionsPerIp) {
+      // One count with the market-data socket's (protocol.md 5: connections per IP, all paths).
+      if (!ctx.connectionSlots.take(ip)) {
         socket.write(
           'HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
         );
         socket.destroy();
         return;
       }
-      perIp.set(ip, n + 1);
       // A handshake the WebSocket server refuses (no key, bad version) never reaches the
       // callback and no session detaches: its slot is given back when the socket closes.
       let attached = false;
       socket.once('close', () => {
-        if (!attached) release(ip);
+        if (!attached) ctx.connectionSlots.release(ip);
       });
       wss.handleUpgrade(request, socket, head, (ws) => {
         attached = true;
