@@ -233,5 +233,7 @@ describe('reduce-only orders over random sequences', () => {
       }),
       { numRuns: runs },
     );
-  });
+    // 200 sequences of up to 80 commands, each checked for purity: about 40 s on a busy 2-core
+    // machine, beyond the suite's 60 s default when other suites load it too.
+  }, 240_000);
 });
