@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { InstrumentSettings } from '@perp/core';
+import { type Instrument, type InstrumentSettings, instrumentSettingsOf } from '@perp/core';
 
 /** A settings field of the wrong JSON type; the message names it. */
 export class SettingsTypeError extends Error {
@@ -96,4 +96,27 @@ export function parseInstrumentSettings(value: unknown, prefix = ''): Instrument
     checkTypes(v, fields, `${prefix}${name}.`);
   }
   return b as unknown as InstrumentSettings;
+}
+
+/**
+ * The settings (as an operator names them: `takerFeeRate`, `funding.intervalMs`, `marginTiers`)
+ * in which two instruments differ, in settings order; empty when they are the same.
+ */
+export function instrumentDifferences(a: Instrument, b: Instrument): string[] {
+  const sa = instrumentSettingsOf(a) as unknown as Record<string, unknown>;
+  const sb = instrumentSettingsOf(b) as unknown as Record<string, unknown>;
+  const out: string[] = [];
+  // Both settings objects list every field except the defaulted leverage and maintenance rate,
+  // so the union of their keys covers all; nested objects are compared field by field.
+  for (const key of new Set([...Object.keys(sa), ...Object.keys(sb)])) {
+    const va = sa[key];
+    const vb = sb[key];
+    if ((key === 'funding' || key === 'liquidation') && isObject(va) && isObject(vb)) {
+      for (const sub of new Set([...Object.keys(va), ...Object.keys(vb)]))
+        if (JSON.stringify(va[sub]) !== JSON.stringify(vb[sub])) out.push(`${key}.${sub}`);
+    } else if (JSON.stringify(va) !== JSON.stringify(vb)) {
+      out.push(key);
+    }
+  }
+  return out;
 }

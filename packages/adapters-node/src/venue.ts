@@ -64,6 +64,7 @@ import {
   Snapshotter,
 } from './journal/snapshots.js';
 import { createMarketDataService } from './marketdata/index.js';
+import { instrumentDifferences } from './instrument-settings.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
 import { HistoryStore } from './read/history.js';
@@ -422,16 +423,24 @@ async function startLocked(
   const requests = new SignedRequests(ctx, signing, recovery);
 
   // ---- bootstrap -------------------------------------------------------------------------
+  // The config's instruments are the ones a new venue starts with; a later start adds an id the
+  // venue does not list yet. A listed instrument keeps its journaled settings: the admin API may
+  // have changed them, and re-applying the file at every start would undo that (or refuse to start
+  // at all once a tick or lot change met working orders). A difference is reported, not applied.
   for (const settings of config.instruments) {
     const built = buildInstrument(settings);
     if (!built.ok) throw new Error(`instrument ${settings.symbol}: ${built.error}`);
     const existing = host.state.markets.get(built.instrument.id);
-    if (
-      existing === undefined ||
-      JSON.stringify(existing.spec, replacer) !== JSON.stringify(built.instrument, replacer)
-    ) {
+    if (existing === undefined) {
       const r = await host.submit({ type: 'setInstrument', instrument: built.instrument });
       if (!r.outcome.ok) throw new Error(`instrument ${settings.symbol}: ${r.outcome.message}`);
+      continue;
+    }
+    const differences = instrumentDifferences(existing.spec, built.instrument);
+    if (differences.length > 0) {
+      log(
+        `config instrument ${built.instrument.id} (${existing.spec.symbol}) differs from the listed one in ${differences.join(', ')}: the listed settings stay; change a listed instrument with POST /api/admin/instruments`,
+      );
     }
   }
   let inviteCode: string | null = null;
@@ -642,8 +651,4 @@ async function startLocked(
     historyBackfill: backfill,
     close,
   };
-}
-
-function replacer(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
 }
