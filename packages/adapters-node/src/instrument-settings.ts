@@ -47,14 +47,34 @@ const LIQUIDATION_FIELDS: Readonly<Record<string, JsonType>> = {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Refuses a present (non-null) field of `obj` whose JSON type is not the one listed. */
+/**
+ * Settings without a default: `null` (which resets a setting to its default) cannot apply to
+ * them, and buildInstrument would otherwise report it as a malformed value.
+ */
+const REQUIRED: ReadonlySet<string> = new Set([
+  'id',
+  'symbol',
+  'tickSize',
+  'lotSize',
+  'quantityDecimals',
+  'maxLeverage',
+  'openInterestCap',
+]);
+
+/**
+ * Refuses a present field of `obj` whose JSON type is not the one listed, and `null` for a
+ * setting without a default (`required`: every field of a margin tier is).
+ */
 function checkTypes(
   obj: Record<string, unknown>,
   fields: Readonly<Record<string, JsonType>>,
   prefix: string,
+  required: (name: string) => boolean = (name) => REQUIRED.has(name),
 ): void {
   for (const [name, type] of Object.entries(fields)) {
     const v = obj[name];
+    if (v === null && required(name))
+      throw new SettingsTypeError(`${prefix}${name} has no default: null is refused`);
     if (v !== undefined && v !== null && typeof v !== type)
       throw new SettingsTypeError(`${prefix}${name} must be a ${type}`);
   }
@@ -83,7 +103,7 @@ export function parseInstrumentSettings(value: unknown, prefix = ''): Instrument
         throw new SettingsTypeError(
           `${prefix}marginTiers[${i}] must be an object { notionalFloor, maxLeverage }`,
         );
-      checkTypes(tier, TIER_FIELDS, `${prefix}marginTiers[${i}].`);
+      checkTypes(tier, TIER_FIELDS, `${prefix}marginTiers[${i}].`, () => true);
     });
   }
   for (const [name, fields] of [

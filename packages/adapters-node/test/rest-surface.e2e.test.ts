@@ -126,6 +126,85 @@ describe('POST /admin/instruments', () => {
     expect(partial.status).toBe(400);
     expect(partial.body.error).toContain('symbol');
   });
+
+  it('null resets any optional setting to its default, on an update and on a creation', async () => {
+    const spec = (id: number) => t.venue.context.host.state.markets.get(id)!.spec;
+    // SOL-PERP: maxLeverage 10, defaultLeverage 5; the default is min(maxLeverage, 10).
+    const leverage = await t.admin('POST', '/admin/instruments', { id: 3, defaultLeverage: null });
+    expect(leverage).toMatchObject({ status: 200, body: { defaultLeverage: 10 } });
+    const mmr = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      maintenanceMarginRate: '0.06',
+    });
+    expect(mmr).toMatchObject({ status: 200, body: { maintenanceMarginRate: '0.06' } });
+    const mmrReset = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      maintenanceMarginRate: null,
+    });
+    expect(mmrReset).toMatchObject({ status: 200, body: { maintenanceMarginRate: '0.05' } });
+    // A whole group: `funding: null` and `liquidation: null` reset every field of it.
+    const groups = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      funding: { intervalMs: 28_800_000, capPerHour: '0.01' },
+      liquidation: { auctionDurationMs: 60_000, feeRate: '0.01' },
+    });
+    expect(groups.status).toBe(200);
+    expect(spec(3).funding.intervalMs).toBe(28_800_000);
+    const groupsReset = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      funding: null,
+      liquidation: null,
+    });
+    expect(groupsReset.status).toBe(200);
+    expect(spec(3).funding).toMatchObject({ intervalMs: 3_600_000, capPerHour: 4n * 10n ** 16n });
+    expect(spec(3).liquidation).toMatchObject({
+      auctionDurationMs: 30_000,
+      feeRate: 5n * 10n ** 15n,
+    });
+    // One field of a group.
+    await t.admin('POST', '/admin/instruments', { id: 3, funding: { capPerHour: '0.01' } });
+    const one = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      funding: { capPerHour: null },
+    });
+    expect(one.status).toBe(200);
+    expect(spec(3).funding.capPerHour).toBe(4n * 10n ** 16n);
+    // A creation with nulls takes the defaults.
+    const created = await t.admin('POST', '/admin/instruments', {
+      id: 12,
+      symbol: 'PEPE-PERP',
+      tickSize: '0.0001',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      defaultLeverage: null,
+      maintenanceMarginRate: null,
+      marginTiers: null,
+      minNotional: null,
+      funding: null,
+      liquidation: null,
+      openInterestCap: '1000000',
+    });
+    expect(created).toMatchObject({
+      status: 200,
+      body: { defaultLeverage: 10, maintenanceMarginRate: '0.025', minNotional: '5' },
+    });
+    // A setting without a default cannot be reset; nothing changes.
+    const before = await t.stateHash();
+    for (const field of ['symbol', 'tickSize', 'maxLeverage', 'openInterestCap']) {
+      const r = await t.admin('POST', '/admin/instruments', { id: 3, [field]: null });
+      expect(r, field).toMatchObject({
+        status: 400,
+        body: { error: `${field} has no default: null is refused` },
+      });
+    }
+    const tier = await t.admin('POST', '/admin/instruments', {
+      id: 3,
+      marginTiers: [{ notionalFloor: null, maxLeverage: 5 }],
+    });
+    expect(tier.body.error).toBe('marginTiers[0].notionalFloor has no default: null is refused');
+    expect(await t.stateHash()).toEqual(before);
+  });
 });
 
 describe("POST /referral/apply: every 400 is the spec's text", () => {

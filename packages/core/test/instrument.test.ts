@@ -82,6 +82,34 @@ const settings = fc
     };
   });
 
+describe('buildInstrument', () => {
+  it('takes the default for an optional setting given as null, as for one left out', () => {
+    const nulls: InstrumentSettings = {
+      ...BTC_SETTINGS,
+      defaultLeverage: null,
+      maintenanceMarginRate: null,
+      marginTiers: null,
+      minNotional: null,
+      makerFeeRate: null,
+      takerFeeRate: null,
+      funding: { intervalMs: null, interestRate8h: null, capPerHour: null },
+      liquidation: null,
+    };
+    const { id, symbol, tickSize, lotSize, quantityDecimals, maxLeverage, openInterestCap } =
+      BTC_SETTINGS;
+    const required = {
+      id,
+      symbol,
+      tickSize,
+      lotSize,
+      quantityDecimals,
+      maxLeverage,
+      openInterestCap,
+    };
+    expect(buildInstrument(nulls)).toEqual(buildInstrument(required));
+  });
+});
+
 describe('instrumentSettingsOf', () => {
   test.prop([settings])('gives back settings that build the same instrument', (s) => {
     const r = buildInstrument(s);

@@ -64,11 +64,13 @@ function instrumentSettings(b: Record<string, unknown>): InstrumentSettings {
  */
 function patchedSettings(current: Instrument, patch: InstrumentSettings): InstrumentSettings {
   const base = instrumentSettingsOf(current);
+  // A top-level `null` overrides the base value and buildInstrument takes the default for it;
+  // `funding: null` and `liquidation: null` reset the whole group (spreading null would keep it).
   return {
     ...base,
     ...patch,
-    funding: { ...base.funding, ...patch.funding },
-    liquidation: { ...base.liquidation, ...patch.liquidation },
+    funding: patch.funding === null ? null : { ...base.funding, ...patch.funding },
+    liquidation: patch.liquidation === null ? null : { ...base.liquidation, ...patch.liquidation },
   };
 }
 

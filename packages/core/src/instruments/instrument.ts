@@ -80,7 +80,11 @@ export interface Instrument {
   readonly liquidation: LiquidationSettings;
 }
 
-/** Human-readable instrument settings as an operator writes them (admin API, config file). */
+/**
+ * Human-readable instrument settings as an operator writes them (admin API, config file). An
+ * optional setting left out or `null` takes its default (an admin update uses `null` to reset a
+ * field it would otherwise keep).
+ */
 export interface InstrumentSettings {
   id: number;
   symbol: string;
@@ -89,34 +93,37 @@ export interface InstrumentSettings {
   quantityDecimals: number;
   /** Maximum leverage as a multiple, e.g. `40` or `12.5` (at most 2 decimals; stored x100). */
   maxLeverage: number;
-  defaultLeverage?: number | undefined;
+  /** Default `min(maxLeverage, 10)`. */
+  defaultLeverage?: number | null | undefined;
   /** Decimal rate, e.g. `"0.0125"`; default `1 / (2 x maxLeverage)` rounded up to 18 decimals. */
-  maintenanceMarginRate?: string | undefined;
+  maintenanceMarginRate?: string | null | undefined;
   /** Extra tiers above the base one: notional floor (USD) and max leverage (multiple). */
-  marginTiers?: readonly { notionalFloor: string; maxLeverage: number }[] | undefined;
+  marginTiers?: readonly { notionalFloor: string; maxLeverage: number }[] | null | undefined;
   /** Base units, e.g. `"1000"`. */
   openInterestCap: string;
   /** USD, default `"5"`. */
-  minNotional?: string | undefined;
+  minNotional?: string | null | undefined;
   /** Decimal rates; defaults `"0.00015"` and `"0.00045"`. */
-  makerFeeRate?: string | undefined;
-  takerFeeRate?: string | undefined;
-  funding?:
-    | {
-        intervalMs?: number | undefined;
-        interestRate8h?: string | undefined;
-        premiumClamp?: string | undefined;
-        capPerHour?: string | undefined;
-        impactNotional?: string | undefined;
-      }
-    | undefined;
-  liquidation?:
-    | {
-        partialThreshold?: string | undefined;
-        auctionDurationMs?: number | undefined;
-        feeRate?: string | undefined;
-      }
-    | undefined;
+  makerFeeRate?: string | null | undefined;
+  takerFeeRate?: string | null | undefined;
+  funding?: FundingSettingsInput | null | undefined;
+  liquidation?: LiquidationSettingsInput | null | undefined;
+}
+
+/** Funding settings as an operator writes them; each left out or `null` takes its default. */
+export interface FundingSettingsInput {
+  intervalMs?: number | null | undefined;
+  interestRate8h?: string | null | undefined;
+  premiumClamp?: string | null | undefined;
+  capPerHour?: string | null | undefined;
+  impactNotional?: string | null | undefined;
+}
+
+/** Liquidation settings as an operator writes them; each left out or `null` takes its default. */
+export interface LiquidationSettingsInput {
+  partialThreshold?: string | null | undefined;
+  auctionDurationMs?: number | null | undefined;
+  feeRate?: string | null | undefined;
 }
 
 /** Result of {@link buildInstrument}. */
@@ -128,7 +135,7 @@ class SettingsError extends Error {}
 
 function parseField(
   name: string,
-  text: string | undefined,
+  text: string | null | undefined,
   fallback: string,
   decimals: number,
   allowNegative = false,
@@ -191,15 +198,16 @@ function build(s: InstrumentSettings): Instrument {
   if (tickSize <= 0n) throw new SettingsError('tickSize must be positive');
   if (lotSize <= 0n) throw new SettingsError('lotSize must be positive');
   const maxLeverage = leverageX100('maxLeverage', s.maxLeverage);
+  // `null` is "the default" as much as a missing field is (an admin update resets with it).
   const defaultLeverage =
-    s.defaultLeverage === undefined
+    s.defaultLeverage === undefined || s.defaultLeverage === null
       ? defaultLeverageFor(maxLeverage)
       : leverageX100('defaultLeverage', s.defaultLeverage);
   if (defaultLeverage > maxLeverage) {
     throw new SettingsError('defaultLeverage must not exceed maxLeverage');
   }
   const baseMmr =
-    s.maintenanceMarginRate === undefined
+    s.maintenanceMarginRate === undefined || s.maintenanceMarginRate === null
       ? defaultMmr(maxLeverage)
       : parseField('maintenanceMarginRate', s.maintenanceMarginRate, '', RATE_DECIMALS);
   if (baseMmr <= 0n || baseMmr >= RATE_SCALE) {
