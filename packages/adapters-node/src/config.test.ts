@@ -32,6 +32,20 @@ describe('--config instruments', () => {
     );
   });
 
+  it('a key that is no setting is refused naming it; the flat engine-rules names are nested', () => {
+    expect(withInstrument({ takerFee: '0.01' })).toThrow(
+      'instruments[0].takerFee is not an instrument setting',
+    );
+    expect(withInstrument({ funding: { interval: 60_000 } })).toThrow(
+      /^instruments\[0\]\.funding\.interval is not a funding setting/,
+    );
+    const [first] = mergeConfig(DEFAULT_CONFIG, {
+      instruments: [{ ...DEFAULT_CONFIG.instruments[0], liquidationFeeRate: '0.01' }],
+    }).instruments;
+    expect(first).toMatchObject({ liquidation: { feeRate: '0.01' } });
+    expect(first).not.toHaveProperty('liquidationFeeRate');
+  });
+
   it('a bad value is refused with the instrument rules message', () => {
     expect(withInstrument({ tickSize: '0' })).toThrow(/^instruments\[0\]: .*tickSize/);
   });

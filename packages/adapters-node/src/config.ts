@@ -169,7 +169,11 @@ export function mergeConfig(base: VenueConfig, override: unknown): VenueConfig {
   };
   const merged = merge(base, override) as VenueConfig;
   validateConfig(merged);
-  return merged;
+  // The settings as the venue applies them (engine-rules' flat liquidation names nested).
+  return {
+    ...merged,
+    instruments: merged.instruments.map((s, i) => parseInstrumentSettings(s, `instruments[${i}].`)),
+  };
 }
 
 /** Reads a config file over the default. */
@@ -191,8 +195,7 @@ export function validateConfig(c: VenueConfig): void {
   if (!Array.isArray(c.instruments) || c.instruments.length === 0)
     throw new Error('instruments must be a non-empty array');
   c.instruments.forEach((settings: unknown, i) => {
-    parseInstrumentSettings(settings, `instruments[${i}].`);
-    const built = buildInstrument(settings as InstrumentSettings);
+    const built = buildInstrument(parseInstrumentSettings(settings, `instruments[${i}].`));
     if (!built.ok) throw new Error(`instruments[${i}]: ${built.error}`);
   });
   if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none')

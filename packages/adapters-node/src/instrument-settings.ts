@@ -1,7 +1,9 @@
 /**
  * Instrument settings from JSON (the admin route's body, a `--config` file): the JSON type of
  * every field is checked here, so `buildInstrument` (which checks values, trusting its types)
- * never sees a string where it iterates an array or does arithmetic on a number.
+ * never sees a string where it iterates an array or does arithmetic on a number. A key that is
+ * no setting is refused (a typo such as `takerFee` would otherwise be answered 200 with nothing
+ * changed), and engine-rules section 2's flat liquidation names are read as the nested fields.
  *
  * @module
  */
@@ -81,8 +83,65 @@ function checkTypes(
 }
 
 /**
- * Instrument settings from a JSON value, every field's JSON type checked; `prefix` names where
- * they came from in messages (`instruments[2].`). Throws {@link SettingsTypeError}.
+ * Engine-rules section 2 names the liquidation settings flat; the settings nest them under
+ * `liquidation` (as `funding` is). Both spellings are accepted and GET /instruments shows both.
+ */
+const LIQUIDATION_ALIASES: Readonly<Record<string, string>> = {
+  liquidationPartialThreshold: 'partialThreshold',
+  liquidationAuctionDurationMs: 'auctionDurationMs',
+  liquidationFeeRate: 'feeRate',
+};
+
+/**
+ * Fields GET /instruments shows that are state, not settings: sent back in an update they are
+ * refused with a message saying so rather than as unknown.
+ */
+const READ_ONLY: Readonly<Record<string, string>> = {
+  status: 'use POST /admin/markets/:instrument/pause or resume',
+  openInterest: 'it is market state',
+  markPrice: 'it is market state',
+  indexPrice: 'it is market state (set it with POST /admin/oracle)',
+};
+
+/**
+ * Refuses a key of `obj` that is not one of `known`, naming it; `hint` may say why, for a key
+ * that is known to be no setting.
+ */
+function checkKeys(
+  obj: Record<string, unknown>,
+  known: (key: string) => boolean,
+  prefix: string,
+  what: string,
+  hint: (key: string) => string | undefined = () => undefined,
+): void {
+  for (const key of Object.keys(obj)) {
+    if (known(key)) continue;
+    const why = hint(key);
+    throw new SettingsTypeError(
+      `${prefix}${key} is not ${what}${why === undefined ? '' : `: ${why}`}`,
+    );
+  }
+}
+
+/** The flat names' JSON types (those of the nested fields), checked under the name given. */
+const ALIAS_FIELDS: Readonly<Record<string, JsonType>> = {
+  liquidationPartialThreshold: 'string',
+  liquidationAuctionDurationMs: 'number',
+  liquidationFeeRate: 'string',
+};
+
+const TOP_LEVEL = new Set([
+  ...Object.keys(INSTRUMENT_FIELDS),
+  'marginTiers',
+  'funding',
+  'liquidation',
+  ...Object.keys(LIQUIDATION_ALIASES),
+]);
+
+/**
+ * Instrument settings from a JSON value, every key known and every field's JSON type checked;
+ * `prefix` names where they came from in messages (`instruments[2].`). The flat engine-rules
+ * liquidation names come back nested under `liquidation`. Throws {@link SettingsTypeError}.
  */
 export function parseInstrumentSettings(value: unknown, prefix = ''): InstrumentSettings {
   if (!isObject(value)) {
@@ -91,6 +150,14 @@ export function parseInstrumentSettings(value: unknown, prefix = ''): Instrument
     );
   }
   const b = value;
+  checkKeys(
+    b,
+    (k) => TOP_LEVEL.has(k),
+    prefix,
+    'an instrument setting',
+    (k) => (Object.hasOwn(READ_ONLY, k) ? READ_ONLY[k] : undefined),
+  );
+  checkTypes(b, ALIAS_FIELDS, prefix);
   checkTypes(b, INSTRUMENT_FIELDS, prefix);
   const tiers = b.marginTiers;
   if (tiers !== undefined && tiers !== null) {
@@ -103,7 +170,18 @@ export function parseInstrumentSettings(value: unknown, prefix = ''): Instrument
         throw new SettingsTypeError(
           `${prefix}marginTiers[${i}] must be an object { notionalFloor, maxLeverage }`,
         );
-      checkTypes(tier, TIER_FIELDS, `${prefix}marginTiers[${i}].`, () => true);
+      const at = `${prefix}marginTiers[${i}].`;
+      if ('maintenanceMarginRate' in tier)
+        throw new SettingsTypeError(
+          `${at}maintenanceMarginRate is not a setting: a tier's rate follows from its maxLeverage`,
+        );
+      checkKeys(
+        tier,
+        (k) => Object.hasOwn(TIER_FIELDS, k),
+        at,
+        'a margin tier setting (notionalFloor, maxLeverage)',
+      );
+      checkTypes(tier, TIER_FIELDS, at, () => true);
     });
   }
   for (const [name, fields] of [
@@ -113,9 +191,42 @@ export function parseInstrumentSettings(value: unknown, prefix = ''): Instrument
     const v = b[name];
     if (v === undefined || v === null) continue;
     if (!isObject(v)) throw new SettingsTypeError(`${prefix}${name} must be an object`);
+    checkKeys(
+      v,
+      (k) => Object.hasOwn(fields, k),
+      `${prefix}${name}.`,
+      `a ${name} setting (${Object.keys(fields).join(', ')})`,
+    );
     checkTypes(v, fields, `${prefix}${name}.`);
   }
-  return b as unknown as InstrumentSettings;
+  return withNestedLiquidation(b, prefix) as unknown as InstrumentSettings;
+}
+
+/** `b` with the flat engine-rules liquidation names moved under `liquidation`. */
+function withNestedLiquidation(
+  b: Record<string, unknown>,
+  prefix: string,
+): Record<string, unknown> {
+  const flat = Object.keys(LIQUIDATION_ALIASES).filter((k) => k in b);
+  if (flat.length === 0) return b;
+  const renamed = Object.fromEntries(flat.map((k) => [LIQUIDATION_ALIASES[k], b[k]]));
+  const nested = b.liquidation;
+  // Two spellings of one setting, or a group reset next to a value in it, have no one meaning.
+  if (nested === null)
+    throw new SettingsTypeError(
+      `${prefix}liquidation: null resets the group; drop ${flat.join(', ')} or it`,
+    );
+  const out: Record<string, unknown> = { ...b };
+  for (const k of flat) {
+    const field = LIQUIDATION_ALIASES[k] as string;
+    if (isObject(nested) && field in nested)
+      throw new SettingsTypeError(
+        `${prefix}${k} and ${prefix}liquidation.${field} are one setting: give one`,
+      );
+    delete out[k];
+  }
+  out.liquidation = { ...(isObject(nested) ? nested : {}), ...renamed };
+  return out;
 }
 
 /**

@@ -207,6 +207,94 @@ describe('POST /admin/instruments', () => {
   });
 });
 
+describe('POST /admin/instruments: the setting names', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  it('refuses a key that is no setting, naming it, and changes nothing', async () => {
+    const before = await t.stateHash();
+    const cases: [Record<string, unknown>, string][] = [
+      [{ takerFee: '0.01' }, 'takerFee is not an instrument setting'],
+      [
+        { funding: { interval: 60_000 } },
+        'funding.interval is not a funding setting (intervalMs, interestRate8h, premiumClamp, capPerHour, impactNotional)',
+      ],
+      [
+        { liquidation: { fee: '0.01' } },
+        'liquidation.fee is not a liquidation setting (partialThreshold, auctionDurationMs, feeRate)',
+      ],
+      [
+        { marginTiers: [{ notionalFloor: '100000', maxLeverage: 20, floor: '1' }] },
+        'marginTiers[0].floor is not a margin tier setting (notionalFloor, maxLeverage)',
+      ],
+      [
+        { marginTiers: [{ notionalFloor: '100000', maxLeverage: 20, maintenanceMarginRate: '1' }] },
+        "marginTiers[0].maintenanceMarginRate is not a setting: a tier's rate follows from its maxLeverage",
+      ],
+      [
+        { status: 'Paused' },
+        'status is not an instrument setting: use POST /admin/markets/:instrument/pause or resume',
+      ],
+      [{ markPrice: '1' }, 'markPrice is not an instrument setting: it is market state'],
+      [{ toString: 'x' }, 'toString is not an instrument setting'],
+      [{ liquidationFeeRate: 0.01 }, 'liquidationFeeRate must be a string'],
+      [
+        { liquidationFeeRate: '0.01', liquidation: { feeRate: '0.02' } },
+        'liquidationFeeRate and liquidation.feeRate are one setting: give one',
+      ],
+      [
+        { liquidationFeeRate: '0.01', liquidation: null },
+        'liquidation: null resets the group; drop liquidationFeeRate or it',
+      ],
+    ];
+    for (const [extra, error] of cases) {
+      const r = await t.admin('POST', '/admin/instruments', { id: 1, ...extra });
+      expect(r, JSON.stringify(extra)).toMatchObject({ status: 400, body: { error } });
+    }
+    expect(await t.stateHash()).toEqual(before);
+  });
+
+  it("takes engine-rules section 2's flat liquidation names and lists the instrument under both spellings", async () => {
+    const r = await t.admin('POST', '/admin/instruments', {
+      id: 2,
+      liquidationFeeRate: '0.01',
+      liquidationPartialThreshold: '50000',
+      liquidationAuctionDurationMs: 60_000,
+    });
+    expect(r.status).toBe(200);
+    const spec = t.venue.context.host.state.markets.get(2)!.spec;
+    expect(spec.liquidation).toEqual({
+      feeRate: 10n ** 16n,
+      partialThreshold: 50_000_000_000n,
+      auctionDurationMs: 60_000,
+    });
+    expect(r.body).toMatchObject({
+      liquidation: { partialThreshold: '50000', auctionDurationMs: 60_000, feeRate: '0.01' },
+      liquidationPartialThreshold: '50000',
+      liquidationAuctionDurationMs: 60_000,
+      liquidationFeeRate: '0.01',
+    });
+    const listed = (
+      (await t.api('GET', '/instruments')).body.instruments as Record<string, unknown>[]
+    ).find((i) => i.id === 2);
+    expect(listed).toEqual(r.body);
+    // A flat name next to the nested group's other fields; null resets it.
+    const mixed = await t.admin('POST', '/admin/instruments', {
+      id: 2,
+      liquidationFeeRate: null,
+      liquidation: { auctionDurationMs: 45_000 },
+    });
+    expect(mixed.body).toMatchObject({
+      liquidationFeeRate: '0.005',
+      liquidationAuctionDurationMs: 45_000,
+      liquidationPartialThreshold: '50000',
+    });
+  });
+});
+
 describe("POST /referral/apply: every 400 is the spec's text", () => {
   let t: TestVenue;
   beforeAll(async () => {

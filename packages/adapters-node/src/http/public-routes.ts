@@ -119,6 +119,11 @@ export function wireInstrument(m: Market): Record<string, unknown> {
       auctionDurationMs: s.liquidation.auctionDurationMs,
       feeRate: rate(s.liquidation.feeRate),
     },
+    // The same three under engine-rules section 2's names (protocol.md section 7 lists the
+    // instrument by those); POST /admin/instruments accepts either spelling.
+    liquidationPartialThreshold: formatCollateral(s.liquidation.partialThreshold),
+    liquidationAuctionDurationMs: s.liquidation.auctionDurationMs,
+    liquidationFeeRate: rate(s.liquidation.feeRate),
     openInterest: formatDecimal(m.openInterest, s.quantityDecimals),
     markPrice: m.prices.mark === null ? null : formatPrice(m.prices.mark),
     indexPrice: m.prices.index === null ? null : formatPrice(m.prices.index),
