@@ -246,9 +246,38 @@ describe('risk events through the service', () => {
     });
     expect(unknown.status).toBe(400);
     expect(String(unknown.body.error)).toMatch(/^ACCOUNT_NOT_FOUND: /);
+    // A missing marginMode, an unknown instrument, or one given with Cross is refused, not
+    // taken as a liquidation of the whole cross account; nothing changes.
+    const before = await t.stateHash();
+    const bodies: [Record<string, unknown>, string][] = [
+      [{ force: true }, 'marginMode is required: Cross or Isolated'],
+      [
+        { marginMode: 'Cross', instrument: 'NOPE-PERP', force: true },
+        'unknown instrument NOPE-PERP',
+      ],
+      [
+        { marginMode: 'Isolated', instrument: 'NOPE-PERP', force: true },
+        'unknown instrument NOPE-PERP',
+      ],
+      [
+        { marginMode: 'Cross', instrument: 'BTC-PERP', force: true },
+        'instrument is only for an Isolated liquidation: a Cross one covers the whole cross account',
+      ],
+      [{ marginMode: 'Isolated', force: true }, 'instrument is required for Isolated'],
+      [
+        { marginMode: 'Cross', instrument: 7, force: true },
+        'instrument must be a symbol such as BTC-PERP',
+      ],
+    ];
+    for (const [fields, error] of bodies) {
+      const r = await t.admin('POST', '/admin/liquidate', { wallet: carol.address, ...fields });
+      expect(r, JSON.stringify(fields)).toMatchObject({ status: 400, body: { error } });
+    }
+    expect(await t.stateHash()).toEqual(before);
     const forced = await t.admin('POST', '/admin/liquidate', {
       wallet: carol.address,
       marginMode: 'Cross',
+      instrument: null,
       force: true,
     });
     expect(forced.status).toBe(200);

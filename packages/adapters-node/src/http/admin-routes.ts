@@ -252,14 +252,30 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.post('/api/admin/liquidate', async (req) => {
       const b = body(req);
       const wallet = walletParam(b.wallet);
-      const mode = b.marginMode ?? 'Cross';
+      // protocol.md section 8: `{wallet, instrument?, marginMode, force?}`. marginMode has no
+      // default: a forced liquidation of the wrong scope cannot be undone.
+      const mode = b.marginMode;
       if (mode !== 'Cross' && mode !== 'Isolated')
-        throw new HttpError(400, 'marginMode must be Cross or Isolated');
-      if (mode === 'Isolated' && typeof b.instrument !== 'string')
+        throw new HttpError(400, 'marginMode is required: Cross or Isolated');
+      // An instrument is checked whenever given (null is "none", as in the margin requests):
+      // a typo must not be dropped and turn into a liquidation of the whole cross account.
+      const instrument = b.instrument ?? undefined;
+      if (instrument !== undefined) {
+        if (typeof instrument !== 'string')
+          throw new HttpError(400, 'instrument must be a symbol such as BTC-PERP');
+        if (!ctx.host.state.symbols.has(instrument))
+          throw new HttpError(400, `unknown instrument ${showValue(instrument)}`);
+        if (mode === 'Cross')
+          throw new HttpError(
+            400,
+            'instrument is only for an Isolated liquidation: a Cross one covers the whole cross account',
+          );
+      }
+      if (mode === 'Isolated' && instrument === undefined)
         throw new HttpError(400, 'instrument is required for Isolated');
       if (b.force !== undefined && typeof b.force !== 'boolean')
         throw new HttpError(400, 'force must be a boolean');
-      const market = mode === 'Isolated' ? marketId(ctx, b.instrument) : 0;
+      const market = mode === 'Isolated' ? marketId(ctx, instrument) : 0;
       const r = await ctx.host.submit({
         type: 'liquidate',
         account: wallet,
