@@ -13,6 +13,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
+import { StartupError } from './startup-error.js';
 import { startVenue } from './venue.js';
 
 /** Parsed command-line options. */
@@ -234,11 +235,12 @@ if (invokedDirectly) {
 }
 
 /**
- * One line for an operating-system refusal (a port in use, no permission), which names its cause
- * already; the stack for anything else, which is a defect to report.
+ * One line for a failure the operator causes (a port in use, no permission, a bad config or data
+ * file), which names its cause already; the stack for anything else, which is a defect to report.
  */
 function startFailure(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
+  if (e instanceof StartupError) return e.message;
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return `${e.message} (another process listens there: choose --port)`;
   if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return e.message;

@@ -27,6 +27,7 @@ export {
   type TradeRecord as HistoryTradeRecord,
 } from './read/history.js';
 export { type Replay, type ReportListener, ReportStreams } from './read/report-streams.js';
+export { StartupError } from './startup-error.js';
 export { type StartVenueOptions, startVenue, type Venue } from './venue.js';
 export type { VenueChain, VenueContext } from './venue-context.js';
 export * from './wire/format.js';

@@ -66,6 +66,7 @@ import {
 import { createMarketDataService } from './marketdata/index.js';
 import { instrumentDifferences } from './instrument-settings.js';
 import { RandomWalkFeed } from './price-feed.js';
+import { StartupError } from './startup-error.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
@@ -134,6 +135,29 @@ interface VenueFile {
   readonly createdTime: number;
 }
 
+/**
+ * `<data>/venue.json` as written at creation. The admin token guards every admin route: a file
+ * without one (edited, truncated) must stop the start, not open the API to `Bearer undefined`.
+ */
+function readVenueFile(path: string): VenueFile {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new StartupError(`${path}: ${(e as Error).message}`);
+  }
+  const token =
+    typeof parsed === 'object' && parsed !== null
+      ? (parsed as Record<string, unknown>).adminToken
+      : undefined;
+  // Spaces around it could never match: HTTP strips them from the Authorization header.
+  if (typeof token !== 'string' || token.length === 0 || token.trim() !== token)
+    throw new StartupError(
+      `${path}: adminToken must be a non-empty string without surrounding spaces (the admin API's bearer token)`,
+    );
+  return parsed as VenueFile;
+}
+
 function writeDurably(path: string, text: string): void {
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, text);
@@ -198,7 +222,7 @@ async function startLocked(
     mkdirSync(dataDir, { recursive: true });
     const venuePath = join(dataDir, 'venue.json');
     if (existsSync(venuePath)) {
-      venueFile = JSON.parse(readFileSync(venuePath, 'utf8')) as VenueFile;
+      venueFile = readVenueFile(venuePath);
     } else {
       venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
       writeDurably(venuePath, `${JSON.stringify(venueFile, null, 2)}\n`);

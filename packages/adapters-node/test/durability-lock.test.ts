@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DataDirLockedError, lockDataDir } from '../src/journal/data-dir-lock.js';
+import { StartupError } from '../src/startup-error.js';
 import { startVenue } from '../src/venue.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -103,7 +104,7 @@ describe('data directory lock', () => {
     expect(existsSync(join(dir, 'LOCK'))).toBe(false);
     // A start refused after the lock was taken (a damaged venue.json) leaves no lock behind.
     writeFileSync(join(dir, 'venue.json'), 'not json');
-    await expect(open()).rejects.toThrow(SyntaxError);
+    await expect(open()).rejects.toThrow(StartupError);
     expect(existsSync(join(dir, 'LOCK'))).toBe(false);
   });
 

@@ -31,6 +31,10 @@ import { showValue } from './json.js';
 import { walletParam, wireInstrument } from './public-routes.js';
 
 function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
+  // Without a token there is nothing to compare with: `Bearer ` (or `Bearer undefined`, from a
+  // token that is not a string) must never match. Start-up refuses such a venue.json already.
+  if (typeof ctx.adminToken !== 'string' || ctx.adminToken.length === 0)
+    throw new HttpError(401, 'Unauthorized: admin bearer token required');
   const header = req.headers.authorization;
   const expected = Buffer.from(`Bearer ${ctx.adminToken}`);
   const given = Buffer.from(typeof header === 'string' ? header : '');
