@@ -50,3 +50,88 @@ describe('--config instruments', () => {
     expect(withInstrument({ tickSize: '0' })).toThrow(/^instruments\[0\]: .*tickSize/);
   });
 });
+
+describe('--config as a whole', () => {
+  const merged = (override: unknown) => () => mergeConfig(DEFAULT_CONFIG, override);
+
+  it('refuses a key that is no config key, naming it and the keys there are', () => {
+    expect(merged({ instrument: [] })).toThrow(
+      'instrument is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers)',
+    );
+    expect(merged({ limits: { pingIntervalMS: 1000 } })).toThrow(
+      /^limits\.pingIntervalMS is not a config key \(limits: connectionsPerAccount, /,
+    );
+    expect(merged({ priceFeed: { interval: 10 } })).toThrow(
+      /^priceFeed\.interval is not a config key/,
+    );
+    expect(merged({ token: { symbol: 'USDC' } })).toThrow(/^token\.symbol is not a config key/);
+    expect(merged(JSON.parse('{"__proto__": {"network": "x"}}'))).toThrow(
+      '__proto__ is not a config key',
+    );
+  });
+
+  it('refuses token.decimals other than 6: GET /network announces it, the engine counts in 6', () => {
+    expect(merged({ token: { decimals: 18 } })).toThrow(
+      "token.decimals must be 6 (the engine's collateral decimals), not 18",
+    );
+  });
+
+  it('refuses a limit or interval that is not a positive integer a timer can hold', () => {
+    expect(merged({ limits: { walletRequestsPerSecond: 'twenty' } })).toThrow(
+      'limits.walletRequestsPerSecond must be an integer >= 1, not "twenty"',
+    );
+    expect(merged({ limits: { connectionsPerIp: 0 } })).toThrow(
+      'limits.connectionsPerIp must be an integer >= 1, not 0',
+    );
+    expect(merged({ limits: { pingIntervalMs: 2 ** 31 } })).toThrow(
+      'limits.pingIntervalMs must be an integer in 1..2147483647, not 2147483648',
+    );
+    expect(merged({ limits: { maxJsonDepth: 1.5 } })).toThrow(/^limits\.maxJsonDepth must be/);
+    expect(merged({ limits: 5 })).toThrow('limits must be an object');
+    // No coalescing window is a choice: each summary goes out on the next turn.
+    expect(mergeConfig(DEFAULT_CONFIG, { limits: { summaryCoalesceMs: 0 } }).limits).toMatchObject({
+      summaryCoalesceMs: 0,
+    });
+  });
+
+  it('refuses a price feed that would journal an oracle command every millisecond, or bad start prices', () => {
+    expect(merged({ priceFeed: { intervalMs: 0 } })).toThrow(
+      'priceFeed.intervalMs must be an integer in 100..2147483647, not 0',
+    );
+    expect(merged({ priceFeed: { start: { 'BTC-PERP': '65,000' } } })).toThrow(
+      'priceFeed.start.BTC-PERP must be a positive decimal string, not "65,000"',
+    );
+    expect(merged({ priceFeed: { start: { 'BTC-PERP': 65000 } } })).toThrow(
+      /^priceFeed\.start\.BTC-PERP must be a positive decimal string/,
+    );
+    expect(merged({ priceFeed: { start: { 'BTC-PERP': '0' } } })).toThrow(
+      /^priceFeed\.start\.BTC-PERP must be/,
+    );
+    expect(merged({ priceFeed: { volatility: -0.1 } })).toThrow(
+      'priceFeed.volatility must be a number in [0, 1)',
+    );
+    expect(merged({ priceFeed: { seed: 'x' } })).toThrow(/^priceFeed\.seed must be an integer/);
+  });
+
+  it('refuses bootstrapInviteUses 0: a new venue would start without an invite code', () => {
+    expect(merged({ bootstrapInviteUses: 0 })).toThrow(
+      'bootstrapInviteUses must be an integer >= 1, not 0',
+    );
+  });
+
+  it('refuses two instruments with one id or one symbol', () => {
+    const [btc, eth] = DEFAULT_CONFIG.instruments;
+    expect(merged({ instruments: [btc, { ...eth, id: btc!.id }] })).toThrow(
+      "instruments[1].id 1 is instruments[0]'s too",
+    );
+    expect(merged({ instruments: [btc, { ...eth, symbol: btc!.symbol }] })).toThrow(
+      "instruments[1].symbol BTC-PERP is instruments[0]'s too",
+    );
+  });
+
+  it('refuses empty names and bad addresses', () => {
+    expect(merged({ vault: { name: '' } })).toThrow('vault.name must be a non-empty string');
+    expect(merged({ token: { address: '0x1' } })).toThrow('token.address must be a 0x address');
+    expect(merged({ network: 'devnet' })).toThrow('network must be testnet or mainnet');
+  });
+});

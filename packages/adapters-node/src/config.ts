@@ -6,8 +6,8 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { buildInstrument, type InstrumentSettings } from '@perp/core';
-import { parseInstrumentSettings } from './instrument-settings.js';
+import { buildInstrument, type InstrumentSettings, parseDecimal } from '@perp/core';
+import { parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
 export type NetworkName = 'testnet' | 'mainnet';
@@ -155,19 +155,26 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A config that cannot run as intended; the message names the key (`limits.pingIntervalMs`). */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
 /** Deep-merges JSON overrides into a config; arrays (instruments) are replaced whole. */
 export function mergeConfig(base: VenueConfig, override: unknown): VenueConfig {
-  if (!isObject(override)) throw new Error('config must be a JSON object');
-  const merge = (a: unknown, b: unknown): unknown => {
+  if (!isObject(override)) throw new ConfigError('config must be a JSON object');
+  const merge = (a: unknown, b: unknown, path: string): unknown => {
     if (!isObject(a) || !isObject(b)) return b;
     const out: Record<string, unknown> = { ...a };
     for (const [k, v] of Object.entries(b)) {
-      if (k === '__proto__' || k === 'constructor' || k === 'prototype') continue;
-      out[k] = k in a ? merge(a[k], v) : v;
+      // No config key is named so; merging one would reach the prototype.
+      if (k === '__proto__' || k === 'constructor' || k === 'prototype')
+        throw new ConfigError(`${path}${k} is not a config key`);
+      out[k] = Object.hasOwn(a, k) ? merge(a[k], v, `${path}${k}.`) : v;
     }
     return out;
   };
-  const merged = merge(base, override) as VenueConfig;
+  const merged = merge(base, override, '');
   validateConfig(merged);
   // The settings as the venue applies them (engine-rules' flat liquidation names nested).
   return {
@@ -183,27 +190,139 @@ export function loadConfig(path: string | undefined): VenueConfig {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+/** Longest delay setTimeout and setInterval honour: above it they fire after 1 ms. */
+const TIMER_MAX_MS = 2_147_483_647;
+/**
+ * Shortest simulated price step: each step is a journaled oracle command, and a shorter one
+ * would mostly fill the journal (0 or 1 would write one record per millisecond).
+ */
+export const MIN_PRICE_FEED_INTERVAL_MS = 100;
 
-/** Throws a readable error for a config that cannot run. */
-export function validateConfig(c: VenueConfig): void {
+/** Refuses a key of `obj` that `allowed` does not hold (a typo would be ignored otherwise). */
+function knownKeys(obj: Record<string, unknown>, allowed: object, path: string): void {
+  for (const key of Object.keys(obj)) {
+    if (!Object.hasOwn(allowed, key))
+      throw new ConfigError(
+        `${path}${key} is not a config key (${path === '' ? 'the keys' : path.slice(0, -1)}: ${Object.keys(allowed).join(', ')})`,
+      );
+  }
+}
+
+function section(c: Record<string, unknown>, key: string): Record<string, unknown> {
+  const v = c[key];
+  if (!isObject(v)) throw new ConfigError(`${key} must be an object`);
+  return v;
+}
+
+function integer(value: unknown, key: string, min: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`;
+    throw new ConfigError(`${key} must be an integer ${range}, not ${JSON.stringify(value)}`);
+  }
+}
+
+function nonEmptyString(value: unknown, key: string): void {
+  if (typeof value !== 'string' || value.length === 0)
+    throw new ConfigError(`${key} must be a non-empty string`);
+}
+
+/** Limits that may be 0: no coalescing window sends each summary on the next turn. */
+const ZERO_ALLOWED: ReadonlySet<string> = new Set(['summaryCoalesceMs']);
+
+/** Throws a {@link ConfigError} naming the key for a config that cannot run as intended. */
+export function validateConfig(value: unknown): asserts value is VenueConfig {
+  if (!isObject(value)) throw new ConfigError('config must be a JSON object');
+  const c = value;
+  knownKeys(c, DEFAULT_CONFIG, '');
   if (c.network !== 'testnet' && c.network !== 'mainnet')
-    throw new Error('network must be testnet or mainnet');
-  if (!ADDRESS.test(c.vault.address)) throw new Error('vault.address must be a 0x address');
-  if (!ADDRESS.test(c.token.address)) throw new Error('token.address must be a 0x address');
-  if (typeof c.vault.name !== 'string' || typeof c.token.name !== 'string')
-    throw new Error('vault.name and token.name are strings');
+    throw new ConfigError('network must be testnet or mainnet');
+
+  const vault = section(c, 'vault');
+  knownKeys(vault, DEFAULT_CONFIG.vault, 'vault.');
+  nonEmptyString(vault.name, 'vault.name');
+  if (typeof vault.address !== 'string' || !ADDRESS.test(vault.address))
+    throw new ConfigError('vault.address must be a 0x address');
+  const token = section(c, 'token');
+  knownKeys(token, DEFAULT_CONFIG.token, 'token.');
+  nonEmptyString(token.name, 'token.name');
+  if (typeof token.address !== 'string' || !ADDRESS.test(token.address))
+    throw new ConfigError('token.address must be a 0x address');
+  // The engine counts collateral in micro-units and GET /network announces this value: any other
+  // would make clients scale amounts wrongly.
+  if (token.decimals !== 6)
+    throw new ConfigError(
+      `token.decimals must be 6 (the engine's collateral decimals), not ${JSON.stringify(token.decimals)}`,
+    );
+
   if (!Array.isArray(c.instruments) || c.instruments.length === 0)
-    throw new Error('instruments must be a non-empty array');
+    throw new ConfigError('instruments must be a non-empty array');
+  const ids = new Map<number, number>();
+  const symbols = new Map<string, number>();
   c.instruments.forEach((settings: unknown, i) => {
-    const built = buildInstrument(parseInstrumentSettings(settings, `instruments[${i}].`));
-    if (!built.ok) throw new Error(`instruments[${i}]: ${built.error}`);
+    let parsed: InstrumentSettings;
+    try {
+      parsed = parseInstrumentSettings(settings, `instruments[${i}].`);
+    } catch (e) {
+      if (e instanceof SettingsTypeError) throw new ConfigError(e.message);
+      throw e;
+    }
+    const built = buildInstrument(parsed);
+    if (!built.ok) throw new ConfigError(`instruments[${i}]: ${built.error}`);
+    const { id, symbol } = built.instrument;
+    const sameId = ids.get(id);
+    if (sameId !== undefined)
+      throw new ConfigError(`instruments[${i}].id ${id} is instruments[${sameId}]'s too`);
+    const sameSymbol = symbols.get(symbol);
+    if (sameSymbol !== undefined)
+      throw new ConfigError(
+        `instruments[${i}].symbol ${symbol} is instruments[${sameSymbol}]'s too`,
+      );
+    ids.set(id, i);
+    symbols.set(symbol, i);
   });
-  if (c.priceFeed.mode !== 'simulated' && c.priceFeed.mode !== 'none')
-    throw new Error('priceFeed.mode must be simulated or none');
+
+  const limits = section(c, 'limits');
+  knownKeys(limits, DEFAULT_CONFIG.limits, 'limits.');
+  for (const key of Object.keys(DEFAULT_CONFIG.limits)) {
+    integer(
+      limits[key],
+      `limits.${key}`,
+      ZERO_ALLOWED.has(key) ? 0 : 1,
+      key.endsWith('Ms') ? TIMER_MAX_MS : Number.MAX_SAFE_INTEGER,
+    );
+  }
+
+  const feed = section(c, 'priceFeed');
+  knownKeys(feed, DEFAULT_CONFIG.priceFeed, 'priceFeed.');
+  if (feed.mode !== 'simulated' && feed.mode !== 'none')
+    throw new ConfigError('priceFeed.mode must be simulated or none');
+  integer(feed.seed, 'priceFeed.seed', 0);
+  integer(feed.intervalMs, 'priceFeed.intervalMs', MIN_PRICE_FEED_INTERVAL_MS, TIMER_MAX_MS);
+  if (
+    typeof feed.volatility !== 'number' ||
+    !Number.isFinite(feed.volatility) ||
+    feed.volatility < 0 ||
+    feed.volatility >= 1
+  )
+    throw new ConfigError('priceFeed.volatility must be a number in [0, 1)');
+  const start = section(feed, 'start');
+  for (const [symbol, price] of Object.entries(start)) {
+    const parsed = typeof price === 'string' ? parseDecimal(price, 18) : undefined;
+    if (parsed === undefined || !parsed.ok || parsed.value <= 0n)
+      throw new ConfigError(
+        `priceFeed.start.${symbol} must be a positive decimal string, not ${JSON.stringify(price)}`,
+      );
+  }
+
+  // 0 would start a new venue without any invite code, so nobody could join.
+  integer(c.bootstrapInviteUses, 'bootstrapInviteUses', 1);
   if (
     c.verifyWorkers !== 'auto' &&
-    !(Number.isInteger(c.verifyWorkers) && c.verifyWorkers >= 0 && c.verifyWorkers <= 64)
-  ) {
-    throw new Error("verifyWorkers must be 'auto' or an integer 0..64");
-  }
+    !(
+      Number.isInteger(c.verifyWorkers) &&
+      Number(c.verifyWorkers) >= 0 &&
+      Number(c.verifyWorkers) <= 64
+    )
+  )
+    throw new ConfigError("verifyWorkers must be 'auto' or an integer 0..64");
 }
