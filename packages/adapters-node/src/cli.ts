@@ -7,7 +7,8 @@
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
- * `LOCK` file, taken before anything is opened and removed when the venue closes).
+ * `LOCK` file, taken before anything is opened and removed when the venue closes; a bad
+ * `--config` or venue.json, printed as one line naming the file and the cause).
  *
  * @module
  */

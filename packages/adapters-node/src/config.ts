@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { buildInstrument, type InstrumentSettings, parseDecimal } from '@perp/core';
 import { parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
+import { StartupError } from './startup-error.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
 export type NetworkName = 'testnet' | 'mainnet';
@@ -183,10 +184,30 @@ export function mergeConfig(base: VenueConfig, override: unknown): VenueConfig {
   };
 }
 
-/** Reads a config file over the default. */
+/**
+ * Reads a config file over the default. Every failure (no such file, invalid JSON, a refused
+ * setting) is a {@link StartupError} naming the file and the cause.
+ */
 export function loadConfig(path: string | undefined): VenueConfig {
   if (path === undefined) return DEFAULT_CONFIG;
-  return mergeConfig(DEFAULT_CONFIG, JSON.parse(readFileSync(path, 'utf8')) as unknown);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new StartupError(`config ${path}: ${(e as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new StartupError(`config ${path}: not JSON: ${(e as Error).message}`);
+  }
+  try {
+    return mergeConfig(DEFAULT_CONFIG, json);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new StartupError(`config ${path}: ${e.message}`);
+    throw e;
+  }
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;

@@ -453,11 +453,13 @@ async function startLocked(
   // at all once a tick or lot change met working orders). A difference is reported, not applied.
   for (const settings of config.instruments) {
     const built = buildInstrument(settings);
-    if (!built.ok) throw new Error(`instrument ${settings.symbol}: ${built.error}`);
+    // The config's fault, not a defect: one line (the CLI prints StartupError without a stack).
+    if (!built.ok) throw new StartupError(`config instrument ${settings.symbol}: ${built.error}`);
     const existing = host.state.markets.get(built.instrument.id);
     if (existing === undefined) {
       const r = await host.submit({ type: 'setInstrument', instrument: built.instrument });
-      if (!r.outcome.ok) throw new Error(`instrument ${settings.symbol}: ${r.outcome.message}`);
+      if (!r.outcome.ok)
+        throw new StartupError(`config instrument ${settings.symbol}: ${r.outcome.message}`);
       continue;
     }
     const differences = instrumentDifferences(existing.spec, built.instrument);

@@ -1,14 +1,37 @@
 /**
- * Start-up failures the operator causes (a port in use) are one line naming the cause, with exit
- * status 1; a stack trace is for defects.
+ * Start-up failures the operator causes (a port in use, a bad `--config`, a damaged venue.json)
+ * are one line naming the cause, with exit status 1; a stack trace is for defects.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
-import { expect, it } from 'vitest';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
 
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
+
+/** Runs the CLI to its exit; its status and stderr. */
+async function run(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, '--price-feed', 'none', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => {
+    stderr += String(d);
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr };
+}
+
+/** Exit status 1 and exactly one line on stderr, matching `line`; no stack trace. */
+function expectOneLine(r: { code: number | null; stderr: string }, line: RegExp): void {
+  expect(r.code, r.stderr).toBe(1);
+  expect(r.stderr.trim().split('\n'), r.stderr).toEqual([expect.stringMatching(line)]);
+  expect(r.stderr).not.toMatch(/\n\s+at /);
+}
 
 it('a port in use: one line on stderr naming it, exit status 1', async () => {
   const busy = createServer();
@@ -16,25 +39,95 @@ it('a port in use: one line on stderr naming it, exit status 1', async () => {
   await once(busy, 'listening');
   const port = (busy.address() as { port: number }).port;
   try {
-    const child = spawn(
-      process.execPath,
-      [CLI, '--memory', '--price-feed', 'none', '--host', '127.0.0.1', '--port', String(port)],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stderr = '';
-    child.stderr.on('data', (d) => {
-      stderr += String(d);
-    });
-    const [code] = (await once(child, 'exit')) as [number | null];
-    expect(code).toBe(1);
-    const lines = stderr.trim().split('\n');
+    const r = await run(['--memory', '--host', '127.0.0.1', '--port', String(port)]);
+    expect(r.code).toBe(1);
+    const lines = r.stderr.trim().split('\n');
     expect(lines.at(-1)).toMatch(
       new RegExp(
         `^failed to start: listen EADDRINUSE.*:${port} \\(another process listens there: choose --port\\)$`,
       ),
     );
-    expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
   } finally {
     busy.close();
   }
+});
+
+describe('a bad --config or data file: one line naming the file and the cause, exit status 1', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-start-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const memory = ['--memory', '--host', '127.0.0.1', '--port', '0'];
+  const escaped = (path: string) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  it('a missing file', async () => {
+    const f = join(dir, 'missing.json');
+    expectOneLine(
+      await run([...memory, '--config', f]),
+      new RegExp(`^failed to start: config ${escaped(f)}: ENOENT`),
+    );
+  });
+
+  it('a file that is not JSON', async () => {
+    const f = join(dir, 'broken.json');
+    writeFileSync(f, '{"instruments": ');
+    expectOneLine(
+      await run([...memory, '--config', f]),
+      new RegExp(`^failed to start: config ${escaped(f)}: not JSON: `),
+    );
+  });
+
+  it('a refused instrument setting', async () => {
+    const f = join(dir, 'bad-instrument.json');
+    writeFileSync(f, JSON.stringify({ instruments: [{ id: 1 }] }));
+    expectOneLine(
+      await run([...memory, '--config', f]),
+      new RegExp(`^failed to start: config ${escaped(f)}: instruments\\[0\\]`),
+    );
+  });
+
+  it('an unknown key', async () => {
+    const f = join(dir, 'typo.json');
+    writeFileSync(f, JSON.stringify({ instrument: [] }));
+    expectOneLine(
+      await run([...memory, '--config', f]),
+      new RegExp(`^failed to start: config ${escaped(f)}: instrument is not a config key`),
+    );
+  });
+
+  it('a config instrument the venue refuses: a symbol a listed instrument already has', async () => {
+    const data = join(dir, 'data');
+    // A first start lists the defaults; then a new id takes BTC-PERP's symbol.
+    const first = spawn(
+      process.execPath,
+      [CLI, '--price-feed', 'none', '--json', '--port', '0', '--data', data],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    await once(first.stdout, 'data');
+    first.kill('SIGTERM');
+    await once(first, 'exit');
+    const f = join(dir, 'clash.json');
+    writeFileSync(
+      f,
+      JSON.stringify({ instruments: [{ ...DEFAULT_CONFIG.instruments[0], id: 9 }] }),
+    );
+    // Recovery lines come first; the failure is the last line.
+    const r = await run(['--port', '0', '--data', data, '--config', f]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr.trim().split('\n').at(-1)).toMatch(
+      /^failed to start: config instrument BTC-PERP: .*symbol/,
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a venue.json without an admin token', async () => {
+    const data = join(dir, 'no-token');
+    mkdirSync(data);
+    writeFileSync(join(data, 'venue.json'), JSON.stringify({ createdTime: 1 }));
+    expectOneLine(
+      await run(['--port', '0', '--data', data]),
+      new RegExp(`^failed to start: ${escaped(join(data, 'venue.json'))}: adminToken must be`),
+    );
+  });
 });
