@@ -42,3 +42,37 @@ describe('pnpm start --help', () => {
     expect(parseArgs(['--snapshot-records', '10', '--no-snapshots']).snapshots).toBe(false);
   });
 });
+
+describe('pnpm start flag values', () => {
+  it('refuses an empty or non-digit number instead of taking it as 0', () => {
+    expect(() => parseArgs(['--port', ''])).toThrow('--port must be 0..65535, not ""');
+    expect(() => parseArgs(['--port', ' '])).toThrow('--port must be 0..65535');
+    expect(() => parseArgs(['--port', '0x50'])).toThrow('--port must be 0..65535');
+    expect(() => parseArgs(['--port', '65536'])).toThrow('--port must be 0..65535');
+    expect(() => parseArgs(['--snapshot-records', ''])).toThrow(
+      '--snapshot-records must be a non-negative integer (digits), not ""',
+    );
+    expect(() => parseArgs(['--snapshot-seconds', '1e3'])).toThrow(
+      '--snapshot-seconds must be a non-negative integer',
+    );
+    expect(() => parseArgs(['--verify-workers', '-1'])).toThrow(
+      '--verify-workers must be a non-negative integer',
+    );
+    expect(() => parseArgs(['--verify-workers', '2.5'])).toThrow(
+      '--verify-workers must be a non-negative integer',
+    );
+    expect(parseArgs(['--port', '0']).port).toBe(0);
+    expect(parseArgs(['--port', '8081']).port).toBe(8081);
+    expect(parseArgs(['--snapshot-records', '0']).snapshots).toEqual({ everyRecords: 0 });
+  });
+
+  it('refuses --memory with --data, in either order', () => {
+    expect(() => parseArgs(['--memory', '--data', '/tmp/x'])).toThrow(
+      '--memory and --data exclude each other: give one',
+    );
+    expect(() => parseArgs(['--data', '/tmp/x', '--memory'])).toThrow(
+      '--memory and --data exclude each other',
+    );
+    expect(parseArgs(['--memory']).memory).toBe(true);
+  });
+});

@@ -44,7 +44,7 @@ data at /marketdata, all on one port.
   --port <n>                 port to listen on (default 8080; 0 picks a free one)
   --host <addr>              address to listen on (default 127.0.0.1)
   --data <dir>               data directory: journal, chain state, admin token (default ./.data)
-  --memory                   keep everything in memory (nothing survives a restart)
+  --memory                   keep everything in memory (nothing survives a restart; not with --data)
   --config <file>            JSON overrides of the default configuration
   --price-feed <mode>        simulated or none (prices only via POST /api/admin/oracle); default:
                              the config's priceFeed.mode, simulated unless --config changes it
@@ -76,12 +76,17 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     replayUnderNewRules: false,
     help: false,
   };
+  // Digits only: Number('') and Number(' ') are 0, which would silently mean "pick a port" or
+  // "snapshots off"; Number('1e3') and Number('0x10') are not what an operator types either.
   const count = (flag: string, text: string): number => {
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 0)
-      throw new Error(`${flag} must be a non-negative integer`);
+    const n = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+    if (!Number.isSafeInteger(n))
+      throw new Error(
+        `${flag} must be a non-negative integer (digits), not ${JSON.stringify(text)}`,
+      );
     return n;
   };
+  let dataGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     const value = (): string => {
@@ -91,8 +96,9 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     };
     switch (a) {
       case '--port': {
-        const p = Number(value());
-        if (!Number.isInteger(p) || p < 0 || p > 65535) throw new Error('--port must be 0..65535');
+        const text = value();
+        const p = /^[0-9]{1,5}$/.test(text) ? Number(text) : Number.NaN;
+        if (!(p <= 65535)) throw new Error(`--port must be 0..65535, not ${JSON.stringify(text)}`);
         o.port = p;
         break;
       }
@@ -107,6 +113,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         break;
       case '--data':
         o.data = value();
+        dataGiven = true;
         break;
       case '--config':
         o.config = value();
@@ -147,6 +154,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         throw new Error(`unknown option ${a}`);
     }
   }
+  // Either would lose what the operator meant: the data directory ignored, or kept after all.
+  if (o.memory && dataGiven) throw new Error('--memory and --data exclude each other: give one');
   return o;
 }
 
