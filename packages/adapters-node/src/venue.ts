@@ -52,6 +52,7 @@ import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
+import { instrumentDifferences } from './instrument-settings.js';
 import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
 import { checkReplayRules } from './journal/rules-version.js';
@@ -64,13 +65,12 @@ import {
   Snapshotter,
 } from './journal/snapshots.js';
 import { createMarketDataService } from './marketdata/index.js';
-import { instrumentDifferences } from './instrument-settings.js';
 import { RandomWalkFeed } from './price-feed.js';
-import { StartupError } from './startup-error.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
 import { HistoryStore } from './read/history.js';
 import { ReportStreams } from './read/report-streams.js';
 import { SignedRequests } from './requests.js';
+import { StartupError } from './startup-error.js';
 import type { VenueContext } from './venue-context.js';
 import { createSignatureRecovery } from './verify/pool.js';
 import { ConnectionSlots } from './ws/connection-slots.js';
