@@ -14,6 +14,10 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
+import { DataDirLockedError } from './journal/data-dir-lock.js';
+import { JournalCorruptError } from './journal/file-journal.js';
+import { RulesVersionMismatchError } from './journal/rules-version.js';
+import { JournalBehindSnapshotError } from './journal/snapshots.js';
 import { StartupError } from './startup-error.js';
 import { startVenue } from './venue.js';
 
@@ -246,11 +250,21 @@ if (invokedDirectly) {
 
 /**
  * One line for a failure the operator causes (a port in use, no permission, a bad config or data
- * file), which names its cause already; the stack for anything else, which is a defect to report.
+ * file, a data directory another venue holds, a damaged or foreign journal or a journal behind
+ * its snapshots, records of other engine rules), which names its cause and remedy already; the
+ * stack for anything else, which is a defect to report.
  */
 function startFailure(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
-  if (e instanceof StartupError) return e.message;
+  if (
+    e instanceof StartupError ||
+    e instanceof DataDirLockedError ||
+    e instanceof JournalCorruptError ||
+    e instanceof JournalBehindSnapshotError ||
+    e instanceof RulesVersionMismatchError
+  ) {
+    return e.message;
+  }
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return `${e.message} (another process listens there: choose --port)`;
   if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return e.message;

@@ -121,6 +121,34 @@ describe('a bad --config or data file: one line naming the file and the cause, e
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('a journal.log that is not a journal', async () => {
+    const data = join(dir, 'foreign-journal');
+    mkdirSync(data);
+    writeFileSync(join(data, 'journal.log'), Buffer.alloc(4096, 0x5a));
+    expectOneLine(
+      await run(['--port', '0', '--data', data]),
+      new RegExp(`^failed to start: .*${escaped(join(data, 'journal.log'))}.*damaged at byte 0`),
+    );
+  });
+
+  it('a data directory another venue holds', async () => {
+    const data = join(dir, 'locked');
+    const first = spawn(
+      process.execPath,
+      [CLI, '--price-feed', 'none', '--port', '0', '--data', data],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    try {
+      await once(first.stdout, 'data'); // started: it holds the lock
+      expectOneLine(await run(['--port', '0', '--data', data]), /^failed to start: .*LOCK/);
+    } finally {
+      first.kill('SIGTERM');
+      await once(first, 'exit');
+    }
+  });
+
   it('a venue.json without an admin token', async () => {
     const data = join(dir, 'no-token');
     mkdirSync(data);

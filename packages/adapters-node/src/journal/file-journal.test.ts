@@ -254,6 +254,49 @@ describe('FileJournal recovery', () => {
     expect(readFileSync(path).equals(zeroed)).toBe(true);
   });
 
+  it('never cuts bytes an interrupted append cannot leave: a file that is not a journal, junk after the last record', () => {
+    const path = join(tempDir(), 'journal.log');
+    const { data } = journalBytes(LOG);
+    for (const [bytes, offset, detail] of [
+      // A text file copied in its place, with no snapshot to say the journal had records.
+      [
+        Buffer.from('journal of another venue?\n'.repeat(100)),
+        0,
+        'not one record is valid: a length field of',
+      ],
+      // Bytes whose length field fits, but whose payload is no JSON command.
+      [
+        Buffer.concat([
+          Buffer.from([9, 0, 0, 0]),
+          Buffer.alloc(12, 1),
+          Buffer.from('Z'.repeat(40)),
+        ]),
+        0,
+        'not one record is valid: a payload starting with byte 0x5a',
+      ],
+      // Something appended after the last record.
+      [
+        Buffer.concat([data, Buffer.from('PK\u0003\u0004 a zip archive')]),
+        data.length,
+        'a length field of',
+      ],
+    ] as const) {
+      writeFileSync(path, bytes);
+      const lines: string[] = [];
+      let error: unknown;
+      try {
+        FileJournal.open(path, { log: (l) => lines.push(l) }).close();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(JournalCorruptError);
+      expect((error as Error).message).toContain(`is damaged at byte ${offset}: ${detail}`);
+      expect((error as Error).message).toContain('refusing to cut it');
+      expect(lines).toEqual([]);
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+    }
+  });
+
   it('refuses a 16 MB file that is not a journal at once: the look-ahead past damage is not cubic', () => {
     const path = join(tempDir(), 'journal.log');
     const foreign = noise(16 * 1024 * 1024);

@@ -59,11 +59,14 @@ export class JournalCorruptError extends Error {
   override readonly name = 'JournalCorruptError';
   readonly file: string;
   readonly offset: number;
+  /** Not one record of the file is valid (it may not be a journal at all). */
+  readonly noValidRecord: boolean;
 
-  constructor(file: string, offset: number, detail: string) {
+  constructor(file: string, offset: number, detail: string, noValidRecord = false) {
     super(`journal ${file} is damaged at byte ${offset}: ${detail}`);
     this.file = file;
     this.offset = offset;
+    this.noValidRecord = noValidRecord;
   }
 }
 
@@ -107,7 +110,20 @@ export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan 
   const offsets: number[] = [];
   let offset = 0;
   let expected = firstSeq;
-  const torn = () => ({ offsets, firstSeq, validLength: offset, tornBytes: data.length - offset });
+  const torn = () => {
+    // Only what an interrupted append leaves is cut: anything else is a file (or bytes) this
+    // journal never wrote, and cutting it would destroy it, or start an empty venue over it.
+    const foreign = foreignBytesAt(data, offset);
+    if (foreign !== undefined) {
+      throw new JournalCorruptError(
+        file,
+        offset,
+        `${offsets.length === 0 ? 'not one record is valid: ' : ''}${foreign}, not a record this journal writes and not a write it interrupted (is it a journal?); refusing to cut it`,
+        offsets.length === 0,
+      );
+    }
+    return { offsets, firstSeq, validLength: offset, tornBytes: data.length - offset };
+  };
   while (offset < data.length) {
     const remaining = data.length - offset;
     if (remaining < HEADER) return torn();
@@ -191,6 +207,30 @@ export function scanJournal(file: string, data: Buffer, firstSeq = 1): ScanResul
 /** First and last byte of every payload {@link encodeRecord} writes: a command is a JSON object. */
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
+
+/**
+ * Why the bytes from `offset` to the end cannot be an append this journal started and a crash
+ * interrupted, or `undefined` when they can. An interrupted append leaves a record's beginning
+ * (a header with a length this journal writes, then the start of a JSON payload), or zeros where
+ * the file system had extended the file but not yet written the data. Any other byte there
+ * means the file holds something else.
+ */
+function foreignBytesAt(data: Buffer, offset: number): string | undefined {
+  let zeros = true;
+  for (let i = offset; i < data.length; i++) {
+    if (data[i] !== 0) {
+      zeros = false;
+      break;
+    }
+  }
+  if (zeros || data.length - offset < HEADER) return undefined;
+  const length = data.readUInt32LE(offset);
+  if (length > MAX_RECORD) return `a length field of ${length} bytes`;
+  const first = data[offset + HEADER];
+  if (first !== undefined && first !== OPEN_BRACE && first !== 0)
+    return `a payload starting with byte 0x${first.toString(16).padStart(2, '0')}`;
+  return undefined;
+}
 
 /**
  * Whether a record this journal could have written starts anywhere at or after `from` (a valid
@@ -297,6 +337,22 @@ export interface FileJournalOptions {
   };
 }
 
+/** A journal without one valid record (or empty) where snapshots show it had records. */
+function noRecordRefusal(
+  path: string,
+  hasBytes: boolean,
+  expectRecords: string,
+): JournalCorruptError {
+  return new JournalCorruptError(
+    path,
+    0,
+    hasBytes
+      ? `not one record is valid, but ${expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`
+      : `the file is empty, but ${expectRecords}; refusing to start from an empty journal (restore the journal that belongs to this data directory)`,
+    true,
+  );
+}
+
 /** The on-disk journal; see the module comment. */
 export class FileJournal implements JournalStore {
   readonly path: string;
@@ -370,17 +426,18 @@ export class FileJournal implements JournalStore {
       scan = scanFrames(path, data, firstSeq);
     } catch (e) {
       closeSync(fd);
+      // The snapshots' evidence says more about what to do than the bytes do.
+      if (
+        e instanceof JournalCorruptError &&
+        e.noValidRecord &&
+        options.expectRecords !== undefined
+      )
+        throw noRecordRefusal(path, true, options.expectRecords);
       throw e;
     }
     if (scan.offsets.length === 0 && options.expectRecords !== undefined) {
       closeSync(fd);
-      throw new JournalCorruptError(
-        path,
-        0,
-        scan.tornBytes > 0
-          ? `not one record is valid, but ${options.expectRecords}; refusing to cut it (restore the journal that belongs to this data directory)`
-          : `the file is empty, but ${options.expectRecords}; refusing to start from an empty journal (restore the journal that belongs to this data directory)`,
-      );
+      throw noRecordRefusal(path, scan.tornBytes > 0, options.expectRecords);
     }
     const lastSeq = firstSeq + scan.offsets.length - 1;
     if (mustReach !== undefined && lastSeq < mustReach.seq) {
