@@ -7,8 +7,9 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, ExecutionReport, OrderReport } from '../src/index.js';
+import { liveAuctions } from '../src/index.js';
 import { leverageOf, sizeOf, tierOf } from '../src/margin/scope.js';
-import { BTC_SETTINGS, TestVenue, usd, wallet } from '../src/testing/index.js';
+import { BTC_SETTINGS, px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa1);
@@ -104,6 +105,33 @@ describe('margin tiers: 40x up to 100,000 of notional, 5x from there; A at the d
     expect(reportsOf(hit, A)[0]!.order.reason).toBe('MaxLeverage');
     expect(tierCapOfA()).toEqual({ leverage: 1000, tierMax: 4000 });
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(0n);
+  });
+
+  it('lets an amend that opens no more than before through, once the mark moved the side into a lower tier', () => {
+    // 1 + 0.9 at 50,000 = 95,000: the 40x tier.
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '50000' }));
+    const second = v.outcome(v.place(A, BTC, { side: 'Buy', qty: '0.9', price: '50000' }));
+    const id = (second as { order: { orderId: number } }).order.orderId;
+    // The mark rises to about 56,000: 1.9 would be about 106,400, the 5x tier.
+    v.expectOk(v.place(B, BTC, { side: 'Buy', qty: '0.001', price: '55999.5' }));
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '0.001', price: '56000' }));
+    v.oracle({ [BTC]: '56000' });
+    const amend = (quantity: bigint) =>
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px('50000'),
+        triggerPrice: 0n,
+        quantity,
+        cloid: null,
+      });
+    // Down to 0.8: the side's worst case only falls.
+    expect(v.outcome(amend(8_000n))).toMatchObject({ ok: true });
+    // Back up to 0.9 opens more: capped.
+    expect(v.outcome(amend(9_000n))).toMatchObject({ ok: false, code: 4102 });
   });
 
   it('refuses raising leverage when a resting order would fill into a lower tier', () => {
@@ -236,5 +264,73 @@ describe('no maker rebate on a liquidation fill', () => {
     // The bidder bought at 96 and was paid no rebate.
     const bought = bidderFills.reduce((n, r) => n + r.fill!.quantity, 0n);
     expect(v.state.accounts.get(BIDDER)!.crossCash).toBe(bidderCash - bought * usd('96'));
+  });
+});
+
+describe('an auction claim opens under the same caps', () => {
+  it("is refused with 4102 when the claimant's position would sit in a tier below its leverage", () => {
+    const GOLD = wallet(0x60);
+    const MM = wallet(0x62);
+    const S1 = wallet(0x70);
+    const S2 = wallet(0x71);
+    const S3 = wallet(0x72);
+    const L1 = wallet(0x73);
+    const CL = wallet(0x91);
+    const ISO = {
+      id: 3,
+      symbol: 'ISO-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      liquidation: { feeRate: '0', partialThreshold: '100000' },
+    };
+    const v = new TestVenue({ checkPurity: true });
+    v.list(ISO);
+    for (const w of [GOLD, S1, S2, S3, L1, MM, CL]) v.open(w!);
+    v.fund(S1, '450');
+    v.fund(S2, '3080');
+    v.fund(S3, '10000');
+    v.fund(L1, '100000');
+    v.fund(MM, '1000000');
+    v.fund(CL, '100000');
+    v.fund(GOLD, '1000', 'ISO-PERP');
+    v.run({ type: 'updateLeverage', account: S1, market: 3, mode: 'Cross', leverage: 2000 });
+    v.oracle({ 'ISO-PERP': '100' });
+    // The isolated long of GOLD, 100 at 100, against shorts; the mark then falls to about 92.
+    v.expectOk(
+      v.place(GOLD, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true }),
+    );
+    v.expectOk(v.place(S1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+    v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Sell', qty: '50', price: '100' }));
+    v.expectOk(v.place(S2, 'ISO-PERP', { side: 'Sell', qty: '80', price: '95' }));
+    v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '80', price: '95' }));
+    v.expectOk(v.place(S3, 'ISO-PERP', { side: 'Sell', qty: '30', price: '85' }));
+    v.expectOk(v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '30', price: '85' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '89.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '94.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '99' }));
+    v.run({ type: 'oracle', time: T0 + 10 * 60_000, prices: [{ market: 3, price: px('92') }] });
+    const auction = liveAuctions(v.state)[0]!;
+    // The operator adds a tier: 5x from 1,000 of notional; CL is at the default 10x.
+    v.list({ ...ISO, marginTiers: [{ notionalFloor: '1000', maxLeverage: 5 }] });
+    const order = v.place(CL, 'ISO-PERP', { side: 'Buy', qty: '60', price: '80' });
+    expect(v.outcome(order)).toMatchObject({ ok: false, code: 4102 });
+    const claim = (quantity: bigint) =>
+      v.run({
+        type: 'claimLiquidation',
+        account: CL,
+        auctionId: auction.auctionId,
+        maxPrice: px('100'),
+        quantity,
+      });
+    // 60 at about 92 is about 5,520 of notional: refused, and it consumed its nonce only.
+    expect(v.outcome(claim(60n))).toMatchObject({ ok: false, code: 4102 });
+    expect(v.state.accounts.get(CL)!.claimReserve).toBe(0n);
+    // 10 (about 920) stays in the 20x base tier: accepted.
+    expect(v.outcome(claim(10n))).toMatchObject({ ok: true });
   });
 });

@@ -90,7 +90,7 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
   },
   // 3: leverage caps (the margin tier with the side's other resting orders filled, re-checked
   // when a trigger fires and when a maker fill opens, raising leverage with orders resting,
-  // lowering never capped by a tier) and no maker rebate on a liquidation's fills
+  // auction claims, an amend that opens no more left uncapped, lowering never capped by a tier) and no maker rebate on a liquidation's fills
   // (leverage-caps.test.ts; the three logs use no tiers and no rebates); a lot size change
   // refused while a position is off the new grid; a filled managed child cancels only the
   // siblings of its own entry order, now recorded by id (`entryOrderId`, which every order view

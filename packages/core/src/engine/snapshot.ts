@@ -26,6 +26,7 @@
  */
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { cloidKey } from '../orders/cloids.js';
 import type { EntryCursor } from '../persistent/cursor.js';
 import { type Edit, newEdit } from '../persistent/edit.js';
 import { type PKey, PMap } from '../persistent/hamt.js';
@@ -38,7 +39,6 @@ import {
   type TimeIdSet,
   timeIdSetSize,
 } from '../persistent/sorted-set.js';
-import { cloidKey } from '../orders/cloids.js';
 import { TradeLog } from '../risk/trade-log.js';
 import type { EngineState, Order, StoredTrade } from './types.js';
 

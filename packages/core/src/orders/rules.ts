@@ -221,7 +221,22 @@ export function checkRiskAndSize(
       : 0n;
   const others =
     restingOpenQty(account, order.market, order.marginMode, order.side === 'Buy') - replaced;
-  const capped = leverageCapProblem(account, spec, order, size, others, mark ?? order.price);
+  // An amend that opens no more than the version it replaces lowers the worst case the tier cap
+  // measures: only the instrument's maximum applies to it (as the open-interest cap below).
+  const opensMore =
+    previous === undefined ||
+    previous.reduceOnly ||
+    previous.side !== order.side ||
+    leaves > leavesOf(previous);
+  const capped = leverageCapProblem(
+    account,
+    spec,
+    order,
+    size,
+    others,
+    mark ?? order.price,
+    opensMore,
+  );
   if (capped !== undefined) return capped;
   const increase = openingPart(size, order.side === 'Buy', leaves);
   const previousIncrease =
@@ -242,7 +257,7 @@ export function checkRiskAndSize(
  * its position reaches at `price` once this order and the `others` resting open quantity of its
  * side have filled (the worst case the hold assumes too, engine-rules 4). Checked at placement,
  * at an amend and again when a trigger order fires (the position, the orders or the mark may
- * have moved while it waited).
+ * have moved while it waited). `withTier` false checks the instrument's maximum alone.
  */
 export function leverageCapProblem(
   account: Account,
@@ -251,6 +266,7 @@ export function leverageCapProblem(
   size: bigint,
   others: bigint,
   price: bigint,
+  withTier = true,
 ): OrderProblem | undefined {
   const leverage = leverageOf(account, spec, order.marginMode);
   if (leverage > spec.maxLeverage) {
@@ -262,7 +278,7 @@ export function leverageCapProblem(
       'MaxLeverage',
     );
   }
-  if (!tierCanCap(spec, leverage)) return undefined;
+  if (!withTier || !tierCanCap(spec, leverage)) return undefined;
   const buy = order.side === 'Buy';
   const stacked = others + leavesOf(order);
   const after = size + (buy ? stacked : -stacked);

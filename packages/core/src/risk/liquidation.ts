@@ -79,8 +79,11 @@ import {
   leverageOf,
   measureScope,
   positionOf,
+  restingOpenQty,
   setIsolatedCash,
   sizeOf,
+  tierCanCap,
+  tierLeverageProblem,
   valuationPrice,
 } from '../margin/scope.js';
 import {
@@ -738,6 +741,37 @@ export function nextAuctionEnd(state: EngineState): number | null {
   return t;
 }
 
+/**
+ * The leverage caps of a claim, as for an order that opens (research 1.2): the claimant's cross
+ * leverage may not be above the instrument's maximum, nor above the maximum of the margin tier
+ * its position reaches at the mark once this claim, its earlier claims of the market's auctions
+ * on that side and its resting orders of that side have filled.
+ */
+function claimLeverageProblem(
+  ctx: Ctx,
+  account: Account,
+  auction: Auction,
+  quantity: bigint,
+  leverage: number,
+): string | undefined {
+  const market = ctx.market(auction.market)!;
+  const spec = market.spec;
+  if (leverage > spec.maxLeverage) {
+    return `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`;
+  }
+  if (!tierCanCap(spec, leverage)) return undefined;
+  const buy = auction.side === 'Buy';
+  let stacked = quantity + restingOpenQty(account, auction.market, 'Cross', buy);
+  ctx.state.auctions.forEach((a) => {
+    if (a.market !== auction.market || a.side !== auction.side) return;
+    for (const c of a.claims) if (c.claimant === account.address) stacked += c.quantity;
+  });
+  const after = sizeOf(account, auction.market, 'Cross') + (buy ? stacked : -stacked);
+  if (buy ? after <= 0n : after >= 0n) return undefined;
+  const price = market.prices.mark ?? auctionPrice(auction, ctx.time);
+  return tierLeverageProblem(spec, leverage, after, price);
+}
+
 /** Handles `claimLiquidation` (signed 0x0b). */
 export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
   // An auction that ended is a race the claimant lost, like a cancel of a filled order: it is
@@ -781,7 +815,10 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
     return refuse('INSUFFICIENT_MARGIN', 'your cross margin is being liquidated');
   }
   const account = ctx.account(cmd.account)!;
-  const reserve = initialMargin(spec, cmd.quantity, price, leverageOf(account, spec, 'Cross'));
+  const leverage = leverageOf(account, spec, 'Cross');
+  const capped = claimLeverageProblem(ctx, account, a, cmd.quantity, leverage);
+  if (capped !== undefined) return refuse('MAX_LEVERAGE_EXCEEDED', capped);
+  const reserve = initialMargin(spec, cmd.quantity, price, leverage);
   const available =
     availableToOpen(measureScope(ctx.state, account, 'Cross', 0, undefined, true)) -
     account.claimReserve;
