@@ -895,6 +895,53 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(TIGHT)!.positions).toEqual([]);
   });
 
+  // Found by mutation: withdrawals and transfers that ignored the reservation, and a second
+  // claim that did, both passed the suite. A reservation that can leave the venue (or back a
+  // second claim) lets the claimant settle into a cross scope with less than initial margin.
+  it('keeps margin reserved by a claim out of withdrawals, transfers and further claims', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const TIGHT = wallet(0x83);
+    v.open(TIGHT);
+    v.fund(TIGHT, '600');
+    // 60 at 91 (half-way) at 10x reserves 60 x 91 / 10 = 546: 600 - 546 = 54 stays free.
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: TIGHT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    expect(v.state.accounts.get(TIGHT)!.claimReserve).toBe(usd('546'));
+    // A second claim of 10 at about 91 reserves about 91 > 54: refused, the 546 counts.
+    const again = v.run({
+      type: 'claimLiquidation',
+      account: TIGHT,
+      auctionId: 1,
+      quantity: 10n,
+      maxPrice: px('92'),
+    });
+    expect(v.outcome(again)).toMatchObject({ ok: false, code: 4100 });
+    // Withdrawable 600 - 546 = 54: one micro-unit more is refused, out of the venue or across.
+    const cross = { mode: 'Cross' as const, market: 0 };
+    const over = usd('54.000001');
+    const out = v.run({ type: 'withdraw', account: TIGHT, amount: over, target: cross });
+    expect(v.outcome(out)).toMatchObject({ ok: false, code: 4100 });
+    const across = v.run({
+      type: 'transferMargin',
+      account: TIGHT,
+      market: 3,
+      amount: over,
+      direction: 'crossToIsolated',
+    });
+    expect(v.outcome(across)).toMatchObject({ ok: false, code: 4100 });
+    ok(v.run({ type: 'withdraw', account: TIGHT, amount: usd('54'), target: cross }));
+    expect(v.state.accounts.get(TIGHT)!.crossCash).toBe(usd('546'));
+  });
+
   it('settles at once when fully claimed', () => {
     const { v } = auctionVenue();
     const events = v.run({
