@@ -306,6 +306,22 @@ describe('golden case C: isolated liquidation', () => {
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('104.25'));
   });
 
+  // Found by mutation: the penalty rounded down passed everything but the rules fingerprint,
+  // since 0.5% of a round quote has no fraction. The liquidated scope pays the fee: up.
+  it('C1 with a fee rate that leaves a sub-micro fraction: the fee rounds up', () => {
+    const v = venueC('0.005000000001');
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const events = v.oracle({ 'ISO-PERP': '92' });
+    const liq = reportsOf(events, 'Liquidation', GOLD)[0]!;
+    // 9,150,000,000 micro x 0.005000000001 = 45,750,000.00915: up to 45,750,001 (the scope's
+    // 150 left is far above it, so no cap).
+    expect(liq.penalty).toBe(45_750_001n);
+    expect(v.state.insuranceFund).toBe(45_750_001n);
+    // 150,000,000 - 45,750,001.
+    expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(104_249_999n);
+  });
+
   it('C2: a gap to 89 on an empty book deleverages S1 then S2 at the bankruptcy price 90', () => {
     const v = venueC();
     v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '1', price: '88.5' }));
