@@ -455,6 +455,46 @@ describe('partial market steps above the threshold', () => {
     const left = v.state.accounts.get(GOLD)!.positions[0]?.size ?? 0n;
     expect(steps.reduce((a, b) => a + b, 0n) + left).toBe(1001n);
   });
+
+  // Engine-rules 7: only positions *above* the threshold close 20% per step. Found by mutation:
+  // `notional <= threshold` -> `<` passed everything but the rules fingerprint.
+  it('at exactly the threshold the whole position closes in one step', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 1,
+      symbol: 'X-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      defaultLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      // The notional of the 1,000 long at the mark below: 1,000 x 101.25.
+      liquidation: { feeRate: '0', partialThreshold: '101250' },
+    });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '10000000');
+    v.fund(MM, '10000000');
+    v.fund(GOLD, '6000'); // IM of 1,000 @ 105 at 20x: 5,250
+    v.oracle({ 'X-PERP': '105' });
+    v.expectOk(v.place(MAKER, 'X-PERP', { side: 'Sell', qty: '1000', price: '105' }));
+    v.expectOk(v.place(GOLD, 'X-PERP', { side: 'Buy', qty: '1000', price: '105' }));
+    v.expectOk(v.place(MM, 'X-PERP', { side: 'Buy', qty: '5000', price: '100' }));
+    const e = v.oracle({ 'X-PERP': '100' });
+    // Mark = mean(index 100, book median mean(bid 100, last 105) = 102.5) = 101.25.
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('101.25'));
+    // Notional 101,250 = the threshold; equity 6,000 - 1,000 x 3.75 = 2,250 < maintenance
+    // 101,250 x 2.5% = 2,531.25: liquidatable, and closed in one step at the bid.
+    const steps = e
+      .filter(
+        (r): r is LiquidationReport => r.type === 'executionReport' && r.kind === 'Liquidation',
+      )
+      .map((r) => r.fill.quantity);
+    expect(steps).toEqual([1000n]);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+  });
 });
 
 describe('rule 7.5: the insurance fund pays a deficit before ADL', () => {
