@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import {
   type AccountSummary,
   type AdlReport,
+  type Auction,
   accountSummary,
+  auctionPrice,
   bankruptcyPrice,
   type EngineEvent,
   type ExecutionReport,
@@ -996,6 +998,38 @@ describe('liquidation auction', () => {
     expect(v.outcome(across)).toMatchObject({ ok: false, code: 4100 });
     ok(v.run({ type: 'withdraw', account: TIGHT, amount: usd('54'), target: cross }));
     expect(v.state.accounts.get(TIGHT)!.crossCash).toBe(usd('546'));
+  });
+
+  // Found by mutation: the two rounding directions of the auction price swapped passed
+  // everything but the rules fingerprint (the other claims land on whole prices).
+  it('rounds the auction price against the claimant, 1 ms in', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    // Buy side, 92 -> 90 over 30,000 ms: 92 - 2 x 1/30,000 = 91.99993333...; a buying
+    // claimant pays the fraction: 92e18 + ceil(-2e18 / 30,000) = 92e18 - 66,666,666,666,666.
+    const claim = ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 1,
+        account: CLAIMANT,
+        auctionId: 1,
+        quantity: 1n,
+        maxPrice: px('92'),
+      }),
+    );
+    expect(claim.ok && claim.kind === 'claim' && claim.price).toBe(91_999_933_333_333_333_334n);
+    // Sell side (a short liquidated), 108 -> 110: a selling claimant receives no fraction:
+    // 108e18 + floor(2e18 / 30,000) = 108e18 + 66,666,666,666,666.
+    const live = v.state.auctions.get(1)!;
+    const sell: Auction = {
+      ...live,
+      side: 'Sell',
+      startPrice: px('108'),
+      endPrice: px('110'),
+      startTime: start,
+      endTime: start + 30_000,
+    };
+    expect(auctionPrice(sell, start + 1)).toBe(108_000_066_666_666_666_666n);
   });
 
   it('settles at once when fully claimed', () => {
