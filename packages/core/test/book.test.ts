@@ -83,6 +83,12 @@ describe('field validation (nothing changes, no nonce consumed)', () => {
   it('refuses a zero quantity with 4034', () => bad({ quantity: 0n }, 4034));
   it('refuses an off-lot quantity with 4034 naming the lot', () =>
     bad({ quantity: 10_005n }, 4034, /quantity 1.0005 is not a multiple of the lot size 0.001/));
+  // One raw unit off the grid: the smallest remainder, which an off-by-one grid check (found
+  // by mutation: `% tick > 1n`) would let through; the cases above are off by half a step.
+  it('refuses a price one raw unit above a tick with 4032', () =>
+    bad({ price: px('65000') + 1n }, 4032, /tick size 0.5/));
+  it('refuses a quantity one raw unit above a lot with 4034', () =>
+    bad({ quantity: 10_001n }, 4034, /quantity 1.0001 is not a multiple of the lot size 0.001/));
   it('refuses a GTD expiry in the past with 4031', () =>
     bad({ timeInForce: 1, expiry: BigInt(Math.floor(v.time / 1000) - 1) }, 4031, /future/));
   it('refuses an expiry on a GTC order with 4031', () => bad({ expiry: 5n }, 4031));
