@@ -451,6 +451,25 @@ describe('pre-trade checks', () => {
     ).toBe(0);
   });
 
+  // Engine-rules 5: the hold must fit in available-to-open, to the micro-unit. Found by
+  // mutation: accepting an order one micro-unit short survived the whole suite.
+  it('4100 boundary: a hold of exactly the available margin fits, one micro-unit more does not', () => {
+    v.fund(A, '490');
+    v.fund(B, '489.999999');
+    // Hold 0.1 x 49,000 / 10x = 490: A has exactly 490 available, B 489.999999.
+    expect(code(v.place(B, BTC, { side: 'Buy', qty: '0.1', price: '49000' }))).toBe(4100);
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '49000' }))).toBe(0);
+  });
+
+  // Engine-rules 5: `quantity x price >= 5 USD` passes. Found by mutation: refusing exactly
+  // 5 USD (`<` -> `<=`) survived the whole suite, which only tried 4 USD and 50 USD.
+  it('4101 boundary: exactly 5 USD of notional is accepted, one tick less is not', () => {
+    v.fund(A, '1000');
+    // 0.001 x 5,000 = 5 USD exactly; 0.001 x 4,999.5 = 4.9995 USD.
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.001', price: '4999.5' }))).toBe(4101);
+    expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.001', price: '5000' }))).toBe(0);
+  });
+
   it('4102: leverage above the instrument maximum after the operator lowered it', () => {
     v.fund(A, '1000');
     v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4000 });
