@@ -1000,6 +1000,32 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(TIGHT)!.crossCash).toBe(usd('546'));
   });
 
+  // Found by mutation: the exact placement check without the reservation survived the suite
+  // (the float filter counts it, but it only ever says "surely fits").
+  it('keeps margin reserved by a claim out of new orders, to the micro-unit', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const TIGHT = wallet(0x84);
+    v.open(TIGHT);
+    v.fund(TIGHT, '600');
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: TIGHT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    expect(v.state.accounts.get(TIGHT)!.claimReserve).toBe(usd('546'));
+    // 600 - 546 = 54 available. A buy of 6 at 90.5 holds 54.3 at 10x: refused.
+    const over = v.place(TIGHT, 'ISO-PERP', { side: 'Buy', qty: '6', price: '90.5' });
+    expect(v.outcome(over)).toMatchObject({ ok: false, code: 4100 });
+    // 6 at 90 holds exactly 54: it fits.
+    ok(v.place(TIGHT, 'ISO-PERP', { side: 'Buy', qty: '6', price: '90' }));
+  });
+
   // Found by mutation: the two rounding directions of the auction price swapped passed
   // everything but the rules fingerprint (the other claims land on whole prices).
   it('rounds the auction price against the claimant, 1 ms in', () => {
