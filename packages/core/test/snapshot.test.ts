@@ -492,7 +492,9 @@ describe('snapshots', () => {
     v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '55000', cloid: cloid(2) });
     child(cloid(2), '50000');
     const live: Order[] = [];
-    v.state.orders.forEach((o) => live.push(o));
+    v.state.orders.forEach((o) => {
+      live.push(o);
+    });
     const ended = live.find((o) => o.parentCloid === cloid(1))!;
     const working = live.find((o) => o.parentCloid === cloid(2))!;
     expect(ended.entryOrderId).toBeGreaterThan(0);
