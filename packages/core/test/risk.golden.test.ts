@@ -445,9 +445,11 @@ describe('partial market steps above the threshold', () => {
     v.expectOk(v.place(MAKER, 'X-PERP', { side: 'Sell', qty: '1001', price: '105' }));
     v.expectOk(v.place(GOLD, 'X-PERP', { side: 'Buy', qty: '1001', price: '105' }));
     v.expectOk(v.place(MM, 'X-PERP', { side: 'Buy', qty: '5000', price: '100' }));
-    // At mark 100 the 1,001 long (100,100 of notional, above the 100,000 threshold) is below
-    // maintenance: 20% of 1,001 is 200.2, so the first step closes 201, not 200.
+    // At index 100 the mark is 101.25 (the index averaged with the book's 102.5): the 1,001 long
+    // (101,351.25 of notional, above the 100,000 threshold) is below maintenance. 20% of 1,001
+    // is 200.2, so the first step closes 201, not 200.
     const e = v.oracle({ 'X-PERP': '100' });
+    expect(v.state.markets.get(v.spec('X-PERP').id)!.prices.mark).toBe(px('101.25'));
     const steps = e
       .filter(
         (r): r is LiquidationReport => r.type === 'executionReport' && r.kind === 'Liquidation',
