@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { buildInstrument, type InstrumentSettings, parseDecimal } from '@perp/core';
-import { parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
+import { isObject, parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
 import { StartupError } from './startup-error.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
@@ -150,10 +150,6 @@ export function chainIdOf(network: NetworkName): number {
 /** Token EIP-712 domain version of a network (USDC style: "1" on test, "2" on production). */
 export function tokenVersionOf(network: NetworkName): string {
   return network === 'mainnet' ? '2' : '1';
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** A config that cannot run as intended; the message names the key (`limits.pingIntervalMs`). */

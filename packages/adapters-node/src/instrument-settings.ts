@@ -46,7 +46,8 @@ const LIQUIDATION_FIELDS: Readonly<Record<string, JsonType>> = {
   feeRate: 'string',
 };
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
+/** A JSON object (not an array, not null). */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
@@ -124,11 +125,12 @@ function checkKeys(
 }
 
 /** The flat names' JSON types (those of the nested fields), checked under the name given. */
-const ALIAS_FIELDS: Readonly<Record<string, JsonType>> = {
-  liquidationPartialThreshold: 'string',
-  liquidationAuctionDurationMs: 'number',
-  liquidationFeeRate: 'string',
-};
+const ALIAS_FIELDS: Readonly<Record<string, JsonType>> = Object.fromEntries(
+  Object.entries(LIQUIDATION_ALIASES).map(([flat, nested]) => [
+    flat,
+    LIQUIDATION_FIELDS[nested] as JsonType,
+  ]),
+);
 
 const TOP_LEVEL = new Set([
   ...Object.keys(INSTRUMENT_FIELDS),

@@ -25,12 +25,12 @@ import {
   claimReserveOf,
   isolatedCash,
   leverageOf,
+  maxLeverageProblem,
   measureScope,
   restingOpenQty,
   setIsolatedCash,
   sizeOf,
-  tierCanCap,
-  tierLeverageProblem,
+  tierProblemAfter,
   transferableOf,
   valuationPrice,
 } from './scope.js';
@@ -235,26 +235,26 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const spec = market.spec;
-  if (cmd.leverage > spec.maxLeverage) {
-    return rejectCommand(
-      ctx,
-      'MAX_LEVERAGE_EXCEEDED',
-      `leverage ${cmd.leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
-    );
-  }
+  const aboveMax = maxLeverageProblem(spec, cmd.leverage);
+  if (aboveMax !== undefined) return rejectCommand(ctx, 'MAX_LEVERAGE_EXCEEDED', aboveMax);
   const account = ctx.account(cmd.account)!;
   const previous = leverageOf(account, spec, cmd.mode);
   const price = valuationPrice(market);
-  if (cmd.leverage > previous && price !== null && tierCanCap(spec, cmd.leverage)) {
+  if (cmd.leverage > previous && price !== null) {
     // Raising: the margin tier of the position caps the leverage too (research 1.2), with every
     // resting order of a side filled, as placement counts them. Lowering only needs the margin
     // to cover (engine-rules 9), whatever tier the mark has carried the position into.
     const size = sizeOf(account, cmd.market, cmd.mode);
-    const long = size + restingOpenQty(account, cmd.market, cmd.mode, true);
-    const short = size - restingOpenQty(account, cmd.market, cmd.mode, false);
-    const tooHigh =
-      (long > 0n ? tierLeverageProblem(spec, cmd.leverage, long, price) : undefined) ??
-      (short < 0n ? tierLeverageProblem(spec, cmd.leverage, short, price) : undefined);
+    const tierOfSide = (buy: boolean) =>
+      tierProblemAfter(
+        spec,
+        cmd.leverage,
+        size,
+        buy,
+        restingOpenQty(account, cmd.market, cmd.mode, buy),
+        price,
+      );
+    const tooHigh = tierOfSide(true) ?? tierOfSide(false);
     if (tooHigh !== undefined) return rejectCommand(ctx, 'MAX_LEVERAGE_EXCEEDED', tooHigh);
   }
   if (cmd.leverage < previous) {

@@ -161,6 +161,33 @@ export function tierCanCap(spec: Instrument, leverage: number): boolean {
   return leverage > (spec.tiers[spec.tiers.length - 1] as MarginTier).maxLeverage;
 }
 
+/** Why `leverage` (x100) is above the instrument's maximum; `undefined` when it is not. */
+export function maxLeverageProblem(spec: Instrument, leverage: number): string | undefined {
+  if (leverage <= spec.maxLeverage) return undefined;
+  return `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`;
+}
+
+/**
+ * Why `leverage` (x100) is too high once the position `size` has bought (`buy`) or sold
+ * `opening` more, valued at `price`: the margin tier it then sits in allows less (research 1.2).
+ * `undefined` when it fits, and when those fills leave it flat or on the other side (they only
+ * reduce it). Checked at placement, when a trigger fires, at a maker fill, a claim and a raise
+ * of leverage.
+ */
+export function tierProblemAfter(
+  spec: Instrument,
+  leverage: number,
+  size: bigint,
+  buy: boolean,
+  opening: bigint,
+  price: bigint,
+): string | undefined {
+  if (!tierCanCap(spec, leverage)) return undefined;
+  const after = size + (buy ? opening : -opening);
+  if (buy ? after <= 0n : after >= 0n) return undefined;
+  return tierLeverageProblem(spec, leverage, after, price);
+}
+
 /**
  * Leaves quantity of the scope's resting orders on one side that hold margin (not reduce-only):
  * the orders engine-rules 4 assumes fill first.

@@ -35,7 +35,7 @@ import {
   measureScope,
   sizeOf,
   tierCanCap,
-  tierLeverageProblem,
+  tierProblemAfter,
 } from '../margin/scope.js';
 import { removeTimeId } from '../persistent/sorted-set.js';
 import { applyStoredLeg, applyTradedLeg, newStoredTrade, storeTrade } from '../risk/trades.js';
@@ -294,13 +294,10 @@ export function makerTierAllows(ctx: Ctx, market: Market, maker: Order, qty: big
   const spec = market.spec;
   const account = ctx.account(maker.account)!;
   const leverage = leverageOf(account, spec, maker.marginMode);
-  if (!tierCanCap(spec, leverage)) return true;
-  const buy = maker.side === 'Buy';
-  const after = sizeOf(account, maker.market, maker.marginMode) + (buy ? qty : -qty);
-  if (buy ? after <= 0n : after >= 0n) return true; // it only reduces
-  return (
-    tierLeverageProblem(spec, leverage, after, market.prices.mark ?? maker.price) === undefined
-  );
+  if (!tierCanCap(spec, leverage)) return true; // per fill: the common case stops here
+  const size = sizeOf(account, maker.market, maker.marginMode);
+  const price = market.prices.mark ?? maker.price;
+  return tierProblemAfter(spec, leverage, size, maker.side === 'Buy', qty, price) === undefined;
 }
 
 /**

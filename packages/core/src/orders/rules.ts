@@ -20,11 +20,11 @@ import {
   holdIncrease,
   holdsMargin,
   leverageOf,
+  maxLeverageProblem,
   measureScope,
   restingOpenQty,
   sizeOf,
-  tierCanCap,
-  tierLeverageProblem,
+  tierProblemAfter,
 } from '../margin/scope.js';
 import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import { sweepDirection, triggerSatisfied } from './triggers-index.js';
@@ -269,23 +269,15 @@ export function leverageCapProblem(
   withTier = true,
 ): OrderProblem | undefined {
   const leverage = leverageOf(account, spec, order.marginMode);
-  if (leverage > spec.maxLeverage) {
-    return problem(
-      reject(
-        'MAX_LEVERAGE_EXCEEDED',
-        `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`,
-      ),
-      'MaxLeverage',
-    );
-  }
-  if (!withTier || !tierCanCap(spec, leverage)) return undefined;
+  const aboveMax = maxLeverageProblem(spec, leverage);
+  if (aboveMax !== undefined)
+    return problem(reject('MAX_LEVERAGE_EXCEEDED', aboveMax), 'MaxLeverage');
+  if (!withTier) return undefined;
   const buy = order.side === 'Buy';
   const stacked = others + leavesOf(order);
-  const after = size + (buy ? stacked : -stacked);
-  // Ending on the other side (or flat), the side's orders only reduce the position.
-  if (buy ? after <= 0n : after >= 0n) return undefined;
-  const tooHigh = tierLeverageProblem(spec, leverage, after, price);
+  const tooHigh = tierProblemAfter(spec, leverage, size, buy, stacked, price);
   if (tooHigh === undefined) return undefined;
+  const after = size + (buy ? stacked : -stacked);
   const notional = ((after < 0n ? -after : after) * price) / notionalScale(spec);
   const counted = others === 0n ? 'this order' : "this and the side's other resting orders";
   return problem(

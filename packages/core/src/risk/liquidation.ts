@@ -77,13 +77,13 @@ import {
   initialMargin,
   isolatedCash,
   leverageOf,
+  maxLeverageProblem,
   measureScope,
   positionOf,
   restingOpenQty,
   setIsolatedCash,
   sizeOf,
-  tierCanCap,
-  tierLeverageProblem,
+  tierProblemAfter,
   valuationPrice,
 } from '../margin/scope.js';
 import {
@@ -756,20 +756,18 @@ function claimLeverageProblem(
 ): string | undefined {
   const market = ctx.market(auction.market)!;
   const spec = market.spec;
-  if (leverage > spec.maxLeverage) {
-    return `leverage ${leverage / 100}x is above the ${spec.symbol} maximum ${spec.maxLeverage / 100}x`;
-  }
-  if (!tierCanCap(spec, leverage)) return undefined;
   const buy = auction.side === 'Buy';
   let stacked = quantity + restingOpenQty(account, auction.market, 'Cross', buy);
   ctx.state.auctions.forEach((a) => {
     if (a.market !== auction.market || a.side !== auction.side) return;
     for (const c of a.claims) if (c.claimant === account.address) stacked += c.quantity;
   });
-  const after = sizeOf(account, auction.market, 'Cross') + (buy ? stacked : -stacked);
-  if (buy ? after <= 0n : after >= 0n) return undefined;
+  const size = sizeOf(account, auction.market, 'Cross');
   const price = market.prices.mark ?? auctionPrice(auction, ctx.time);
-  return tierLeverageProblem(spec, leverage, after, price);
+  return (
+    maxLeverageProblem(spec, leverage) ??
+    tierProblemAfter(spec, leverage, size, buy, stacked, price)
+  );
 }
 
 /** Handles `claimLiquidation` (signed 0x0b). */
