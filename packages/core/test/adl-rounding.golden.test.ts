@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { LiquidationReport } from '../src/index.js';
-import { TestVenue, usd, wallet } from '../src/testing/index.js';
+import { TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
 
 const GOLD = wallet(0xb1);
 const SHORT = wallet(0xb2);
@@ -18,19 +18,7 @@ const SYM = 'THIRD-PERP';
 describe('ADL at a non-terminating bankruptcy price', () => {
   it('closes an isolated long 3 at ceil(200/3) and leaves the scope at +1 micro-unit, not below 0', () => {
     const v = new TestVenue();
-    v.list({
-      id: 1,
-      symbol: SYM,
-      tickSize: '0.5',
-      lotSize: '1',
-      quantityDecimals: 0,
-      maxLeverage: 20,
-      defaultLeverage: 20,
-      openInterestCap: '1000000',
-      makerFeeRate: '0',
-      takerFeeRate: '0',
-      liquidation: { feeRate: '0' },
-    });
+    v.list(wholeLotSettings(SYM));
     for (const w of [GOLD, SHORT, MM]) v.open(w);
     v.fund(SHORT, '10000');
     v.fund(MM, '100000');

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EngineEvent } from '../src/index.js';
-import { px, TestVenue, wallet } from '../src/testing/index.js';
+import { px, TestVenue, wallet, wholeLotSettings } from '../src/testing/index.js';
 
 const GOLD = wallet(0xa7);
 const MAKER = wallet(0xa8);
@@ -21,19 +21,7 @@ const SYM = 'X-PERP';
 /** Opens the long with `deposit` and moves the mark to 101.25; returns the oracle's events. */
 function markDown(deposit: string): { v: TestVenue; events: EngineEvent[] } {
   const v = new TestVenue();
-  v.list({
-    id: 1,
-    symbol: SYM,
-    tickSize: '0.5',
-    lotSize: '1',
-    quantityDecimals: 0,
-    maxLeverage: 20,
-    defaultLeverage: 20,
-    openInterestCap: '1000000',
-    makerFeeRate: '0',
-    takerFeeRate: '0',
-    liquidation: { feeRate: '0' },
-  });
+  v.list(wholeLotSettings(SYM));
   for (const w of [GOLD, MAKER, MM]) v.open(w);
   v.fund(MAKER, '10000000');
   v.fund(MM, '10000000');

@@ -24,7 +24,7 @@ import {
   rcmp,
   solvencyReport,
 } from '../src/index.js';
-import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
+import { px, T0, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
 
 const GOLD = wallet(0x60);
 const MAKER = wallet(0x61);
@@ -424,19 +424,7 @@ const insuranceOf = (events: readonly EngineEvent[]) =>
 describe('partial market steps above the threshold', () => {
   it('close 20% of the position rounded up to the lot, step after step', () => {
     const v = new TestVenue();
-    v.list({
-      id: 1,
-      symbol: 'X-PERP',
-      tickSize: '0.5',
-      lotSize: '1',
-      quantityDecimals: 0,
-      maxLeverage: 20,
-      defaultLeverage: 20,
-      openInterestCap: '1000000',
-      makerFeeRate: '0',
-      takerFeeRate: '0',
-      liquidation: { feeRate: '0' },
-    });
+    v.list(wholeLotSettings('X-PERP'));
     for (const w of [GOLD, MAKER, MM]) v.open(w);
     v.fund(MAKER, '10000000');
     v.fund(MM, '10000000');

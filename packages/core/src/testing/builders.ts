@@ -35,6 +35,26 @@ export function instrument(settings: InstrumentSettings): Instrument {
   return r.instrument;
 }
 
+/**
+ * A whole-lot perp for golden cases: tick 0.5, lot 1, 20x (maintenance 2.5 %) and 20x by
+ * default, no trading fees and no liquidation fee, so hand-computed numbers stay in round units.
+ */
+export function wholeLotSettings(symbol: string, id = 1): InstrumentSettings {
+  return {
+    id,
+    symbol,
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    defaultLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+    liquidation: { feeRate: '0' },
+  };
+}
+
 /** Settings of a BTC-like perp used across tests: tick 0.5, lot 0.001 at 4 decimals, 40x. */
 export const BTC_SETTINGS: InstrumentSettings = {
   id: 1,
