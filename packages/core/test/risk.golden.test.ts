@@ -1120,6 +1120,54 @@ describe('trade bust', () => {
     expect(v.outcome(v.run({ type: 'bustTrade', tradeId, reason: 'again' })).ok).toBe(false);
   });
 
+  /**
+   * Busting an increase rebuilds the later fills from the position before it: a partial close
+   * then an increase re-weights the entry by the size left (`entryNotionalAt`), exactly as the
+   * live ledger does in a venue where the busted trade never happened. Found by mutation: the
+   * property in risk.prop rarely draws this order of fills.
+   */
+  it('rebuilds a partial close and a later increase as if the busted fill never happened', () => {
+    const BUYER = wallet(0x92);
+    const SELLER = wallet(0x93);
+    const trade = (v: TestVenue, buyer: string, seller: string, qty: string, price: string) => {
+      v.expectOk(v.place(seller, 'X-PERP', { side: 'Sell', qty, price }));
+      const events = v.place(buyer, 'X-PERP', { side: 'Buy', qty, price });
+      const t = events.find((e) => e.type === 'trade');
+      return t?.type === 'trade' ? t.tradeId : 0;
+    };
+    const venue = () => {
+      const v = new TestVenue();
+      v.list(wholeLotSettings('X-PERP'));
+      for (const w of [BUYER, SELLER]) {
+        v.open(w);
+        v.fund(w, '100000');
+      }
+      v.oracle({ 'X-PERP': '100' });
+      return v;
+    };
+    const v = venue();
+    trade(v, BUYER, SELLER, '10', '100');
+    const busted = trade(v, BUYER, SELLER, '10', '90');
+    trade(v, SELLER, BUYER, '5', '110');
+    trade(v, BUYER, SELLER, '5', '120');
+    expect(v.outcome(v.run({ type: 'bustTrade', tradeId: busted, reason: 'x' })).ok).toBe(true);
+    const without = venue();
+    trade(without, BUYER, SELLER, '10', '100');
+    trade(without, SELLER, BUYER, '5', '110');
+    trade(without, BUYER, SELLER, '5', '120');
+    const figures = (x: TestVenue, w: string) =>
+      x.state.accounts
+        .get(w)!
+        .positions.map((p) => [p.size, p.entryNotional / p.entryQty, p.entryQty, p.realizedPnl]);
+    // 10 @ 100, 5 closed at 110 (+50), 5 added at 120: entry (5 x 100 + 5 x 120) / 10 = 110.
+    expect(figures(v, BUYER)).toEqual([[10n, px('110'), 10n, usd('50')]]);
+    expect(figures(v, SELLER)).toEqual([[-10n, px('110'), 10n, usd('-50')]]);
+    for (const w of [BUYER, SELLER]) {
+      expect(figures(v, w)).toEqual(figures(without, w));
+      expect(v.state.accounts.get(w)!.crossCash).toBe(without.state.accounts.get(w)!.crossCash);
+    }
+  });
+
   it('refuses to bust a liquidation fill', () => {
     const v = venueC();
     v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));

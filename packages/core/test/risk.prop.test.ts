@@ -714,6 +714,37 @@ function ledgerFromTrades(
   return { cash, fees, positions };
 }
 
+/** The venue's cash, fee pool and positions equal a replay of its non-busted trades. */
+function expectLedgerOf(v: TestVenue, deposits: Map<string, bigint>): void {
+  const trades = tradeRecords(v.state);
+  const want = ledgerFromTrades(trades, deposits, (m) => v.state.markets.get(m)!.spec);
+  expect(v.state.feePool).toBe(want.fees);
+  v.state.accounts.forEach((a) => {
+    expect(a.crossCash).toBe(want.cash.get(`${a.address}|0`) ?? 0n);
+    for (const pool of a.isolated) {
+      expect(pool.cash).toBe(want.cash.get(`${a.address}|${pool.market}`) ?? 0n);
+    }
+    for (const p of a.positions) {
+      const w = want.positions.get(`${a.address}|${p.market}|${p.mode}`)!;
+      expect([p.size, p.entryNotional, p.entryQty, p.realizedPnl, p.openedTime]).toEqual([
+        w.size,
+        w.entryNotional,
+        w.entryQty,
+        w.realizedPnl,
+        w.openedTime,
+      ]);
+    }
+  });
+  for (const [key, w] of want.positions) {
+    if (w.size === 0n) continue;
+    const [addr, m, mode] = key.split('|');
+    const p = v.state.accounts
+      .get(addr!)!
+      .positions.find((x) => x.market === Number(m) && x.mode === mode);
+    expect(p?.size).toBe(w.size);
+  }
+}
+
 describe('trade busts', () => {
   it('after busting trades the state equals the history without them (positions, cash, fees)', () => {
     fc.assert(
@@ -758,6 +789,9 @@ describe('trade busts', () => {
               isolated: o.iso,
             });
           }
+          // Before any bust the positions come from the live ledger alone: replaying the trades
+          // with `nextPosition` must give them, or the reference below would share its mistakes.
+          expectLedgerOf(v, deposits);
           const ids = v.state.trades.keys();
           for (const p of picks) {
             if (ids.length === 0) break;
@@ -772,33 +806,7 @@ describe('trade busts', () => {
               expect(events.some((e) => e.type === 'tradeBusted' && e.tradeId === id)).toBe(true);
             }
           }
-          const trades = tradeRecords(v.state);
-          const want = ledgerFromTrades(trades, deposits, (m) => v.state.markets.get(m)!.spec);
-          expect(v.state.feePool).toBe(want.fees);
-          v.state.accounts.forEach((a) => {
-            expect(a.crossCash).toBe(want.cash.get(`${a.address}|0`) ?? 0n);
-            for (const pool of a.isolated) {
-              expect(pool.cash).toBe(want.cash.get(`${a.address}|${pool.market}`) ?? 0n);
-            }
-            for (const p of a.positions) {
-              const w = want.positions.get(`${a.address}|${p.market}|${p.mode}`)!;
-              expect([p.size, p.entryNotional, p.entryQty, p.realizedPnl, p.openedTime]).toEqual([
-                w.size,
-                w.entryNotional,
-                w.entryQty,
-                w.realizedPnl,
-                w.openedTime,
-              ]);
-            }
-          });
-          for (const [key, w] of want.positions) {
-            if (w.size === 0n) continue;
-            const [addr, m, mode] = key.split('|');
-            const p = v.state.accounts
-              .get(addr!)!
-              .positions.find((x) => x.market === Number(m) && x.mode === mode);
-            expect(p?.size).toBe(w.size);
-          }
+          expectLedgerOf(v, deposits);
         },
       ),
       { numRuns: runs },
