@@ -1048,6 +1048,71 @@ describe('liquidation auction', () => {
     expect(auctionPrice(sell, start + 1)).toBe(108_000_066_666_666_666_666n);
   });
 
+  // Found by mutation: the three checks below passed the suite without a test of their own.
+  it('refuses a claim on your own liquidation, from another scope of the same account', () => {
+    const { v } = auctionVenue();
+    // GOLD's isolated scope is in the auction; its cross scope is free, but it is still GOLD.
+    v.fund(GOLD, '10000');
+    const own = v.run({
+      type: 'claimLiquidation',
+      account: GOLD,
+      auctionId: 1,
+      quantity: 10n,
+      maxPrice: px('92'),
+    });
+    expect(v.outcome(own)).toMatchObject({
+      ok: false,
+      code: 4000,
+      message: 'INVALID_REQUEST: cannot claim your own liquidation',
+    });
+    expect(liveAuctions(v.state)[0]!.remaining).toBe(100n);
+  });
+
+  it('accepts a claim whose reservation is exactly the margin available', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const EXACT = wallet(0x85);
+    v.open(EXACT);
+    // 60 at 91 (half-way) at 10x reserves 546: all of it.
+    v.fund(EXACT, '546');
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: EXACT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    expect(v.state.accounts.get(EXACT)!.claimReserve).toBe(usd('546'));
+  });
+
+  it('settles a claim only up to the position left when a bust shrank it during the auction', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: CLAIMANT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    // Trade 1 is GOLD's buy of 50 from S1: busting it leaves GOLD long 50 in the auction.
+    ok(v.run({ type: 'bustTrade', time: start + 16_000, tradeId: 1, reason: 'price error' }));
+    expect(v.state.accounts.get(GOLD)!.positions[0]!.size).toBe(50n);
+    const end = v.run({ type: 'tick', time: start + 30_000 });
+    const claims = reportsOf(end, 'LiquidationClaim', CLAIMANT);
+    expect(claims.map((r) => [r.status, r.fill?.quantity])).toEqual([['Settled', 50n]]);
+    // GOLD is flat, not short the 10 the claim asked beyond it; the claimant holds 50.
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    expect(v.state.accounts.get(CLAIMANT)!.positions.map((p) => p.size)).toEqual([50n]);
+    expect(v.state.accounts.get(CLAIMANT)!.claimReserve).toBe(0n);
+  });
+
   it('settles at once when fully claimed', () => {
     const { v } = auctionVenue();
     const events = v.run({
