@@ -356,6 +356,38 @@ describe('nonces of signed requests', () => {
     );
     expect(stale.ok ? '' : stale.message).toMatch(/too old/);
   });
+  // Found by mutation: each edge below could move by one unit and every test still passed.
+  const buy = { side: 'Buy' as const, qty: '0.001', price: '40000' };
+  const placeAt = (time: number, nonce: number, deadlineSec: number) =>
+    outcome(v.place(A, 'BTC-PERP', buy, { time, auth: auth(nonce, deadlineSec) }));
+  const message = (o: Outcome) => (o.ok ? '' : o.message);
+
+  it('accepts a nonce exactly 5 minutes ahead and refuses one a millisecond further', () => {
+    const t = v.time + 1;
+    const deadline = Math.floor(t / 1000) + 60;
+    expect(message(placeAt(t, t + 300_001, deadline))).toMatch(/too far in the future/);
+    expect(placeAt(t, t + 300_000, deadline).ok).toBe(true);
+  });
+
+  it('remembers a nonce for as long as the window could accept it again, then calls it too old', () => {
+    const t = v.time + 1;
+    // A nonce 5 minutes ahead is inside the window until 10 minutes after it arrived.
+    expect(placeAt(t, t + 300_000, Math.floor(t / 1000) + 60).ok).toBe(true);
+    const last = t + 600_000;
+    const deadline = Math.floor(last / 1000) + 60;
+    expect(message(placeAt(last, t + 300_000, deadline))).toMatch(/replayed/);
+    expect(message(placeAt(last + 1, t + 300_000, deadline))).toMatch(/too old/);
+  });
+
+  it('refuses a deadline equal to the command time and accepts one exactly an hour ahead', () => {
+    // A whole second, so a deadline in seconds can equal the command time.
+    const t = (Math.floor(v.time / 1000) + 1) * 1000;
+    const now = t / 1000;
+    expect(message(placeAt(t, t, now))).toMatch(/^INVALID_NONCE: deadline passed/);
+    const far = placeAt(t, t, now + 3601);
+    expect(far.ok ? 0 : far.code).toBe(4000);
+    expect(placeAt(t, t, now + 3600).ok).toBe(true);
+  });
 });
 
 describe('rate accounting', () => {
