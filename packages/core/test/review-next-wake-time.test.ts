@@ -1,0 +1,48 @@
+/**
+ * Review finding: after `setInstrument` shortens a market's funding interval, `nextWakeTime`
+ * returns a time before the state's time (the next boundary of the new grid after the last
+ * funding time, which is already past). docs/core-library.md section 5 tells a simulation to
+ * send a `tick` at each `nextWakeTime` ("as the service's host does"); with that loop `reduce`
+ * throws `command time ... is before the engine time ...` and the simulation dies.
+ *
+ * Hourly funding settled at 01:00; at 01:50 the operator switches to 30-minute funding:
+ * nextWakeTime says 01:30.
+ */
+
+import { type EngineEvent, instrumentSettingsOf, nextWakeTime, reduce } from '@perp/core';
+import { BTC_SETTINGS, instrument, T0, TestVenue } from '@perp/core/testing';
+import { describe, expect, it } from 'vitest';
+
+const HOUR = 3_600_000;
+
+describe('review: nextWakeTime after a shorter funding interval', () => {
+  it('is never before the state time, so the documented tick loop does not throw', () => {
+    const v = new TestVenue();
+    const spec = v.list(BTC_SETTINGS);
+    v.oracle({ 'BTC-PERP': '65000' });
+    v.run({ type: 'tick', time: T0 + HOUR }); // settles 01:00
+    v.run({ type: 'tick', time: T0 + HOUR + 50 * 60_000 }); // 01:50
+    const halfHourly = instrument({
+      ...instrumentSettingsOf(spec),
+      funding: { ...instrumentSettingsOf(spec).funding, intervalMs: 30 * 60_000 },
+    });
+    v.expectOk(v.run({ type: 'setInstrument', instrument: halfHourly }));
+
+    const wake = nextWakeTime(v.state);
+    // Actual: T0 + 1.5 h, 20 minutes before the state's time.
+    expect(wake).not.toBeNull();
+    expect(wake!).toBeGreaterThanOrEqual(v.state.time);
+
+    // The loop of docs/core-library.md section 5, as written.
+    let s = v.state;
+    const due: EngineEvent[] = [];
+    const until = s.time + HOUR;
+    expect(() => {
+      for (let t = nextWakeTime(s); t !== null && t <= until; t = nextWakeTime(s)) {
+        const r = reduce(s, { type: 'tick', time: t });
+        s = r.state;
+        due.push(...r.events);
+      }
+    }).not.toThrow();
+  });
+});
