@@ -11,6 +11,8 @@
  *    with 4000 naming it ... and the state comes back unchanged". A command without `time` (or
  *    with a string time, as JSON from another tool may carry) makes `reduce` throw an
  *    `InvariantError` instead.
+ * 4. The TSDoc of `decodeSnapshotText` says it converts "an older one this build converts
+ *    (version 5)"; the build converts versions 5 and 6 (`CONVERSIONS`, `SNAPSHOT_VERSION` 7).
  */
 import { readFileSync } from 'node:fs';
 import {
@@ -19,6 +21,7 @@ import {
   encodeSnapshot,
   outcomeOf,
   reduce,
+  SNAPSHOT_VERSION,
   SnapshotFormatError,
 } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
@@ -61,5 +64,12 @@ describe('review: documentation', () => {
       out = outcomeOf(reduce(v.state, command).events);
     }).not.toThrow();
     expect(out?.ok ? 'accepted' : out?.code).toBe(4000);
+  });
+
+  it('the TSDoc of decodeSnapshotText names every version it converts', () => {
+    const source = readFileSync(new URL('../src/engine/snapshot.ts', import.meta.url), 'utf8');
+    expect(SNAPSHOT_VERSION).toBe(7);
+    // Actual: "... or of an older one this build converts (version 5), ..." while 6 converts too.
+    expect(source).not.toContain('an older one this build converts (version 5)');
   });
 });
