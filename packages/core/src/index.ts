@@ -29,7 +29,7 @@ export * from './engine/commands.js';
 export type { Ctx, PendingScope, ReportDraft } from './engine/context.js';
 export * from './engine/events.js';
 export { viewOf } from './engine/events.js';
-export { createEngineState, DEFAULT_VENUE_SETTINGS } from './engine/genesis.js';
+export { createEngineState, DEFAULT_VENUE_SETTINGS, venueSettingsOf } from './engine/genesis.js';
 export {
   type BatchResult,
   outcomeOf,

@@ -17,7 +17,37 @@ export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
   maxRetainedTrades: 100_000,
 };
 
-/** A new, empty engine state at time `time` (ms). */
+/**
+ * The defaults with `overrides` applied. A setting given as `undefined` (what
+ * `{ marginChecks: config.marginChecks }` gives when the option is unset) keeps its default:
+ * a plain spread would turn margin checks off or make every trade unbustable. A setting of the
+ * wrong type, a negative or fractional number, or an unknown name (a misspelt setting would
+ * otherwise be ignored) throws a `TypeError` naming it.
+ */
+export function venueSettingsOf(overrides: Partial<VenueSettings> = {}): VenueSettings {
+  const given = overrides as Record<string, unknown>;
+  for (const name of Object.keys(given)) {
+    if (!Object.hasOwn(DEFAULT_VENUE_SETTINGS, name)) {
+      throw new TypeError(`unknown venue setting ${JSON.stringify(name)}`);
+    }
+  }
+  const merged: Record<string, unknown> = {};
+  for (const [name, fallback] of Object.entries(DEFAULT_VENUE_SETTINGS)) {
+    const value = given[name] ?? fallback;
+    if (typeof value !== typeof fallback) {
+      throw new TypeError(
+        `venue setting ${name} must be a ${typeof fallback}, got ${typeof value}`,
+      );
+    }
+    if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
+      throw new TypeError(`venue setting ${name} must be a whole number >= 0, got ${value}`);
+    }
+    merged[name] = value;
+  }
+  return merged as unknown as VenueSettings;
+}
+
+/** A new, empty engine state at time `time` (ms); `settings` as in {@link venueSettingsOf}. */
 export function createEngineState(settings: Partial<VenueSettings> = {}, time = 0): EngineState {
   return {
     edit: null,
@@ -25,7 +55,7 @@ export function createEngineState(settings: Partial<VenueSettings> = {}, time = 
     commandCount: 0,
     rulesVersion: null,
     counters: { order: 0, trade: 0, exec: 0, command: 0, liquidation: 0, auction: 0 },
-    settings: { ...DEFAULT_VENUE_SETTINGS, ...settings },
+    settings: venueSettingsOf(settings),
     markets: PMap.empty(),
     symbols: PMap.empty(),
     accounts: PMap.empty(),

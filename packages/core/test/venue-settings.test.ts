@@ -1,0 +1,68 @@
+/**
+ * Venue settings given to `createEngineState` (and `TestVenue`, which passes them through).
+ * They used to be merged with a plain object spread, so a setting present but `undefined`
+ * replaced its default: `{ marginChecks: undefined }` (what `{ marginChecks: config.marginChecks }`
+ * gives when the option is unset; TypeScript accepts it without `exactOptionalPropertyTypes`,
+ * JavaScript always) silently turned the venue into book-only mode: no margin check at
+ * placement, no solvency guard, no liquidation. Found by a review.
+ */
+
+import { createEngineState, outcomeOf, venueSettingsOf } from '@perp/core';
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { describe, expect, it } from 'vitest';
+
+// What a caller's optional configuration looks like when nothing is configured.
+const config: { marginChecks?: boolean; tradeRetentionMs?: number } = {};
+
+describe('venue settings left undefined', () => {
+  it('an undefined setting takes the default (margin checks stay on)', () => {
+    const state = createEngineState(
+      { marginChecks: config.marginChecks, tradeRetentionMs: config.tradeRetentionMs } as never,
+      0,
+    );
+    expect(state.settings.marginChecks).toBe(true);
+    expect(state.settings.tradeRetentionMs).toBe(3_600_000);
+  });
+
+  it('a 100 USD account cannot buy 650,000 USD of BTC because a setting was undefined', () => {
+    const v = new TestVenue({ settings: { marginChecks: config.marginChecks } as never });
+    v.list(BTC_SETTINGS);
+    const [poor, maker] = [wallet(1), wallet(2)];
+    v.open(poor);
+    v.open(maker);
+    v.fund(poor, '100');
+    v.fund(maker, '10000000');
+    v.oracle({ 'BTC-PERP': '65000' });
+    v.place(maker, 'BTC-PERP', { side: 'Sell', qty: '10', price: '65000' });
+    const buy = outcomeOf(v.place(poor, 'BTC-PERP', { side: 'Buy', qty: '10', price: '65000' }));
+    // Expected: refused with 4100 (needs 65,000 of margin at 10x, has 100).
+    // Actual: accepted and filled; the account is 650,000 USD in debt after a crash and is
+    // never liquidated.
+    expect(buy.ok).toBe(false);
+    expect(buy.ok ? undefined : buy.code).toBe(4100);
+  });
+});
+
+describe('venue settings of the wrong shape', () => {
+  it('refuses a misspelt setting instead of ignoring it', () => {
+    expect(() => createEngineState({ marginCheck: false } as never)).toThrow(
+      'unknown venue setting "marginCheck"',
+    );
+  });
+
+  it('refuses a setting of the wrong type, negative or fractional', () => {
+    expect(() => venueSettingsOf({ marginChecks: 'false' } as never)).toThrow(
+      'venue setting marginChecks must be a boolean, got string',
+    );
+    expect(() => venueSettingsOf({ tradeRetentionMs: -1 })).toThrow(/tradeRetentionMs/);
+    expect(() => venueSettingsOf({ maxRetainedTrades: 1.5 })).toThrow(/maxRetainedTrades/);
+  });
+
+  it('keeps what is given and defaults the rest', () => {
+    expect(venueSettingsOf({ marginChecks: false, tradeRetentionMs: 0 })).toEqual({
+      ...venueSettingsOf(),
+      marginChecks: false,
+      tradeRetentionMs: 0,
+    });
+  });
+});
