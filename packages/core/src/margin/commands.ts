@@ -124,6 +124,8 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   const bad = targetProblem(ctx, cmd.target);
   if (bad !== undefined) return fail(ctx, 'INVALID_REQUEST', bad);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
+  if (!ADDRESS_RE.test(cmd.account))
+    return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const { mode, market } = cmd.target;
@@ -195,6 +197,8 @@ export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
   if (ctx.market(cmd.market) === undefined)
     return fail(ctx, 'INVALID_REQUEST', `unknown market ${cmd.market}`);
   if (cmd.amount <= 0n) return fail(ctx, 'INVALID_REQUEST', 'amount must be positive');
+  if (!ADDRESS_RE.test(cmd.account))
+    return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const fromCross = cmd.direction === 'crossToIsolated';
@@ -232,6 +236,8 @@ export function updateLeverage(ctx: Ctx, cmd: UpdateLeverageCommand): void {
   if (!Number.isInteger(cmd.leverage) || cmd.leverage < 100) {
     return fail(ctx, 'INVALID_REQUEST', 'leverage must be an integer x100 of at least 100 (1x)');
   }
+  if (!ADDRESS_RE.test(cmd.account))
+    return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const spec = market.spec;

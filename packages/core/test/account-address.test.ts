@@ -1,10 +1,11 @@
 /**
- * Review finding: docs/core-library.md says "Accounts are lowercase 0x addresses: openAccount
+ * docs/core-library.md says "Accounts are lowercase 0x addresses: openAccount
  * refuses any other spelling, and reads such as accountSummary find nothing under a checksummed
  * one". `deposit` checks the spelling too, but `withdraw`, `transferMargin` and
- * `updateLeverage` (on the unsigned path of simulations and tests) create an account under
- * whatever string they are given (`ensureAccount` without the address check). After that the
- * checksummed twin trades (placeOrder no longer answers 4040) and `accountSummary` finds it.
+ * `updateLeverage` (on the unsigned path of simulations and tests) used to create an account
+ * under whatever string they were given (`ensureAccount` without the address check). After that
+ * the checksummed twin traded (placeOrder no longer answered 4040) and `accountSummary` found
+ * it. Found by a review.
  */
 
 import { accountSummary, type Command, outcomeOf } from '@perp/core';
@@ -20,7 +21,7 @@ function venue(): TestVenue {
   return v;
 }
 
-describe('review: account spellings other than lowercase 0x addresses', () => {
+describe('account spellings other than lowercase 0x addresses', () => {
   const commands: [string, (account: string) => Omit<Command, 'time'>][] = [
     [
       'updateLeverage',
@@ -52,16 +53,15 @@ describe('review: account spellings other than lowercase 0x addresses', () => {
       it(`${name} from ${account} is refused and opens no account`, () => {
         const v = venue();
         const out = outcomeOf(v.run(make(account) as never));
-        // Expected as openAccount and deposit: 4000 "account must be a lowercase 0x address".
+        // As openAccount and deposit: 4000 "account must be a lowercase 0x address".
         expect(out.ok ? 'accepted' : out.code).toBe(4000);
-        // Actual: the account exists afterwards.
         expect(v.state.accounts.get(account)).toBeUndefined();
         expect(accountSummary(v.state, account, v.time)).toBeUndefined();
       });
     }
   }
 
-  it('openAccount and deposit refuse the same spelling (for comparison: these pass)', () => {
+  it('openAccount and deposit refuse the same spelling', () => {
     const v = venue();
     expect(outcomeOf(v.run({ type: 'openAccount', account: CHECKSUMMED })).ok).toBe(false);
     const deposit = outcomeOf(
