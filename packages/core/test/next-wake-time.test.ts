@@ -1,9 +1,10 @@
 /**
- * Review finding: after `setInstrument` shortens a market's funding interval, `nextWakeTime`
- * returns a time before the state's time (the next boundary of the new grid after the last
+ * After `setInstrument` shortens a market's funding interval, `nextWakeTime` used to return a
+ * time before the state's time (the next boundary of the new grid after the last
  * funding time, which is already past). docs/core-library.md section 5 tells a simulation to
  * send a `tick` at each `nextWakeTime` ("as the service's host does"); with that loop `reduce`
- * throws `command time ... is before the engine time ...` and the simulation dies.
+ * threw `command time ... is before the engine time ...` and the simulation died. Found by a
+ * review.
  *
  * Hourly funding settled at 01:00; at 01:50 the operator switches to 30-minute funding:
  * nextWakeTime says 01:30.
@@ -15,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 
 const HOUR = 3_600_000;
 
-describe('review: nextWakeTime after a shorter funding interval', () => {
+describe('nextWakeTime after a shorter funding interval', () => {
   it('is never before the state time, so the documented tick loop does not throw', () => {
     const v = new TestVenue();
     const spec = v.list(BTC_SETTINGS);
@@ -29,9 +30,8 @@ describe('review: nextWakeTime after a shorter funding interval', () => {
     v.expectOk(v.run({ type: 'setInstrument', instrument: halfHourly }));
 
     const wake = nextWakeTime(v.state);
-    // Actual: T0 + 1.5 h, 20 minutes before the state's time.
-    expect(wake).not.toBeNull();
-    expect(wake!).toBeGreaterThanOrEqual(v.state.time);
+    // The 01:30 settlement is overdue: it is due now, not 20 minutes ago.
+    expect(wake).toBe(v.state.time);
 
     // The loop of docs/core-library.md section 5, as written.
     let s = v.state;
@@ -44,5 +44,10 @@ describe('review: nextWakeTime after a shorter funding interval', () => {
         due.push(...r.events);
       }
     }).not.toThrow();
+    // The overdue 01:30 settlement is paid first, then the new grid's 02:00 and 02:30.
+    const settled = due.flatMap((e) =>
+      e.type === 'fundingSettled' ? [e.settlement.fundingTime - T0] : [],
+    );
+    expect(settled).toEqual([1.5 * HOUR, 2 * HOUR, 2.5 * HOUR]);
   });
 });
