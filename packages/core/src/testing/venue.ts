@@ -38,7 +38,9 @@ export interface TestVenueOptions {
 export class TestVenue {
   state: EngineState;
   time: number;
+  /** Every command run so far, in order, including one that made `reduce` throw. */
   readonly log: Command[] = [];
+  /** The events of each command that completed (one entry per command, without a thrown one). */
   readonly history: EngineEvent[][] = [];
   private readonly purity: boolean;
   private readonly invariants: boolean;
@@ -50,11 +52,16 @@ export class TestVenue {
     this.invariants = options.checkInvariants ?? true;
   }
 
-  /** Runs one command (time defaults to the venue clock + 1 ms) and returns its events. */
+  /**
+   * Runs one command (time defaults to the venue clock + 1 ms) and returns its events. The
+   * command joins `log` before it is reduced, so a log saved after `reduce` threw (or the purity
+   * check failed) ends with the command that did it and replays to the same failure.
+   */
   run(input: CommandInput): EngineEvent[] {
     const time = input.time ?? this.time + 1;
     this.time = Math.max(this.time, time);
     const cmd = { ...input, time } as Command;
+    this.log.push(cmd);
     const before = this.purity ? stateHash(this.state) : '';
     const input_ = this.state;
     const { state, events } = reduce(this.state, cmd);
@@ -62,7 +69,6 @@ export class TestVenue {
       throw new Error(`reduce mutated its input on ${cmd.type}`);
     }
     this.state = state;
-    this.log.push(cmd);
     this.history.push(events);
     if (this.invariants) checkInvariants(state);
     return events;
@@ -148,7 +154,7 @@ export class TestVenue {
     });
   }
 
-  /** Moves the clock forward (expiries apply on the next command). */
+  /** Moves the clock forward by a `tick`, which applies the expiries, funding and auction ends due by then. */
   advance(ms: number): EngineEvent[] {
     return this.run({ type: 'tick', time: this.time + ms });
   }
