@@ -494,9 +494,10 @@ export interface DecodedSnapshot {
 }
 
 /**
- * Decodes snapshot text of this version, or of an older one this build converts (version 5), into
- * published states (owned by nobody). Throws {@link SnapshotFormatError} on anything else. Check
- * a recorded hash against `written`, then use `state`.
+ * Decodes snapshot text of this version, or of an older one this build still converts (a wrong
+ * version's error lists them), into published states (owned by nobody). Throws
+ * {@link SnapshotFormatError} on anything else, damaged content included. Check a recorded hash
+ * against `written`, then use `state`.
  */
 export function decodeSnapshotText(text: string): DecodedSnapshot {
   let parsed: unknown;
@@ -513,14 +514,21 @@ export function decodeSnapshotText(text: string): DecodedSnapshot {
     (version !== SNAPSHOT_VERSION && !CONVERSIONS.has(version))
   )
     fail(`expected version ${SNAPSHOT_VERSION} (or ${[...CONVERSIONS.keys()].join(', ')})`);
-  const written = decodeState(doc.state);
-  let state = written;
-  for (let v = version; v < SNAPSHOT_VERSION; v++) {
-    const convert = CONVERSIONS.get(v);
-    if (convert === undefined) fail(`no conversion from version ${v}`);
-    state = convert(state);
+  try {
+    const written = decodeState(doc.state);
+    let state = written;
+    for (let v = version; v < SNAPSHOT_VERSION; v++) {
+      const convert = CONVERSIONS.get(v);
+      if (convert === undefined) fail(`no conversion from version ${v}`);
+      state = convert(state);
+    }
+    return { version, written, state };
+  } catch (e) {
+    // The structures a decoded state is rebuilt into check their own consistency (a trade
+    // stored under another id, ...) and throw their own errors: to a caller it is damaged text.
+    if (e instanceof SnapshotFormatError) throw e;
+    return fail(`damaged state: ${(e as Error).message}`);
   }
-  return { version, written, state };
 }
 
 /**
