@@ -126,7 +126,13 @@ export function liquidationPrice(
   return solve(market.spec, position.size, mark, c.equity, other, true);
 }
 
-/** Bankruptcy price of a position (equity zero), or `null` where none exists. */
+/**
+ * Bankruptcy price of a position, exact, or `null` where none exists (at or below zero): the
+ * mark at which the position's share of its scope's equity is used up. In a cross scope the
+ * equity is shared among the positions by maintenance margin (docs/risk-engine.md), as the
+ * engine prices auctions and ADL; for an isolated position, or a lone cross one, that share is
+ * all of it. The engine rounds it for the venue (up for a long, down for a short).
+ */
 export function bankruptcyPrice(
   state: EngineState,
   account: Account,
@@ -139,6 +145,10 @@ export function bankruptcyPrice(
     const equity = radd(cash, rmul(sizeRational(market.spec, position.size), mark));
     return solve(market.spec, position.size, mark, equity, ratio(0n), false);
   }
-  const { equity } = crossExact(state, account);
-  return solve(market.spec, position.size, mark, equity, ratio(0n), false);
+  const c = crossExact(state, account);
+  const share =
+    c.totalMaintenance.num === 0n
+      ? c.equity
+      : rdiv(rmul(c.equity, c.maintenance.get(position) ?? ratio(0n)), c.totalMaintenance);
+  return solve(market.spec, position.size, mark, share, ratio(0n), false);
 }

@@ -1,11 +1,10 @@
 /**
- * Review finding: the exported `bankruptcyPrice` is not the bankruptcy price the engine
- * liquidates at. docs/risk-engine.md defines it for a scope of exact equity A as
+ * The exported `bankruptcyPrice` is the bankruptcy price the engine liquidates at (it used to
+ * give each cross position the whole scope equity; found by a review). docs/risk-engine.md defines it for a scope of exact equity A as
  * `P_k = M_k - A x (MM_k / sum MM) / s_k` (the equity shared among the scope's positions by
  * maintenance margin), and the engine's auctions end there and ADL fills there
- * (`bankruptcyRaw`). `bankruptcyPrice` instead gives every position the whole scope equity
- * (`M - AVc / s`), which only agrees for a single position. A quant who reads the docs and calls
- * `bankruptcyPrice` to predict an auction's end price is off by thousands.
+ * (`bankruptcyRaw`). Giving every position the whole scope equity (`M - AVc / s`) agrees only
+ * for a single position: a quant predicting an auction's end price was off by thousands.
  *
  * Golden case B of research perp-mechanics 6.4: long 1 BTC @ 60,000 (10x, maxLev 40), short 10
  * ETH @ 3,000 (5x, maxLev 25), deposit 20,000, no fees; marks 58,000 and 3,100.
@@ -48,7 +47,7 @@ function caseB(): { v: TestVenue; gold: string } {
 
 const raw = (r: Rational | null): bigint | null => (r === null ? null : toFixedHalfEven(r, 18));
 
-describe('review: bankruptcyPrice of a cross scope with two positions', () => {
+describe('bankruptcyPrice of a cross scope with two positions', () => {
   it('is the price the engine liquidates at (risk-engine.md: equity shared by MM)', () => {
     const { v, gold } = caseB();
     const account = v.state.accounts.get(gold)!;
@@ -60,7 +59,8 @@ describe('review: bankruptcyPrice of a cross scope with two positions', () => {
     const ends = new Map(liveAuctions(v.state).map((a) => [a.market, a.endPrice]));
     expect(formatPrice(ends.get(1)!)).toBe('48836.431226765799256506');
     expect(formatPrice(ends.get(2)!)).toBe('3883.64312267657992565');
-    // Actual: 41000 (58,000 - 17,000) and 4800 (3,100 + 17,000 / 10).
+    // Exact, rounded half-even to 18 decimals here; the engine rounds up for the long and
+    // down for the short. Not 41,000 (58,000 - 17,000) and 4,800 (3,100 + 17,000 / 10).
     expect(formatPrice(btc!)).toBe('48836.431226765799256506');
     expect(formatPrice(eth!)).toBe('3883.643122676579925651');
   });
