@@ -133,6 +133,27 @@ describe('referral application', () => {
     const o = outcome(v.run({ type: 'createReferralCode', kind: 'system', maxUses: 3 }));
     expect(o.ok && o.kind === 'referralCode' ? o.code.code : '').toMatch(/^[A-Z0-9]{7}$/);
   });
+
+  // Found by mutation: none of these three refusals had a test.
+  it('refuses a code that exists, a system code with an owner and a code of 0 uses', () => {
+    mint('TAKEN');
+    const before = v.state;
+    const refusal = (cmd: Record<string, unknown>) => {
+      const o = outcome(v.run({ type: 'createReferralCode', ...cmd } as never));
+      return o.ok ? 'accepted' : o.message;
+    };
+    expect(refusal({ code: 'TAKEN', kind: 'system', maxUses: 5 })).toBe(
+      'INVALID_REQUEST: code TAKEN already exists',
+    );
+    expect(refusal({ code: 'OWNED', kind: 'system', maxUses: 5, owner: OWNER })).toBe(
+      'INVALID_REQUEST: a system code has no owner',
+    );
+    expect(refusal({ code: 'EMPTY', kind: 'system', maxUses: 0 })).toBe(
+      'INVALID_REQUEST: maxUses must be a positive integer',
+    );
+    expect(v.state.referralCodes).toBe(before.referralCodes);
+    expect(v.state.referralCodes.get('TAKEN')!.maxUses).toBe(10);
+  });
 });
 
 describe('authentication and the gate', () => {
