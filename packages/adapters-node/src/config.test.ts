@@ -83,6 +83,10 @@ describe('--config as a whole', () => {
     expect(merged({ limits: { connectionsPerIp: 0 } })).toThrow(
       'limits.connectionsPerIp must be an integer >= 1, not 0',
     );
+    // 0 would reset every plain HTTP connection as it is accepted.
+    expect(merged({ limits: { httpConnectionsPerIp: 0 } })).toThrow(
+      'limits.httpConnectionsPerIp must be an integer >= 1, not 0',
+    );
     expect(merged({ limits: { pingIntervalMs: 2 ** 31 } })).toThrow(
       'limits.pingIntervalMs must be an integer in 1..2147483647, not 2147483648',
     );

@@ -22,6 +22,12 @@ export interface LimitsConfig {
    * before any authentication (protocol.md: 30); an authenticated socket keeps its slot.
    */
   readonly connectionsPerIp: number;
+  /**
+   * Plain HTTP connections one client IP may hold open at once, idle keep-alive ones included;
+   * one over it is reset as it is accepted (docs/protocol-decisions.md). A socket upgraded to a
+   * WebSocket leaves this count for `connectionsPerIp`, so it does not lower that cap.
+   */
+  readonly httpConnectionsPerIp: number;
   /** Public reads per second per client IP (protocol.md: 100). */
   readonly publicReadsPerSecond: number;
   /**
@@ -120,6 +126,9 @@ export const DEFAULT_CONFIG: VenueConfig = {
   limits: {
     connectionsPerAccount: 8,
     connectionsPerIp: 30,
+    // Above the 100 requests per second an address may make, so a burst over that budget is
+    // answered 429 with Retry-After rather than cut off; a quarter of the common 1,024 ulimit -n.
+    httpConnectionsPerIp: 256,
     publicReadsPerSecond: 100,
     requestTimeoutMs: 10_000,
     maxMessageBytes: 64 * 1024,

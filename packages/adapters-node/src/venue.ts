@@ -47,6 +47,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { HttpConnectionCap } from './http/connection-cap.js';
 import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
@@ -517,6 +518,9 @@ async function startLocked(
       socket.destroy();
     },
   });
+  // Counted from the first connection: Fastify creates the server here, it listens further down.
+  const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp);
+  httpConnections.attach(app.server);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
@@ -578,6 +582,9 @@ async function startLocked(
       return;
     }
     handler(req, socket, head);
+    // The WebSocket service has counted the socket under connectionsPerIp (or refused it and
+    // destroyed it): it no longer holds one of the address's plain HTTP connections.
+    httpConnections.release(socket);
   });
   // Without a listener Node closes a CONNECT request's socket without a word.
   app.server.on('connect', (req, socket) => {

@@ -8,7 +8,7 @@
  * @module
  */
 
-/** Open WebSocket connections per client IP, bounded by `perAddress`. */
+/** Open connections per client IP, bounded by `perAddress` (the HTTP cap keeps one too). */
 export class ConnectionSlots {
   readonly perAddress: number;
   private readonly open = new Map<string, number>();
