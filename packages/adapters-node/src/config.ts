@@ -180,12 +180,18 @@ export function mergeConfig(base: VenueConfig, override: unknown): VenueConfig {
     }
     return out;
   };
-  const merged = merge(base, override, '');
-  validateConfig(merged);
-  // The settings as the venue applies them (engine-rules' flat liquidation names nested).
+  return parseConfig(merge(base, override, ''));
+}
+
+/**
+ * Checks a whole config ({@link validateConfig}) and returns it as the venue applies it:
+ * engine-rules' flat liquidation names nested. `--config` files and `startVenue` both pass here.
+ */
+export function parseConfig(value: unknown): VenueConfig {
+  validateConfig(value);
   return {
-    ...merged,
-    instruments: merged.instruments.map((s, i) => parseInstrumentSettings(s, `instruments[${i}].`)),
+    ...value,
+    instruments: value.instruments.map((s, i) => parseInstrumentSettings(s, `instruments[${i}].`)),
   };
 }
 

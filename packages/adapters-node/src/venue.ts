@@ -42,7 +42,7 @@ import {
 } from '@perp/core';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { ChainDesk } from './chain/desk.js';
-import { DEFAULT_CONFIG, type VenueConfig } from './config.js';
+import { ConfigError, DEFAULT_CONFIG, parseConfig, type VenueConfig } from './config.js';
 import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
@@ -79,6 +79,7 @@ import { createTradingService } from './ws/trading.js';
 
 /** How to start a venue. */
 export interface StartVenueOptions {
+  /** Default {@link DEFAULT_CONFIG}; checked whole as a `--config` file is. */
   readonly config?: VenueConfig;
   /** Data directory; `null` keeps everything in memory. */
   readonly dataDir?: string | null;
@@ -175,10 +176,28 @@ function rawErrorResponse(status: number, error: string): string {
 }
 
 /**
- * Starts a venue; see the module comment. A data directory is locked first (`<data>/LOCK`, one
+ * The config a venue runs, checked as a `--config` file is (one refused key is a
+ * {@link StartupError} naming it), so an embedder's mistake stops the start rather than
+ * surfacing later as a confusing failure or a limit silently not applied.
+ */
+function checkedConfig(config: VenueConfig | undefined): VenueConfig {
+  if (config === undefined) return DEFAULT_CONFIG;
+  try {
+    return parseConfig(config);
+  } catch (e) {
+    if (e instanceof ConfigError) throw new StartupError(`startVenue config: ${e.message}`);
+    throw e;
+  }
+}
+
+/**
+ * Starts a venue; see the module comment. The config is checked first, as `--config` is (a
+ * {@link StartupError} naming the key). A data directory is then locked (`<data>/LOCK`, one
  * venue per directory: two would both append to one journal) and released by `close()`.
  */
 export async function startVenue(options: StartVenueOptions = {}): Promise<Venue> {
+  // Before the data directory is created or locked: a refused config leaves nothing behind.
+  const config = checkedConfig(options.config);
   const dataDir = options.dataDir ?? null;
   let lock: DataDirLock | null = null;
   if (dataDir !== null) {
@@ -189,7 +208,7 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   // own shutdown exists, it takes over and this is emptied).
   const opened: (() => Promise<void> | void)[] = [];
   try {
-    return await startLocked(options, lock, opened);
+    return await startLocked(options, config, lock, opened);
   } catch (e) {
     for (const close of opened.reverse()) {
       try {
@@ -205,10 +224,10 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
 
 async function startLocked(
   options: StartVenueOptions,
+  config: VenueConfig,
   lock: DataDirLock | null,
   opened: (() => Promise<void> | void)[],
 ): Promise<Venue> {
-  const config = options.config ?? DEFAULT_CONFIG;
   const log = options.log ?? ((line: string) => console.error(line));
   const dataDir = options.dataDir ?? null;
 

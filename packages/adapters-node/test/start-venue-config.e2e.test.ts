@@ -1,0 +1,112 @@
+/**
+ * `startVenue` checks a config passed in code as `--config` checks a file: a refused key stops
+ * the start with a one-line {@link StartupError} naming it, before the data directory is created,
+ * and a good config starts as the file would (engine-rules' flat liquidation names applied).
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG, StartupError, startVenue, type VenueConfig } from '../src/index.js';
+import { startTestVenue } from './support/fixture.js';
+
+/** The default config with top-level `changes`, typed as a caller without TypeScript passes it. */
+const configWith = (changes: Record<string, unknown>): VenueConfig =>
+  ({ ...DEFAULT_CONFIG, ...changes }) as VenueConfig;
+const limitsWith = (changes: Record<string, unknown>): VenueConfig =>
+  configWith({ limits: { ...DEFAULT_CONFIG.limits, ...changes } });
+
+describe('startVenue checks the config it is given', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'start-venue-config-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** The message of the StartupError `startVenue` refuses `config` with (a start is closed). */
+  const refusal = async (config: VenueConfig, dataDir: string | null = null): Promise<string> => {
+    const outcome = await startVenue({ config, dataDir, priceFeed: 'none', log: () => {} }).then(
+      async (venue) => {
+        await venue.close();
+        return 'started';
+      },
+      (e: unknown) => e,
+    );
+    expect(outcome).toBeInstanceOf(StartupError);
+    return (outcome as StartupError).message;
+  };
+
+  it('refuses a value of the wrong type, naming the key', async () => {
+    // setInterval would have read the string as 15 s; a file with it is refused, so is this.
+    expect(await refusal(limitsWith({ pingIntervalMs: '15000' }))).toBe(
+      'startVenue config: limits.pingIntervalMs must be an integer in 1..2147483647, not "15000"',
+    );
+    expect(await refusal(configWith({ limits: undefined }))).toBe(
+      'startVenue config: limits must be an object',
+    );
+    expect(await refusal(configWith({ verifyWorkers: '2' }))).toBe(
+      "startVenue config: verifyWorkers must be 'auto' or an integer 0..64",
+    );
+  });
+
+  it('refuses a value out of range, naming the key', async () => {
+    // Each would start and misbehave: no WebSocket or HTTP connection accepted, an oracle
+    // command journaled every millisecond, amounts announced in the wrong decimals.
+    expect(await refusal(limitsWith({ connectionsPerIp: 0 }))).toBe(
+      'startVenue config: limits.connectionsPerIp must be an integer >= 1, not 0',
+    );
+    expect(await refusal(limitsWith({ httpConnectionsPerIp: -1 }))).toBe(
+      'startVenue config: limits.httpConnectionsPerIp must be an integer >= 1, not -1',
+    );
+    expect(
+      await refusal(configWith({ priceFeed: { ...DEFAULT_CONFIG.priceFeed, intervalMs: 0 } })),
+    ).toBe('startVenue config: priceFeed.intervalMs must be an integer in 100..2147483647, not 0');
+    expect(await refusal(configWith({ token: { ...DEFAULT_CONFIG.token, decimals: 18 } }))).toBe(
+      "startVenue config: token.decimals must be 6 (the engine's collateral decimals), not 18",
+    );
+    const [btc, ...others] = DEFAULT_CONFIG.instruments;
+    expect(
+      await refusal(configWith({ instruments: [{ ...btc, tickSize: '0' }, ...others] })),
+    ).toMatch(/^startVenue config: instruments\[0\]: .*tickSize/);
+  });
+
+  it('refuses a key that is no config key, naming it', async () => {
+    expect(await refusal(configWith({ limit: DEFAULT_CONFIG.limits }))).toBe(
+      'startVenue config: limit is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers)',
+    );
+    expect(await refusal(limitsWith({ pingIntervalMS: 1_000 }))).toMatch(
+      /^startVenue config: limits\.pingIntervalMS is not a config key \(limits: connectionsPerAccount, /,
+    );
+  });
+
+  it('refuses before the data directory is created or locked', async () => {
+    const dataDir = join(dir, 'venue');
+    expect(await refusal(limitsWith({ connectionsPerIp: 0 }), dataDir)).toMatch(
+      /^startVenue config: limits\.connectionsPerIp /,
+    );
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('starts with a good config and applies it as a --config file would', async () => {
+    const [btc, ...others] = DEFAULT_CONFIG.instruments;
+    const t = await startTestVenue({
+      dataDir: join(dir, 'venue'),
+      config: configWith({
+        bootstrapInviteUses: 3,
+        // Engine-rules section 2's flat name, which a --config file may use too.
+        instruments: [{ ...btc, liquidationFeeRate: '0.02' }, ...others],
+      }),
+    });
+    try {
+      const instruments = (await t.api('GET', '/instruments')).body.instruments as {
+        symbol: string;
+        liquidation: { feeRate: string };
+      }[];
+      expect(instruments.find((i) => i.symbol === 'BTC-PERP')?.liquidation.feeRate).toBe('0.02');
+      const codes = (await t.admin('GET', '/admin/referral-codes')).body.codes;
+      expect(codes).toEqual([expect.objectContaining({ kind: 'system', maxUses: 3, uses: 0 })]);
+    } finally {
+      await t.close();
+    }
+  });
+});
