@@ -191,12 +191,49 @@ function checkedConfig(config: VenueConfig | undefined): VenueConfig {
 }
 
 /**
- * Starts a venue; see the module comment. The config is checked first, as `--config` is (a
- * {@link StartupError} naming the key). A data directory is then locked (`<data>/LOCK`, one
- * venue per directory: two would both append to one journal) and released by `close()`.
+ * Every option's name: a misspelt one is refused rather than ignored (`dataDIr` would start an
+ * in-memory venue that loses everything at its stop). `satisfies` keeps it in step with the type.
+ */
+const START_VENUE_OPTIONS = {
+  config: true,
+  dataDir: true,
+  host: true,
+  port: true,
+  priceFeed: true,
+  clock: true,
+  log: true,
+  journal: true,
+  snapshots: true,
+  onFatal: true,
+  historyBackfill: true,
+  replayUnderNewRules: true,
+} as const satisfies Record<keyof StartVenueOptions, true>;
+
+/** Refuses, as a {@link StartupError}, an option that is none or a price-feed mode no feed has. */
+function checkOptions(options: StartVenueOptions): void {
+  for (const key of Object.keys(options)) {
+    if (!Object.hasOwn(START_VENUE_OPTIONS, key))
+      throw new StartupError(
+        `startVenue options: ${key} is not an option (the options: ${Object.keys(START_VENUE_OPTIONS).join(', ')})`,
+      );
+  }
+  const { priceFeed } = options;
+  // Any other value would start without a feed, as 'none' does, and say nothing.
+  if (priceFeed !== undefined && priceFeed !== 'simulated' && priceFeed !== 'none')
+    throw new StartupError(
+      `startVenue options: priceFeed must be simulated or none, not ${JSON.stringify(priceFeed)}`,
+    );
+}
+
+/**
+ * Starts a venue; see the module comment. The options and the config are checked first, the
+ * config as `--config` is (a {@link StartupError} naming the key). A data directory is then locked
+ * (`<data>/LOCK`, one venue per directory: two would both append to one journal) and released by
+ * `close()`.
  */
 export async function startVenue(options: StartVenueOptions = {}): Promise<Venue> {
-  // Before the data directory is created or locked: a refused config leaves nothing behind.
+  // Before the data directory is created or locked: a refusal leaves nothing behind.
+  checkOptions(options);
   const config = checkedConfig(options.config);
   const dataDir = options.dataDir ?? null;
   let lock: DataDirLock | null = null;

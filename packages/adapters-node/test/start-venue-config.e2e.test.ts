@@ -1,13 +1,20 @@
 /**
  * `startVenue` checks a config passed in code as `--config` checks a file: a refused key stops
  * the start with a one-line {@link StartupError} naming it, before the data directory is created,
- * and a good config starts as the file would (engine-rules' flat liquidation names applied).
+ * and a good config starts as the file would (engine-rules' flat liquidation names applied). A
+ * misspelt option, or a price-feed mode that is neither, is refused the same way.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG, StartupError, startVenue, type VenueConfig } from '../src/index.js';
+import {
+  DEFAULT_CONFIG,
+  StartupError,
+  type StartVenueOptions,
+  startVenue,
+  type VenueConfig,
+} from '../src/index.js';
 import { startTestVenue } from './support/fixture.js';
 
 /** The default config with top-level `changes`, typed as a caller without TypeScript passes it. */
@@ -77,6 +84,26 @@ describe('startVenue checks the config it is given', () => {
     expect(await refusal(limitsWith({ pingIntervalMS: 1_000 }))).toMatch(
       /^startVenue config: limits\.pingIntervalMS is not a config key \(limits: connectionsPerAccount, /,
     );
+  });
+
+  it('refuses an option that is none, and a price-feed mode that is neither feed', async () => {
+    const start = (options: Record<string, unknown>) =>
+      startVenue({ log: () => {}, ...options } as StartVenueOptions).then(
+        async (venue) => {
+          await venue.close();
+          return 'started';
+        },
+        (e: unknown) => (e instanceof StartupError ? e.message : e),
+      );
+    const dataDir = join(dir, 'venue');
+    // A misspelt dataDir would have started an in-memory venue, which loses everything.
+    expect(await start({ dataDIr: dataDir, priceFeed: 'none' })).toBe(
+      'startVenue options: dataDIr is not an option (the options: config, dataDir, host, port, priceFeed, clock, log, journal, snapshots, onFatal, historyBackfill, replayUnderNewRules)',
+    );
+    expect(await start({ dataDir: null, priceFeed: 'simulate' })).toBe(
+      'startVenue options: priceFeed must be simulated or none, not "simulate"',
+    );
+    expect(existsSync(dataDir)).toBe(false);
   });
 
   it('refuses before the data directory is created or locked', async () => {
