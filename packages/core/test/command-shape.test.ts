@@ -93,6 +93,7 @@ const SAMPLES: readonly Command[] = [
   { type: 'bustTrade', time: T0, tradeId: 1, reason: 'test' },
   { type: 'insuranceTransfer', time: T0, direction: 'ToFeePool', amount: 1n },
   { type: 'feePayout', time: T0, account: A, amount: 1n },
+  { type: 'setVenueSettings', time: T0, maxWorkingOrdersPerAccount: 1_000 },
 ];
 
 /** A value of a different kind than `value`. */
@@ -143,7 +144,7 @@ describe('command shape', () => {
   it('has one sample per command type, and every sample is well formed', () => {
     const types = new Set(SAMPLES.map((c) => c.type));
     expect(types.size).toBe(SAMPLES.length);
-    expect(types.size).toBe(25);
+    expect(types.size).toBe(26);
     for (const c of SAMPLES) expect(commandShapeProblem(c)).toBeUndefined();
   });
 

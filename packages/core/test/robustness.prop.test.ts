@@ -9,10 +9,11 @@
  * with their chain settlements (success and failure), margin transfers, leverage updates, oracle
  * prices (none for a while, big jumps, one raw unit), re-listings with changed settings, pause and
  * resume, liquidations (forced or not), auction claims, busts of any trade id (system fills
- * included), funding settlement, insurance transfers, fee payouts, referral codes, authenticate,
- * and ticks that jump time across funding, GTD/DAY expiry, auction ends and pruning. Parameters
- * mix realistic values near the market with edge values: 0, one raw unit, u256 maxima, unknown
- * accounts, markets, orders, trades and auctions, and a market with no mark.
+ * included), funding settlement, insurance transfers, fee payouts, the working-order cap (raised,
+ * lowered below what accounts hold, refused), referral codes, authenticate, and ticks that jump
+ * time across funding, GTD/DAY expiry, auction ends and pruning. Parameters mix realistic values
+ * near the market with edge values: 0, one raw unit, u256 maxima, unknown accounts, markets,
+ * orders, trades and auctions, and a market with no mark.
  *
  * After every command the test venue checks every invariant of `src/testing/invariants.ts` and
  * the reduce-only invariant. `FC_NUM_RUNS` raises the run count.
@@ -390,6 +391,7 @@ type Step =
   | { k: 'funding'; m: number | null }
   | { k: 'insurance'; toFund: boolean; amount: bigint | 'all' }
   | { k: 'payout'; w: number; amount: bigint | 'all' }
+  | { k: 'venueSettings'; cap: number }
   | {
       k: 'referral';
       op: 'create' | 'revoke' | 'apply';
@@ -729,6 +731,14 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       k: fc.constant('payout' as const),
       w: fc.nat(W.length - 1),
       amount: fc.oneof(amountArb, fc.constant('all' as const)),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('venueSettings' as const),
+      // Caps the busy accounts reach, the default, and values the engine refuses.
+      cap: fc.constantFrom(1, 3, 10, 1_000, 0, -1, 1.5),
     }),
   },
   {
@@ -1467,6 +1477,9 @@ class Driver {
         this.run({ type: 'feePayout', account: W[s.w]!, amount });
         return;
       }
+      case 'venueSettings':
+        this.run({ type: 'setVenueSettings', maxWorkingOrdersPerAccount: s.cap });
+        return;
       case 'referral': {
         const w = W[s.w]!;
         if (s.op === 'create') {

@@ -7,8 +7,8 @@
  * The logs: the seeded crash simulation (makers, leveraged cross and isolated takers, a crash,
  * liquidations through the book, auctions, claims, ADL, funding) and a seeded tour of every other
  * command and order kind (triggers, FOK, post-only, reduce-only, managed SL/TP, replaces, cloids,
- * expiries, transfers, withdrawals, leverage, busts, referrals), refusals included. Both use
- * in-house PRNGs, so no library upgrade moves them.
+ * expiries, transfers, withdrawals, leverage, busts, referrals, a working-order cap), refusals
+ * included. Both use in-house PRNGs, so no library upgrade moves them.
  *
  * A third log, seeded cases at the margin rules' edges, exists because random flow never reached
  * the maker re-check of a flip (this week's rule change there moved neither of the other two).
@@ -109,6 +109,26 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
       events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
     },
   },
+  // 4: a per-account cap on working orders (`maxWorkingOrdersPerAccount`, default 1,000, set by
+  // the new `setVenueSettings`): a placement that could rest beyond it is refused with 4000
+  // (working-order-cap.test.ts). The venue settings carry the cap, so every state hash moved;
+  // the simulation and the edges never reach 1,000 orders on one account (their events did not
+  // move), so the tour now sets a cap of 3 at its start and reaches it (the tour of versions 1-3
+  // had no such command).
+  4: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0x75d51de676b98eed8b125c974783b1fb8bf57f5e5d4419924f7d4600acd1be25',
+      events: '0x9853381e03f637168b13771c69e0c9133a8bbd7ecc8871d41e709ba5832da064',
+    },
+    edges: {
+      state: '0x7ec44de2a533d1f2dceb851d1408fef08aa1405c7694441e5c2008e68d70c7de',
+      events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
+    },
+  },
 };
 
 interface Hashes {
@@ -141,6 +161,8 @@ function tour(seed: number, steps: number): TestVenue {
   v.fund(wallets[0] as string, '5000', 'BTC-PERP');
   v.oracle({ 'BTC-PERP': '65000', 'ETH-PERP': '3200' });
   v.run({ type: 'insuranceTransfer', direction: 'ToInsuranceFund', amount: 0n });
+  // Low enough that the busiest wallets reach it (they hold up to 5 working orders without it).
+  v.run({ type: 'setVenueSettings', maxWorkingOrdersPerAccount: 3 });
   const priceNear = (symbol: string, spread: number): string => {
     const ticks = Math.round((mid[symbol] as number) / (tick[symbol] as number));
     const off = Math.floor((r() * 2 - 1) * spread * ticks);
@@ -298,8 +320,10 @@ describe('engine rules fingerprint', () => {
       const type = venue.log[i]?.type;
       for (const e of events) {
         if (e.type === 'outcome') see(e.ok ? `${type} ok` : `${type} ${e.code}`);
-        else if (e.type === 'executionReport') see(e.kind);
-        else see(e.type);
+        else if (e.type === 'executionReport') {
+          see(e.kind);
+          if (e.kind === 'OrderRejected') see(`OrderRejected ${e.order.reason}`);
+        } else see(e.type);
       }
     });
     // A fingerprint is only as good as what it exercises: each of these must happen.
@@ -322,6 +346,8 @@ describe('engine rules fingerprint', () => {
       'withdraw 4100',
       'cancelAll ok',
       'createReferralCode ok',
+      'setVenueSettings ok',
+      'OrderRejected TooManyOrders',
     ];
     expect(expected.filter((k) => !seen.has(k))).toEqual([]);
 

@@ -18,6 +18,7 @@ import {
   PMap,
   reduce,
   reduceAll,
+  SNAPSHOT_VERSION,
   SnapshotEncoder,
   SnapshotFormatError,
   StateHasher,
@@ -433,11 +434,12 @@ describe('snapshots', () => {
     // Version 5 had no engine rules version: decodeSnapshot takes this version only...
     expect(() => decodeSnapshot('{"v":5,"state":{}}')).toThrow(SnapshotFormatError);
     expect(() => decodeSnapshot('{"v":6,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":8,"state":{}}')).toThrow(SnapshotFormatError);
-    expect(() => decodeSnapshot('{"v":7,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
+    expect(() => decodeSnapshot('{"v":7,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":9,"state":{}}')).toThrow(SnapshotFormatError);
+    expect(() => decodeSnapshot('{"v":8,"state":{"x":["q"]}}')).toThrow(/unknown tag/);
     expect(() => decodeSnapshot('not json')).toThrow(SnapshotFormatError);
     // ...decodeSnapshotText also the versions it converts, and no others.
-    for (const v of [1, 2, 3, 4, 8])
+    for (const v of [1, 2, 3, 4, 9])
       expect(() => decodeSnapshotText(`{"v":${v},"state":{}}`)).toThrow(SnapshotFormatError);
   });
 
@@ -448,11 +450,10 @@ describe('snapshots', () => {
     v.fund(wallet(1), '1000');
     v.place(wallet(1), 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
     expect(v.state.rulesVersion).toBeNull();
-    // What the previous build wrote: the same state without the field, as version 5.
-    const { rulesVersion: _, ...old } = v.state;
-    const v7 = encodeSnapshot(old as EngineState);
-    expect(v7.startsWith('{"v":7,')).toBe(true);
-    const text = `{"v":5,${v7.slice('{"v":7,'.length)}`;
+    // What the previous build wrote: the same state without the fields of versions 6 to 8, as
+    // version 5.
+    const { rulesVersion: _, ...old } = withoutOrderCap(v.state);
+    const text = asVersion(5, old as EngineState);
     const decoded = decodeSnapshotText(text);
     expect(decoded.version).toBe(5);
     expect(stateHash(decoded.written)).toBe(stateHash(old as EngineState));
@@ -506,11 +507,41 @@ describe('snapshots', () => {
       const { entryOrderId: _, ...without } = o;
       orders = orders.set(null, o.orderId, without as Order);
     }
-    const old = { ...v.state, orders };
-    const text = `{"v":6,${encodeSnapshot(old).slice('{"v":7,'.length)}`;
+    const old = withoutOrderCap({ ...v.state, orders });
+    const text = asVersion(6, old);
     const decoded = decodeSnapshotText(text);
     expect(stateHash(decoded.written)).toBe(stateHash(old));
     expect(decoded.state.orders.get(working.orderId)!.entryOrderId).toBe(working.entryOrderId);
     expect(decoded.state.orders.get(ended.orderId)!.entryOrderId).toBe(0);
   });
+
+  it('converts a version-7 snapshot: the venue settings get the default working-order cap', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    v.open(wallet(1));
+    v.fund(wallet(1), '1000');
+    v.place(wallet(1), 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
+    const old = withoutOrderCap(v.state);
+    expect('maxWorkingOrdersPerAccount' in old.settings).toBe(false);
+    const decoded = decodeSnapshotText(asVersion(7, old));
+    expect(decoded.version).toBe(7);
+    expect(stateHash(decoded.written)).toBe(stateHash(old));
+    expect(decoded.state.settings.maxWorkingOrdersPerAccount).toBe(1_000);
+    // The state a build of this version has after the same commands, so it behaves the same.
+    expect(stateHash(decoded.state)).toBe(stateHash(v.state));
+  });
 });
+
+/** `state` as a build before snapshot version 8 held it: venue settings without the cap. */
+function withoutOrderCap(state: EngineState): EngineState {
+  const { maxWorkingOrdersPerAccount: _, ...settings } = state.settings;
+  return { ...state, settings: settings as EngineState['settings'] };
+}
+
+/** The snapshot text of `state` labelled as an older `version` (what that build wrote). */
+function asVersion(version: number, state: EngineState): string {
+  const current = encodeSnapshot(state);
+  const prefix = `{"v":${SNAPSHOT_VERSION},`;
+  expect(current.startsWith(prefix)).toBe(true);
+  return `{"v":${version},${current.slice(prefix.length)}`;
+}

@@ -165,6 +165,7 @@ const SHAPES: CommandShapes = {
   bustTrade: { tradeId: 'int', reason: 'string' },
   insuranceTransfer: { direction: oneOf('ToInsuranceFund', 'ToFeePool'), amount: 'bigint' },
   feePayout: { account: 'string', amount: 'bigint' },
+  setVenueSettings: { maxWorkingOrdersPerAccount: 'int' },
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -329,6 +329,17 @@ export interface FeePayoutCommand {
   readonly amount: bigint;
 }
 
+/**
+ * Operator: changes the venue-wide settings an operator may set (a host journals one at start-up
+ * when its configuration differs from the state's, so a replay applies it at the same place).
+ */
+export interface SetVenueSettingsCommand {
+  readonly type: 'setVenueSettings';
+  readonly time: number;
+  /** See `VenueSettings.maxWorkingOrdersPerAccount`; at least 1. */
+  readonly maxWorkingOrdersPerAccount: number;
+}
+
 /** Every command the engine accepts. */
 export type Command =
   | PlaceOrderCommand
@@ -355,4 +366,5 @@ export type Command =
   | ClaimLiquidationCommand
   | BustTradeCommand
   | InsuranceTransferCommand
-  | FeePayoutCommand;
+  | FeePayoutCommand
+  | SetVenueSettingsCommand;

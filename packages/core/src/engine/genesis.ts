@@ -15,6 +15,7 @@ export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
   cloidRetentionMs: 86_400_000,
   tradeRetentionMs: 3_600_000,
   maxRetainedTrades: 100_000,
+  maxWorkingOrdersPerAccount: 1_000,
 };
 
 /**

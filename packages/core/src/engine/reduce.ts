@@ -40,6 +40,7 @@ import { oracle, setInstrument, setMarketStatus } from './markets.js';
 import { declareRules } from './rules.js';
 import { nextWakeTime } from './schedule.js';
 import type { EngineState } from './types.js';
+import { setVenueSettings } from './venue-settings.js';
 
 /** The result of one command. */
 export interface ReduceResult {
@@ -113,6 +114,8 @@ function dispatch(ctx: Ctx, cmd: Command): void {
       return insuranceTransfer(ctx, cmd);
     case 'feePayout':
       return feePayout(ctx, cmd);
+    case 'setVenueSettings':
+      return setVenueSettings(ctx, cmd);
     default: {
       const never: never = cmd;
       throw new InvariantError(`unknown command ${JSON.stringify(never)}`);

@@ -40,6 +40,7 @@ import {
   timeIdSetSize,
 } from '../persistent/sorted-set.js';
 import { TradeLog } from '../risk/trade-log.js';
+import { DEFAULT_VENUE_SETTINGS } from './genesis.js';
 import type { EngineState, Order, StoredTrade } from './types.js';
 
 /**
@@ -50,9 +51,10 @@ import type { EngineState, Order, StoredTrade } from './types.js';
  * 5: an account lists its working orders in an array of ids, not a list threaded through two
  * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`); a
  * version-5 snapshot is converted on reading ({@link decodeSnapshotText}). 7: a managed child
- * records its entry order's id (`entryOrderId`); a version-6 snapshot is converted.
+ * records its entry order's id (`entryOrderId`); a version-6 snapshot is converted. 8: the venue
+ * settings hold the per-account cap on working orders; a version-7 snapshot is converted.
  */
-export const SNAPSHOT_VERSION = 7;
+export const SNAPSHOT_VERSION = 8;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {
@@ -453,6 +455,18 @@ const CONVERSIONS: ReadonlyMap<number, (written: EngineState) => EngineState> = 
   [5, (written: EngineState) => ({ ...written, rulesVersion: null })],
   // 7 added the entry order's id to managed children.
   [6, withEntryOrderIds],
+  // 8 added the working-order cap to the venue settings. No earlier build had a setting for it,
+  // so a venue that wrote version 7 ran with the genesis default a full replay gives it.
+  [
+    7,
+    (written: EngineState) => ({
+      ...written,
+      settings: {
+        ...written.settings,
+        maxWorkingOrdersPerAccount: DEFAULT_VENUE_SETTINGS.maxWorkingOrdersPerAccount,
+      },
+    }),
+  ],
 ]);
 
 /**

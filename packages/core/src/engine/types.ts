@@ -282,6 +282,13 @@ export interface VenueSettings {
   readonly marginChecks: boolean;
   /** How long a cloid stays reserved after its order was accepted, ms. */
   readonly cloidRetentionMs: number;
+  /**
+   * Most working orders (resting and untriggered, every market and margin mode) one account may
+   * hold: a placement that could rest beyond it is refused with 4000. It bounds the memory one
+   * account can take, as venues do (Hyperliquid: 1,000 open orders per address). Lowering it
+   * cancels nothing; the account places again once it is below.
+   */
+  readonly maxWorkingOrdersPerAccount: number;
 }
 
 /** Monotonic id counters. Ids are JSON-safe integers (below 2^53). */

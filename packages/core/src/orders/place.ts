@@ -24,7 +24,7 @@ import {
   rest,
 } from './execution.js';
 import { clampReduceOnly, reconcileScopes } from './managed.js';
-import { checkReduceOnly, checkRiskAndSize, wouldCross } from './rules.js';
+import { checkReduceOnly, checkRiskAndSize, checkWorkingOrderCap, wouldCross } from './rules.js';
 import { addTrigger } from './triggers-index.js';
 import { validateOrderRequest } from './validate.js';
 
@@ -104,6 +104,7 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
           reason: 'DuplicateCloid',
         }
       : undefined) ??
+    checkWorkingOrderCap(ctx, account, order) ??
     checkReduceOnly(ctx, account, order) ??
     checkRiskAndSize(ctx, account, market, order);
   if (problem !== undefined) {

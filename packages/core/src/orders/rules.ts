@@ -1,8 +1,8 @@
 /**
  * Business checks of an order after its signature and nonce passed (engine-rules section 5):
- * market status, cloid uniqueness, reduce-only and TP/SL rules, trigger side, post-only,
- * minimum notional, leverage, open-interest cap and margin. A failure is an `OrderRejected`
- * report and consumes the nonce; all checks here are read-only.
+ * market status, cloid uniqueness, the account's working-order cap, reduce-only and TP/SL rules,
+ * trigger side, post-only, minimum notional, leverage, open-interest cap and margin. A failure
+ * is an `OrderRejected` report and consumes the nonce; all checks here are read-only.
  *
  * @module
  */
@@ -45,6 +45,31 @@ export function marketStyleLimit(order: Pick<Order, 'side'>, mark: bigint, tick:
   const floor = (mark * 9n + 9n) / 10n;
   const ticks = (floor + tick - 1n) / tick;
   return ticks * tick > 0n ? ticks * tick : tick; // never below the cap
+}
+
+/**
+ * The per-account cap on working orders (`VenueSettings.maxWorkingOrdersPerAccount`): refused
+ * when the account already holds the most allowed and this order could rest. A trigger order
+ * rests untriggered whatever its time in force, and a GTC/GTD/DAY limit may rest a remainder, so
+ * both count even when they would cross; an IOC or FOK limit order never rests (it ends in the
+ * command that placed it), so it passes at the cap and an account there can still take and
+ * close. The account's order list knows its length, so the check costs O(1).
+ */
+export function checkWorkingOrderCap(
+  ctx: Ctx,
+  account: Account,
+  order: Order,
+): OrderProblem | undefined {
+  const neverRests =
+    order.orderType === 'Limit' && (order.timeInForce === 'IOC' || order.timeInForce === 'FOK');
+  if (neverRests) return undefined;
+  const working = account.orders.size;
+  const cap = ctx.state.settings.maxWorkingOrdersPerAccount;
+  if (working < cap) return undefined;
+  return problem(
+    reject('INVALID_REQUEST', `account has ${working} working orders, the most allowed is ${cap}`),
+    'TooManyOrders',
+  );
 }
 
 /**

@@ -1,0 +1,25 @@
+/**
+ * `setVenueSettings`: the operator's venue-wide settings. They live in the state, not in a
+ * host's configuration, so a replay of the journal applies each change where it happened.
+ *
+ * @module
+ */
+import { reject } from '../errors.js';
+import type { SetVenueSettingsCommand } from './commands.js';
+import type { Ctx } from './context.js';
+
+/** Handles `setVenueSettings`. */
+export function setVenueSettings(ctx: Ctx, cmd: SetVenueSettingsCommand): void {
+  const cap = cmd.maxWorkingOrdersPerAccount;
+  // 0 would leave an account no resting order at all: a market closed by other means.
+  if (cap < 1) {
+    const r = reject(
+      'INVALID_REQUEST',
+      `maxWorkingOrdersPerAccount must be at least 1, not ${cap}`,
+    );
+    return ctx.fail(r.code, r.message);
+  }
+  // Working orders above a lowered cap stay: the cap only refuses new ones.
+  ctx.state.settings = { ...ctx.state.settings, maxWorkingOrdersPerAccount: cap };
+  ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}
