@@ -278,6 +278,9 @@ export async function startBenchVenue({
     limits: {
       ...DEFAULT_CONFIG.limits,
       connectionsPerIp: Math.max(connectionsPerIp, DEFAULT_CONFIG.limits.connectionsPerIp),
+      // The order mix rests 60 % of its orders and never cancels: a long run would reach the
+      // per-account cap and measure its refusals instead of the flow it always measured.
+      maxWorkingOrdersPerAccount: Number.MAX_SAFE_INTEGER,
     },
   };
   const venue = await startVenue({ config, dataDir, port: 0, priceFeed: 'none', log: () => {} });

@@ -92,6 +92,17 @@ describe('--config as a whole', () => {
     );
     expect(merged({ limits: { maxJsonDepth: 1.5 } })).toThrow(/^limits\.maxJsonDepth must be/);
     expect(merged({ limits: 5 })).toThrow('limits must be an object');
+    // The working-order cap: the engine's, validated like the others (0 would leave no order).
+    expect(merged({ limits: { maxWorkingOrdersPerAccount: 0 } })).toThrow(
+      'limits.maxWorkingOrdersPerAccount must be an integer >= 1, not 0',
+    );
+    expect(merged({ limits: { maxWorkingOrdersPerAccount: '200' } })).toThrow(
+      'limits.maxWorkingOrdersPerAccount must be an integer >= 1, not "200"',
+    );
+    expect(DEFAULT_CONFIG.limits.maxWorkingOrdersPerAccount).toBe(1_000);
+    expect(
+      mergeConfig(DEFAULT_CONFIG, { limits: { maxWorkingOrdersPerAccount: 200 } }).limits,
+    ).toMatchObject({ maxWorkingOrdersPerAccount: 200 });
     // No coalescing window is a choice: each summary goes out on the next turn.
     expect(mergeConfig(DEFAULT_CONFIG, { limits: { summaryCoalesceMs: 0 } }).limits).toMatchObject({
       summaryCoalesceMs: 0,

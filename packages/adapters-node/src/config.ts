@@ -6,14 +6,22 @@
  * @module
  */
 import { readFileSync } from 'node:fs';
-import { buildInstrument, type InstrumentSettings, parseDecimal } from '@perp/core';
+import {
+  buildInstrument,
+  DEFAULT_VENUE_SETTINGS,
+  type InstrumentSettings,
+  parseDecimal,
+} from '@perp/core';
 import { isObject, parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
 import { StartupError } from './startup-error.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
 export type NetworkName = 'testnet' | 'mainnet';
 
-/** Limits the adapters enforce (the spec's fixed ones and the values it leaves to us). */
+/**
+ * Limits of the venue (the spec's fixed ones and the values it leaves to us). The adapters
+ * enforce all but {@link LimitsConfig.maxWorkingOrdersPerAccount}, which is the engine's.
+ */
 export interface LimitsConfig {
   /** Authenticated WebSocket connections per account (spec: 8). */
   readonly connectionsPerAccount: number;
@@ -53,6 +61,12 @@ export interface LimitsConfig {
    * answers 504 "Referral service timed out" (the outcome is then unknown to the client), ms.
    */
   readonly referralTimeoutMs: number;
+  /**
+   * Most working orders (resting and untriggered) per account, over every market (our rule; the
+   * spec sets none). Engine state, not an adapter's: at start-up a value other than the state's is
+   * journaled as a `setVenueSettings` command, so a replay meets the change where it happened.
+   */
+  readonly maxWorkingOrdersPerAccount: number;
 }
 
 /** The simulated index-price feed. */
@@ -139,6 +153,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     walletRequestsPerSecond: 20,
     signedRequestsPer5Minutes: 3_000,
     referralTimeoutMs: 10_000,
+    maxWorkingOrdersPerAccount: DEFAULT_VENUE_SETTINGS.maxWorkingOrdersPerAccount,
   },
   priceFeed: {
     mode: 'simulated',

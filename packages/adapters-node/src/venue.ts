@@ -526,6 +526,18 @@ async function startLocked(
       );
     }
   }
+  // The working-order cap is engine state, which only journaled commands change: unlike an
+  // instrument, it has no admin route, so the config is its one source and a start that finds
+  // another value journals the change (a replay then meets it where it happened). The same
+  // value journals nothing, so a venue on the default config never records one.
+  const cap = config.limits.maxWorkingOrdersPerAccount;
+  const currentCap = host.state.settings.maxWorkingOrdersPerAccount;
+  if (cap !== currentCap) {
+    const r = await host.submit({ type: 'setVenueSettings', maxWorkingOrdersPerAccount: cap });
+    if (!r.outcome.ok)
+      throw new StartupError(`config limits.maxWorkingOrdersPerAccount: ${r.outcome.message}`);
+    log(`limits.maxWorkingOrdersPerAccount: ${currentCap} -> ${cap} (journaled)`);
+  }
   let inviteCode: string | null = null;
   if (startSeq === 0) {
     const r = await createRandomInviteCode(host, {

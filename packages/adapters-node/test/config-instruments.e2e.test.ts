@@ -1,13 +1,15 @@
 /**
  * The config's instruments are what a new venue starts with: a restart adds the ids the venue
  * does not list yet and leaves listed instruments with their journaled settings (admin changes
- * survive it), naming on stderr any setting where the config differs.
+ * survive it), naming on stderr any setting where the config differs. The config's working-order
+ * cap is applied at every start where it differs from the venue's, as a journaled command.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
+import type { Wallet } from './support/client.js';
 import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 const listed = async (t: TestVenue, symbol: string): Promise<Record<string, unknown>> =>
@@ -99,6 +101,69 @@ describe('config instruments at a restart', () => {
           /^config instrument 1 \(BTC-PERP\) differs from the listed one in maxLeverage, funding\.intervalMs: /,
         ),
       ]);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('config limits.maxWorkingOrdersPerAccount at a restart', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'config-order-cap-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const withCap = (maxWorkingOrdersPerAccount: number): VenueConfig => ({
+    ...DEFAULT_CONFIG,
+    limits: { ...DEFAULT_CONFIG.limits, maxWorkingOrdersPerAccount },
+  });
+  const start = (config: VenueConfig, lines: string[]) =>
+    startTestVenue({ dataDir: dir, snapshots: false, config, log: (l) => lines.push(l) });
+  const capLines = (lines: string[]) =>
+    lines.filter((l) => l.startsWith('limits.maxWorkingOrdersPerAccount'));
+  const placeBid = async (t: TestVenue, w: Wallet, price: number) =>
+    (await t.connect(w)).request({
+      type: 'placeOrder',
+      signature: await w.sign('Order', limitOrder(true, px(price), btc(0.01))),
+    });
+
+  it('is journaled once, replayed after a restart, and changed back by another value', async () => {
+    let lines: string[] = [];
+    let closedAt = 0;
+    let t = await start(withCap(2), lines);
+    const w = t.wallet(0);
+    try {
+      expect(capLines(lines)).toEqual(['limits.maxWorkingOrdersPerAccount: 1000 -> 2 (journaled)']);
+      await t.oracle({ 'BTC-PERP': '65000' });
+      await t.invite(w);
+      await t.fund(w, '10000');
+      for (const price of [60000, 60500])
+        expect((await placeBid(t, w, price)).type).toBe('orderAck');
+      expect(await placeBid(t, w, 61000)).toMatchObject({ code: 4000 });
+      closedAt = (await t.stateHash()).seq;
+    } finally {
+      await t.close();
+    }
+    // The same config: nothing journaled, and the cap comes back from the journal's replay.
+    lines = [];
+    t = await start(withCap(2), lines);
+    try {
+      expect(capLines(lines)).toEqual([]);
+      expect((await t.stateHash()).seq).toBe(closedAt);
+      expect(await placeBid(t, w, 61000)).toMatchObject({
+        code: 4000,
+        message: 'INVALID_REQUEST: account has 2 working orders, the most allowed is 2',
+      });
+    } finally {
+      await t.close();
+    }
+    // The default config takes the cap back to 1,000.
+    lines = [];
+    t = await start(DEFAULT_CONFIG, lines);
+    try {
+      expect(capLines(lines)).toEqual(['limits.maxWorkingOrdersPerAccount: 2 -> 1000 (journaled)']);
+      expect((await placeBid(t, w, 61000)).type).toBe('orderAck');
     } finally {
       await t.close();
     }

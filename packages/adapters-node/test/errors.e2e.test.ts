@@ -635,6 +635,93 @@ describe('error rows', () => {
   });
 });
 
+describe('4000 at the working-order cap (limits.maxWorkingOrdersPerAccount)', () => {
+  let t: TestVenue;
+  let alice: Wallet;
+  let ws: WsClient;
+  const lines: string[] = [];
+  const place = async (fields: Record<string, bigint | number | boolean | string>) =>
+    ws.request({ type: 'placeOrder', signature: await alice.sign('Order', fields) });
+  const openOrders = async () =>
+    (await t.api('GET', `/historic/orders?wallet=${alice.address}&status=open`)).body;
+
+  beforeAll(async () => {
+    t = await startTestVenue({
+      config: {
+        ...DEFAULT_CONFIG,
+        limits: {
+          ...DEFAULT_CONFIG.limits,
+          walletRequestsPerSecond: 100_000,
+          maxWorkingOrdersPerAccount: 2,
+        },
+      },
+      log: (line) => lines.push(line),
+    });
+    alice = t.wallet(0);
+    const bob = t.wallet(1);
+    await t.oracle({ 'BTC-PERP': '65000' });
+    for (const w of [alice, bob]) {
+      await t.invite(w);
+      await t.fund(w, '10000');
+    }
+    const bobWs = await t.connect(bob);
+    const ask = await bobWs.request({
+      type: 'placeOrder',
+      signature: await bob.sign('Order', limitOrder(false, px(65000), btc(0.01))),
+    });
+    expect(ask.type).toBe('orderAck');
+    ws = await t.connect(alice);
+    await ws.request({ type: 'subscribeTrading' });
+  });
+  afterAll(async () => t.close());
+
+  it('the config cap is journaled at start; the third resting order is refused, spending only its nonce', async () => {
+    expect(lines).toContain('limits.maxWorkingOrdersPerAccount: 1000 -> 2 (journaled)');
+    const first = await place(limitOrder(true, px(60000), btc(0.01)));
+    expect(first.type).toBe('orderAck');
+    // A stop waits untriggered: it counts like a resting order.
+    const stop = await place(
+      limitOrder(true, px(70000), btc(0.01), { orderType: 1, triggerPrice: px(69000) }),
+    );
+    expect(stop.type).toBe('orderAck');
+    const before = { orders: await openOrders(), hash: await t.stateHash() };
+    const sig = await alice.sign('Order', limitOrder(true, px(60500), btc(0.01)));
+    const refused = await ws.request({ type: 'placeOrder', signature: sig });
+    expect(refused).toMatchObject({
+      type: 'error',
+      code: 4000,
+      message: 'INVALID_REQUEST: account has 2 working orders, the most allowed is 2',
+    });
+    const report = await ws.waitFor((m) => m.kind === 'OrderRejected');
+    expect(report.order).toMatchObject({ ordStatus: 'Rejected', reason: 'TooManyOrders' });
+    expect(await openOrders()).toEqual(before.orders);
+    // The refusal is journaled (its nonce), so the hash moves; the same signature is a replay.
+    const again = await ws.request({ type: 'placeOrder', signature: sig });
+    expect(again).toMatchObject({ type: 'error', code: 4002 });
+    expect(String(again.message)).toMatch(/replayed/);
+    expect((await t.stateHash()).seq).toBe(before.hash.seq + 1);
+  });
+
+  it('an IOC order passes at the cap (it never rests), and a cancel frees a slot', async () => {
+    const ioc = await place(limitOrder(true, px(65000), btc(0.01), { timeInForce: 2 }));
+    expect(ioc).toMatchObject({ type: 'orderAck' });
+    expect(ioc.order).toMatchObject({ ordStatus: 'Filled' });
+    const open = (await openOrders()).orders as { orderId: string; orderType: string }[];
+    const limit = open.find((o) => o.orderType === 'Limit')!;
+    const cancel = await ws.request({
+      type: 'cancelOrder',
+      signature: await alice.sign('Cancel', {
+        market: 1,
+        orderId: BigInt(limit.orderId),
+        nonce: freshNonce(),
+        deadline: Wallet.deadline(),
+      }),
+    });
+    expect(cancel.type).toBe('cancelAck');
+    expect((await place(limitOrder(true, px(60500), btc(0.01)))).type).toBe('orderAck');
+  });
+});
+
 describe('rate limits and time-dependent limits', () => {
   it('more than 20 requests in a second gives 4029 with retryAfterMs; public reads above 100/s get 429', async () => {
     const t = await startTestVenue();

@@ -5,11 +5,18 @@
  * asks the client to resync.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
 import { btc, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 let t: TestVenue;
 beforeAll(async () => {
-  t = await startTestVenue();
+  // The long replay comes from 12,000 orders resting on one account: above the default cap.
+  t = await startTestVenue({
+    config: {
+      ...DEFAULT_CONFIG,
+      limits: { ...DEFAULT_CONFIG.limits, maxWorkingOrdersPerAccount: 12_000 },
+    },
+  });
   await t.oracle({ 'BTC-PERP': '60000' });
 });
 afterAll(async () => t.close());

@@ -367,7 +367,8 @@ describe('venue recovery from snapshot + journal tail', () => {
   it('converts a version-5 snapshot of the previous build instead of replaying its records', async () => {
     const dir = tempDir();
     // The previous build's data directory: a journal without rules declarations, and a snapshot
-    // of its first 6 records in the version-5 form (no rulesVersion field).
+    // of its first 6 records in the version-5 form (no rulesVersion field, and venue settings
+    // without the working-order cap of version 8).
     const t0 = Date.now() - 60_000;
     const commands: Command[] = [];
     for (let i = 0; i < 10; i++)
@@ -376,7 +377,9 @@ describe('venue recovery from snapshot + journal tail', () => {
     await j.append(commands);
     await j.close();
     const at6 = reduceAll(createEngineState({}, t0), commands.slice(0, 6)).state;
-    const { rulesVersion: _, ...old } = at6;
+    const { rulesVersion: _, settings, ...rest } = at6;
+    const { maxWorkingOrdersPerAccount: __, ...olderSettings } = settings;
+    const old = { ...rest, settings: olderSettings };
     const current = encodeSnapshot(old as EngineState);
     const body = Buffer.from(`{"v":5,${current.slice(`{"v":${SNAPSHOT_VERSION},`.length)}`, 'utf8');
     const header = JSON.stringify({
