@@ -32,7 +32,9 @@ describe('a genesis working-order cap below 1', () => {
     v.open(wallet(1));
     v.fund(wallet(1), '100000');
     v.oracle({ 'BTC-PERP': '50000' });
-    const o = v.outcome(v.place(wallet(1), 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }));
+    const o = v.outcome(
+      v.place(wallet(1), 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '40000' }),
+    );
     expect(o).toMatchObject({ ok: true });
   });
 });

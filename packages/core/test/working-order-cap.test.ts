@@ -128,12 +128,14 @@ describe(`a cap of ${CAP} working orders per account`, () => {
       }),
     );
     v.expectOk(v.place(A, BTC, farBid()));
+    // A trigger order every other rule accepts (another stop-loss of 0.01 on the 0.01 position
+    // would be refused first: the reduce-only orders of one sweep may not close more than it).
     const refused = v.place(A, BTC, {
       side: 'Sell',
       qty: '0.01',
+      price: '43900',
       trigger: '44000',
-      type: 'StopLoss',
-      reduceOnly: true,
+      type: 'StopLimit',
     });
     expect(v.outcome(refused)).toMatchObject({ ok: false, code: 4000, message: AT_CAP });
   });

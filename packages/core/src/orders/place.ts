@@ -104,9 +104,11 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
           reason: 'DuplicateCloid',
         }
       : undefined) ??
-    checkWorkingOrderCap(ctx, account, order) ??
     checkReduceOnly(ctx, account, order) ??
-    checkRiskAndSize(ctx, account, market, order);
+    checkRiskAndSize(ctx, account, market, order) ??
+    // Last: an order the spec refuses for its own reason (4032, 4101, post-only, ...) gets that
+    // refusal; the cap, our rule, only refuses what would otherwise be accepted.
+    checkWorkingOrderCap(ctx, account, order);
   if (problem !== undefined) {
     order.ordStatus = 'Rejected';
     order.reason = problem.reason;

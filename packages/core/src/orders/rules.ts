@@ -1,8 +1,8 @@
 /**
  * Business checks of an order after its signature and nonce passed (engine-rules section 5):
- * market status, cloid uniqueness, the account's working-order cap, reduce-only and TP/SL rules,
- * trigger side, post-only, minimum notional, leverage, open-interest cap and margin. A failure
- * is an `OrderRejected` report and consumes the nonce; all checks here are read-only.
+ * market status, cloid uniqueness, reduce-only and TP/SL rules, trigger side, post-only, minimum
+ * notional, leverage, open-interest cap and margin, then the account's working-order cap. A
+ * failure is an `OrderRejected` report and consumes the nonce; all checks here are read-only.
  *
  * @module
  */
@@ -53,7 +53,9 @@ export function marketStyleLimit(order: Pick<Order, 'side'>, mark: bigint, tick:
  * rests untriggered whatever its time in force, and a GTC/GTD/DAY limit may rest a remainder, so
  * both count even when they would cross; an IOC or FOK limit order never rests (it ends in the
  * command that placed it), so it passes at the cap and an account there can still take and
- * close. The account's order list knows its length, so the check costs O(1).
+ * close. The account's order list knows its length, so the check costs O(1). It is the last
+ * check: an order the spec refuses for its own reason (4032, 4101, post-only, reduce-only) gets
+ * that refusal and its code, which tells the client what to change.
  */
 export function checkWorkingOrderCap(
   ctx: Ctx,

@@ -1,9 +1,9 @@
 /**
- * Diff review (engine rules 4, the working-order cap): `checkWorkingOrderCap` runs before
- * `checkReduceOnly` and `checkRiskAndSize` (orders/place.ts), so an account at the cap gets
- * the cap's generic 4000 `TooManyOrders` for an order the specs refuse with a specific code,
- * message or reason. The cap is our own rule (the spec has no code for it); the spec's own
- * refusals should win, and the cap should only refuse an order that would otherwise be accepted.
+ * The working-order cap (engine rules 4) is the last check of a placement. It ran first at
+ * first (found by a review of the change), so an account at the cap got the cap's generic 4000
+ * `TooManyOrders` for an order the specs refuse with a specific code, message or reason. The cap
+ * is our own rule (the spec has no code for it); the spec's own refusals win, and the cap only
+ * refuses an order that would otherwise be accepted.
  *
  * - engine-rules 5: "A trigger that is already satisfied at placement is rejected (4032)".
  * - engine-rules 5 / protocol.md 5: minimum notional 4101; a post-only order that would cross is
@@ -11,8 +11,8 @@
  * - interface-spec "Reduce-only and SL/TP placement errors come as 4000 with a message
  *   containing `requires an open position`".
  *
- * Below the cap each case gets the spec's answer (checked first, so the test shows the cap is the
- * only difference); at the cap every one of them gets `account has 1 working orders ...`.
+ * Each case gets the spec's answer below the cap (checked first, so the test shows the cap is the
+ * only difference) and at it.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, OrderRejectedReport } from '../src/index.js';
