@@ -7,7 +7,7 @@
  * placement, no solvency guard, no liquidation. Found by a review.
  */
 
-import { createEngineState, outcomeOf, venueSettingsOf } from '@perp/core';
+import { createEngineState, outcomeOf, reduce, venueSettingsOf } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -56,6 +56,21 @@ describe('venue settings of the wrong shape', () => {
     );
     expect(() => venueSettingsOf({ tradeRetentionMs: -1 })).toThrow(/tradeRetentionMs/);
     expect(() => venueSettingsOf({ maxRetainedTrades: 1.5 })).toThrow(/maxRetainedTrades/);
+  });
+
+  // Found by a review: setVenueSettings and the config refuse a cap below 1 (no account could
+  // rest an order), but a genesis of 0 was accepted.
+  it('refuses a working-order cap below 1, as setVenueSettings does', () => {
+    const later = reduce(createEngineState({}, 0), {
+      type: 'setVenueSettings',
+      time: 0,
+      maxWorkingOrdersPerAccount: 0,
+    });
+    expect(outcomeOf(later.events)).toMatchObject({ ok: false, code: 4000 });
+    expect(() => createEngineState({ maxWorkingOrdersPerAccount: 0 })).toThrow(
+      'venue setting maxWorkingOrdersPerAccount must be a whole number >= 1, got 0',
+    );
+    expect(venueSettingsOf({ maxWorkingOrdersPerAccount: 1 }).maxWorkingOrdersPerAccount).toBe(1);
   });
 
   it('keeps what is given and defaults the rest', () => {

@@ -18,12 +18,19 @@ export const DEFAULT_VENUE_SETTINGS: VenueSettings = {
   maxWorkingOrdersPerAccount: 1_000,
 };
 
+/** Settings whose least value is above 0 (`setVenueSettings` and the config refuse the same). */
+const LEAST_SETTING: Readonly<Record<string, number>> = {
+  // 0 would leave an account no resting order at all: a market closed by other means.
+  maxWorkingOrdersPerAccount: 1,
+};
+
 /**
  * The defaults with `overrides` applied. A setting given as `undefined` (what
  * `{ marginChecks: config.marginChecks }` gives when the option is unset) keeps its default:
  * a plain spread would turn margin checks off or make every trade unbustable. A setting of the
- * wrong type, a negative or fractional number, or an unknown name (a misspelt setting would
- * otherwise be ignored) throws a `TypeError` naming it.
+ * wrong type, a fractional number or one below its least value (0, or 1 for the working-order
+ * cap), or an unknown name (a misspelt setting would otherwise be ignored) throws a `TypeError`
+ * naming it.
  */
 export function venueSettingsOf(overrides: Partial<VenueSettings> = {}): VenueSettings {
   const given = overrides as Record<string, unknown>;
@@ -40,8 +47,9 @@ export function venueSettingsOf(overrides: Partial<VenueSettings> = {}): VenueSe
         `venue setting ${name} must be a ${typeof fallback}, got ${typeof value}`,
       );
     }
-    if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) {
-      throw new TypeError(`venue setting ${name} must be a whole number >= 0, got ${value}`);
+    const least = LEAST_SETTING[name] ?? 0;
+    if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= least)) {
+      throw new TypeError(`venue setting ${name} must be a whole number >= ${least}, got ${value}`);
     }
     merged[name] = value;
   }
