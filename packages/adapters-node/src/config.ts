@@ -32,8 +32,9 @@ export interface LimitsConfig {
   readonly connectionsPerIp: number;
   /**
    * Plain HTTP connections one client IP may hold open at once, idle keep-alive ones included;
-   * one over it is reset as it is accepted (docs/protocol-decisions.md). A socket upgraded to a
-   * WebSocket leaves this count for `connectionsPerIp`, so it does not lower that cap.
+   * one over it has its request answered 429 with Retry-After and is closed
+   * (docs/protocol-decisions.md). A socket upgraded to a WebSocket leaves this count for
+   * `connectionsPerIp`, so it does not lower that cap.
    */
   readonly httpConnectionsPerIp: number;
   /** Public reads per second per client IP (protocol.md: 100). */

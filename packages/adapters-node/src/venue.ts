@@ -47,7 +47,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { HttpConnectionCap } from './http/connection-cap.js';
+import { HttpConnectionCap, OVER_CAP_LEASE_MS } from './http/connection-cap.js';
 import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
@@ -589,6 +589,17 @@ async function startLocked(
   // Counted from the first connection: Fastify creates the server here, it listens further down.
   const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp);
   httpConnections.attach(app.server);
+  app.addHook('onRequest', async (req, reply) => {
+    if (!httpConnections.isOverCap(req.raw.socket)) return;
+    // Connection: close ends the socket once this is written: it never held a slot.
+    return reply
+      .code(429)
+      .header('Retry-After', String(Math.ceil(OVER_CAP_LEASE_MS / 1000)))
+      .header('Connection', 'close')
+      .send({
+        error: `too many open connections from this address: at most ${httpConnections.perAddress}; close one, or retry after Retry-After`,
+      });
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;

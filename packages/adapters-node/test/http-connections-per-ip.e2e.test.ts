@@ -1,8 +1,11 @@
 /**
  * `limits.httpConnectionsPerIp`: one client address holds at most that many plain HTTP
- * connections (keep-alive ones stay open between requests); the next is reset as it is accepted,
- * and a closed one gives its slot back. Sockets upgraded to WebSockets count under
- * `connectionsPerIp` only (docs/protocol-decisions.md, "Connections per address").
+ * connections (keep-alive ones stay open between requests). The next one's request is answered
+ * 429 with `Retry-After` and the connection closed (protocol.md section 5: REST over a per-IP
+ * limit is 429 with Retry-After); one that sends nothing is closed after a second. A closed
+ * connection gives its slot back. Sockets upgraded to WebSockets count under `connectionsPerIp`
+ * only, and an over-cap socket may still upgrade (docs/protocol-decisions.md, "Connections per
+ * address").
  */
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,6 +22,8 @@ class RawConnection {
   private waiter: ((text: string) => void) | null = null;
   /** Bytes the server sent on this connection, all told. */
   bytesReceived = 0;
+  /** The head (status line and headers) of the last response. */
+  head = '';
   /** How it ended: the socket error's code (`ECONNRESET`), or `end` for an orderly close. */
   readonly ended: Promise<string>;
 
@@ -55,6 +60,7 @@ class RawConnection {
         const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, headEnd))?.[1] ?? 0);
         if (text.length < headEnd + 4 + length) return;
         this.waiter = null;
+        this.head = text.slice(0, headEnd);
         resolve(Number(text.slice(9, 12)));
       };
       this.socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
@@ -104,61 +110,73 @@ describe('plain HTTP connections per client address', () => {
     expect(await c.get('/api/network')).toBe(200);
     return c;
   };
-  /** A connection the venue resets unread: the reset comes with no byte of an answer. */
-  const expectReset = async (port: number): Promise<void> => {
+  /** A connection over the cap: its request is answered 429 with Retry-After, then it is closed. */
+  const expectRefused = async (port: number): Promise<void> => {
     const c = RawConnection.open(port);
-    expect(await c.ended).toBe('ECONNRESET');
-    expect(c.bytesReceived).toBe(0);
+    open.push(c);
+    expect(await c.get('/api/network')).toBe(429);
+    expect(c.head).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(c.head).toMatch(/\r\nconnection: close\r\n/i);
+    expect(await c.ended).toBe('end');
   };
 
-  it('holds the cap, resets the next connection as it connects, and a closed one frees its slot', async () => {
+  it('holds the cap, answers the next connection 429 and closes it, and a closed one frees its slot', async () => {
     const v = await start({ httpConnectionsPerIp: 3 });
     const port = v.venue.port;
     const held = [await served(port), await served(port), await served(port)];
-    await expectReset(port);
-    // A pooled client fails at once, with the reset, rather than waiting for an answer.
-    const refused = await fetch(`${v.rest}/network`, { signal: AbortSignal.timeout(5_000) }).then(
-      () => 'answered',
-      (e: { cause?: { code?: string } }) => e.cause?.code,
+    await expectRefused(port);
+    // A pooled client gets the status to back off from, not a network error.
+    const refused = await fetch(`${v.rest}/network`, { signal: AbortSignal.timeout(5_000) });
+    expect([refused.status, refused.headers.get('retry-after')]).toEqual([429, '1']);
+    expect(((await refused.json()) as { error: string }).error).toMatch(
+      /^too many open connections from this address: at most 3/,
     );
-    expect(refused).toBe('ECONNRESET');
+    // One that sends nothing is not kept: it is closed after its one-second lease.
+    const silent = RawConnection.open(port);
+    open.push(silent);
+    const t0 = Date.now();
+    expect(await silent.ended).toBe('end');
+    expect(Date.now() - t0).toBeLessThan(3_000);
     // The connections within the cap keep working, and another address has its own count.
     for (const c of held) expect(await c.get('/api/instruments')).toBe(200);
     await served(port, '127.0.0.2');
 
     await held[0]!.close();
-    // The venue sees the close a moment after the client: retry only the cap's reset.
+    // The venue sees the close a moment after the client: retry while it answers 429.
     const deadline = Date.now() + 3_000;
     for (;;) {
       const c = RawConnection.open(port);
       open.push(c);
-      const status = await c.get('/api/network').catch((e: Error) => e.message);
+      const status = await c.get('/api/network');
       if (status === 200) break;
-      // Reset before the request left (ECONNRESET) or while it was written (EPIPE).
-      expect(status).toMatch(/^connection closed \((ECONNRESET|EPIPE)\) before an answer$/);
+      expect(status).toBe(429);
       expect(Date.now()).toBeLessThan(deadline);
       await sleep(20);
     }
     // The freed slot is taken again: the cap holds.
-    await expectReset(port);
+    await expectRefused(port);
   });
 
   it('a socket upgraded to a WebSocket counts under connectionsPerIp, not the HTTP cap', async () => {
-    const v = await start({ httpConnectionsPerIp: 2, connectionsPerIp: 3 });
+    const v = await start({ httpConnectionsPerIp: 2, connectionsPerIp: 4 });
     const port = v.venue.port;
     // Three WebSockets on an HTTP cap of 2: had the upgraded sockets kept their HTTP slots, the
-    // third would be reset before its upgrade could be read.
+    // third would have been over the cap.
     const sockets = [
       await WsClient.connect(v.venue.ws),
       await WsClient.connect(v.venue.marketdata),
       await WsClient.connect(v.venue.ws),
     ];
     open.push(...sockets);
-    // ... and they leave the address both of its plain connections.
+    // ... so the address still has both of its plain connections.
     await served(port);
     await served(port);
-    await expectReset(port);
-    for (const s of [sockets[0]!, sockets[2]!])
+    await expectRefused(port);
+    // With both plain slots taken, a fourth socket comes over the HTTP cap and still upgrades:
+    // the WebSocket cap (4) decides.
+    const fourth = await WsClient.connect(v.venue.ws);
+    open.push(fourth);
+    for (const s of [sockets[0]!, sockets[2]!, fourth])
       expect((await s.request({ type: 'ping' })).type).toBe('pong');
   });
 });

@@ -3,15 +3,16 @@
  * one client hold any number of sockets, idle or not, and each is a file descriptor of the venue's;
  * the cap bounds what one address holds.
  *
- * A connection over the cap is reset (TCP RST) as it is accepted, before a byte of it is read.
- * An HTTP answer (429) would need the request read first, holding the socket for up to the request
- * timeout for a client already over its share; a plain close (FIN) without an answer leaves some
- * clients waiting (Node's fetch hangs on it until its own timeout), while a reset fails them at
- * once with ECONNRESET.
+ * A connection over the cap is not counted and gets a short lease: its first request is answered
+ * 429 with `Retry-After` and `Connection: close` (protocol.md section 5: REST over a per-IP limit
+ * is 429 with Retry-After, which clients back off from, where a reset reads as a network fault
+ * they retry at once), and a socket that has not finished its request within the lease is
+ * destroyed, so an address over its share holds each extra socket for about a second at most.
  *
  * A socket that upgrades to a WebSocket leaves this count for the WebSocket services' own
  * (`connectionsPerIp`, ws/connection-slots.ts): counted by both, an address's plain connections
- * would take from its WebSocket cap.
+ * would take from its WebSocket cap. An over-cap socket may upgrade too: the WebSocket cap then
+ * decides, and answers over it as WebSockets are answered.
  *
  * @module
  */
@@ -20,23 +21,42 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ConnectionSlots } from '../ws/connection-slots.js';
 
+/** How long a connection over the cap may take to send the request it is refused, ms. */
+export const OVER_CAP_LEASE_MS = 1_000;
+
 /** Open HTTP connections of one server per client IP, bounded by `perAddress`. */
 export class HttpConnectionCap {
   private readonly slots: ConnectionSlots;
   /** The address whose slot each counted socket holds. */
   private readonly holders = new Map<Duplex, string>();
+  /** Sockets over the cap, each with the timer that ends its lease. */
+  private readonly overCap = new Map<Duplex, NodeJS.Timeout>();
+
+  /** The most connections one address holds at once. */
+  readonly perAddress: number;
 
   constructor(perAddress: number) {
+    this.perAddress = perAddress;
     this.slots = new ConnectionSlots(perAddress);
   }
 
-  /** Counts every connection `server` accepts from now on, and resets one over the cap. */
+  /** Counts every connection `server` accepts from now on; one over the cap gets a lease. */
   attach(server: Server): void {
     server.on('connection', (socket: Socket) => this.admit(socket));
   }
 
-  /** Gives back `socket`'s slot: it closed, or left HTTP for a WebSocket. Once per socket. */
+  /** Whether `socket` came over its address's cap: its requests are answered 429. */
+  isOverCap(socket: Duplex): boolean {
+    return this.overCap.has(socket);
+  }
+
+  /** Gives back `socket`'s slot or lease: it closed, or left HTTP for a WebSocket. Idempotent. */
   release(socket: Duplex): void {
+    const lease = this.overCap.get(socket);
+    if (lease !== undefined) {
+      clearTimeout(lease);
+      this.overCap.delete(socket);
+    }
     const ip = this.holders.get(socket);
     if (ip === undefined) return;
     this.holders.delete(socket);
@@ -44,12 +64,14 @@ export class HttpConnectionCap {
   }
 
   private admit(socket: Socket): void {
+    socket.once('close', () => this.release(socket));
     const ip = socket.remoteAddress ?? 'unknown';
-    if (!this.slots.take(ip)) {
-      socket.resetAndDestroy();
+    if (this.slots.take(ip)) {
+      this.holders.set(socket, ip);
       return;
     }
-    this.holders.set(socket, ip);
-    socket.once('close', () => this.release(socket));
+    const lease = setTimeout(() => socket.destroy(), OVER_CAP_LEASE_MS);
+    lease.unref();
+    this.overCap.set(socket, lease);
   }
 }
