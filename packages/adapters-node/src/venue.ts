@@ -209,7 +209,10 @@ const START_VENUE_OPTIONS = {
   replayUnderNewRules: true,
 } as const satisfies Record<keyof StartVenueOptions, true>;
 
-/** Refuses, as a {@link StartupError}, an option that is none or a price-feed mode no feed has. */
+/**
+ * Refuses, as a {@link StartupError}, an option that is none, a port or host `listen` would
+ * refuse, or a price-feed mode no feed has.
+ */
 function checkOptions(options: StartVenueOptions): void {
   for (const key of Object.keys(options)) {
     if (!Object.hasOwn(START_VENUE_OPTIONS, key))
@@ -217,7 +220,16 @@ function checkOptions(options: StartVenueOptions): void {
         `startVenue options: ${key} is not an option (the options: ${Object.keys(START_VENUE_OPTIONS).join(', ')})`,
       );
   }
-  const { priceFeed } = options;
+  const { port, host, priceFeed } = options;
+  // Found only at listen otherwise: after the journal replay, which may take minutes.
+  if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65_535))
+    throw new StartupError(
+      `startVenue options: port must be an integer in 0..65535 (0 picks a free one), not ${JSON.stringify(port)}`,
+    );
+  if (host !== undefined && (typeof host !== 'string' || host === ''))
+    throw new StartupError(
+      `startVenue options: host must be a non-empty address or name, not ${JSON.stringify(host)}`,
+    );
   // Any other value would start without a feed, as 'none' does, and say nothing.
   if (priceFeed !== undefined && priceFeed !== 'simulated' && priceFeed !== 'none')
     throw new StartupError(

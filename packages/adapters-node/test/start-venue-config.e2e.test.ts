@@ -86,7 +86,7 @@ describe('startVenue checks the config it is given', () => {
     );
   });
 
-  it('refuses an option that is none, and a price-feed mode that is neither feed', async () => {
+  it('refuses an option that is none, a port or host listen would refuse, and an unknown price feed', async () => {
     const start = (options: Record<string, unknown>) =>
       startVenue({ log: () => {}, ...options } as StartVenueOptions).then(
         async (venue) => {
@@ -102,6 +102,14 @@ describe('startVenue checks the config it is given', () => {
     );
     expect(await start({ dataDir: null, priceFeed: 'simulate' })).toBe(
       'startVenue options: priceFeed must be simulated or none, not "simulate"',
+    );
+    // Found only at listen otherwise, after the journal replay.
+    expect(await start({ dataDir, port: 70_000 })).toBe(
+      'startVenue options: port must be an integer in 0..65535 (0 picks a free one), not 70000',
+    );
+    expect(await start({ dataDir, port: '8080' })).toMatch(/^startVenue options: port must be/);
+    expect(await start({ dataDir, host: '' })).toBe(
+      'startVenue options: host must be a non-empty address or name, not ""',
     );
     expect(existsSync(dataDir)).toBe(false);
   });
