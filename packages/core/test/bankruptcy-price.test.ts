@@ -16,6 +16,7 @@
 import {
   bankruptcyPrice,
   formatPrice,
+  liquidationPrice,
   liveAuctions,
   positionOf,
   type Rational,
@@ -63,5 +64,20 @@ describe('bankruptcyPrice of a cross scope with two positions', () => {
     // down for the short. Not 41,000 (58,000 - 17,000) and 4,800 (3,100 + 17,000 / 10).
     expect(formatPrice(btc!)).toBe('48836.431226765799256506');
     expect(formatPrice(eth!)).toBe('3883.643122676579925651');
+  });
+
+  it('prices a copy of a position record as the record itself (looked up by market)', () => {
+    const { v, gold } = caseB();
+    const account = v.state.accounts.get(gold)!;
+    for (const market of [1, 2]) {
+      const record = positionOf(account, market, 'Cross')!;
+      const copy = { ...record };
+      expect(raw(bankruptcyPrice(v.state, account, copy))).toBe(
+        raw(bankruptcyPrice(v.state, account, record)),
+      );
+      expect(raw(liquidationPrice(v.state, account, copy))).toBe(
+        raw(liquidationPrice(v.state, account, record)),
+      );
+    }
   });
 });

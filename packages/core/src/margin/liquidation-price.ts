@@ -105,6 +105,15 @@ export function crossExact(state: EngineState, account: Account): CrossExact {
 }
 
 /**
+ * The exact maintenance of the account's cross position in `position`'s market: looked up by
+ * market, so a copy of the position record (a snapshot's, a spread) prices as the record does.
+ */
+function maintenanceIn(c: CrossExact, account: Account, position: Position): Rational {
+  const own = account.positions.find((p) => p.mode === 'Cross' && p.market === position.market);
+  return (own === undefined ? undefined : c.maintenance.get(own)) ?? ratio(0n);
+}
+
+/**
  * Liquidation price of a position (human units), or `null` where none exists. Pass `cross`
  * (from {@link crossExact}) when pricing several cross positions of one account.
  */
@@ -122,7 +131,7 @@ export function liquidationPrice(
     return solve(market.spec, position.size, mark, equity, ratio(0n), true);
   }
   const c = cross ?? crossExact(state, account);
-  const other = rsub(c.totalMaintenance, c.maintenance.get(position) ?? ratio(0n));
+  const other = rsub(c.totalMaintenance, maintenanceIn(c, account, position));
   return solve(market.spec, position.size, mark, c.equity, other, true);
 }
 
@@ -149,6 +158,6 @@ export function bankruptcyPrice(
   const share =
     c.totalMaintenance.num === 0n
       ? c.equity
-      : rdiv(rmul(c.equity, c.maintenance.get(position) ?? ratio(0n)), c.totalMaintenance);
+      : rdiv(rmul(c.equity, maintenanceIn(c, account, position)), c.totalMaintenance);
   return solve(market.spec, position.size, mark, share, ratio(0n), false);
 }
