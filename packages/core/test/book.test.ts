@@ -373,6 +373,54 @@ describe('replace', () => {
     expect(queue()).toEqual([second]);
   });
 
+  // Found by mutation: neither refusal had a test.
+  it('refuses a trigger price on a working Limit order and a new quantity for a managed TP/SL', () => {
+    const amend = (id: number, price: bigint, triggerPrice: bigint, quantity: bigint) =>
+      outcome(
+        v.run({
+          type: 'replaceOrder',
+          account: A,
+          market: 1,
+          orderId: BigInt(id),
+          origCloid: null,
+          price,
+          triggerPrice,
+          quantity,
+          cloid: null,
+        }),
+      );
+    const bid = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000' }));
+    expect(amend(bid, px('64000'), px('63000'), 20_000n)).toMatchObject({
+      ok: false,
+      code: 4032,
+      message:
+        'INVALID_ORDER_PRICE: the trigger price of a working (triggered or Limit) order cannot change',
+    });
+    // A long of 1 and a take-profit that follows it.
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', tif: 'IOC' }));
+    const tp = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '70000',
+        type: 'TakeProfit',
+        managed: true,
+        reduceOnly: true,
+      }),
+    );
+    expect(amend(tp, 0n, px('70000'), 5_000n)).toMatchObject({
+      ok: false,
+      code: 4000,
+      message:
+        'INVALID_REQUEST: a managed TP/SL follows its position; its quantity cannot be amended',
+    });
+    // Its trigger may move, at the quantity it has.
+    expect(amend(tp, 0n, px('71000'), 10_000n).ok).toBe(true);
+    expect(v.state.orders.get(bid)).toMatchObject({ triggerPrice: 0n, quantity: 20_000n });
+    expect(v.state.orders.get(tp)).toMatchObject({ triggerPrice: px('71000'), quantity: 10_000n });
+  });
+
   it('reports the previous values and a new cloid with origCloid', () => {
     const id = orderIdOf(
       v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }),
