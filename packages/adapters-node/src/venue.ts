@@ -601,16 +601,14 @@ async function startLocked(
   // Counted from the first connection: Fastify creates the server here, it listens further down.
   const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp);
   httpConnections.attach(app.server);
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', async (req) => {
     if (!httpConnections.isOverCap(req.raw.socket)) return;
     // Connection: close ends the socket once this is written: it never held a slot.
-    return reply
-      .code(429)
-      .header('Retry-After', String(Math.ceil(OVER_CAP_LEASE_MS / 1000)))
-      .header('Connection', 'close')
-      .send({
-        error: `too many open connections from this address: at most ${httpConnections.perAddress}; close one, or retry after Retry-After`,
-      });
+    throw new HttpError(
+      429,
+      `too many open connections from this address: at most ${httpConnections.perAddress}; close one, or retry after Retry-After`,
+      { 'retry-after': String(Math.ceil(OVER_CAP_LEASE_MS / 1000)), connection: 'close' },
+    );
   });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {

@@ -675,19 +675,7 @@ describe('rule 7.5, last resort: the fee pool pays what the fund and ADL could n
       [3, 'A-PERP', '0'],
       [5, 'B-PERP', '0.003'],
     ] as const) {
-      v.list({
-        id,
-        symbol,
-        tickSize: '0.5',
-        lotSize: '1',
-        quantityDecimals: 0,
-        maxLeverage: 20,
-        defaultLeverage: 20,
-        openInterestCap: '1000000',
-        makerFeeRate: '0',
-        takerFeeRate,
-        liquidation: { feeRate: '0' },
-      });
+      v.list({ ...wholeLotSettings(symbol, id), takerFeeRate });
     }
     for (const w of [X, U, MM]) v.open(w);
     v.fund(X, '1000');

@@ -24,6 +24,11 @@ const LEAST_SETTING: Readonly<Record<string, number>> = {
   maxWorkingOrdersPerAccount: 1,
 };
 
+/** The least value a numeric venue setting may take: 0, or more where less makes no venue. */
+export function leastVenueSetting(name: keyof VenueSettings): number {
+  return LEAST_SETTING[name] ?? 0;
+}
+
 /**
  * The defaults with `overrides` applied. A setting given as `undefined` (what
  * `{ marginChecks: config.marginChecks }` gives when the option is unset) keeps its default:
@@ -47,7 +52,7 @@ export function venueSettingsOf(overrides: Partial<VenueSettings> = {}): VenueSe
         `venue setting ${name} must be a ${typeof fallback}, got ${typeof value}`,
       );
     }
-    const least = LEAST_SETTING[name] ?? 0;
+    const least = leastVenueSetting(name as keyof VenueSettings);
     if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= least)) {
       throw new TypeError(`venue setting ${name} must be a whole number >= ${least}, got ${value}`);
     }

@@ -7,15 +7,16 @@
 import { reject } from '../errors.js';
 import type { SetVenueSettingsCommand } from './commands.js';
 import type { Ctx } from './context.js';
+import { leastVenueSetting } from './genesis.js';
 
 /** Handles `setVenueSettings`. */
 export function setVenueSettings(ctx: Ctx, cmd: SetVenueSettingsCommand): void {
   const cap = cmd.maxWorkingOrdersPerAccount;
-  // 0 would leave an account no resting order at all: a market closed by other means.
-  if (cap < 1) {
+  const least = leastVenueSetting('maxWorkingOrdersPerAccount');
+  if (cap < least) {
     const r = reject(
       'INVALID_REQUEST',
-      `maxWorkingOrdersPerAccount must be at least 1, not ${cap}`,
+      `maxWorkingOrdersPerAccount must be at least ${least}, not ${cap}`,
     );
     return ctx.fail(r.code, r.message);
   }
