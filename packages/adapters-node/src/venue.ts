@@ -211,7 +211,8 @@ const START_VENUE_OPTIONS = {
 
 /**
  * Refuses, as a {@link StartupError}, an option that is none, a port or host `listen` would
- * refuse, or a price-feed mode no feed has.
+ * refuse, a price-feed mode no feed has, or a snapshot policy or backfill chunk that is not a
+ * whole number in its range.
  */
 function checkOptions(options: StartVenueOptions): void {
   for (const key of Object.keys(options)) {
@@ -235,6 +236,68 @@ function checkOptions(options: StartVenueOptions): void {
     throw new StartupError(
       `startVenue options: priceFeed must be simulated or none, not ${JSON.stringify(priceFeed)}`,
     );
+  checkSnapshotOption(options.snapshots);
+  const backfill = options.historyBackfill;
+  if (backfill !== undefined && backfill !== false)
+    numbersIn(policyObject(backfill, 'historyBackfill'), 'historyBackfill', { chunkRecords: 1 });
+}
+
+function policyObject(value: unknown, name: string): object {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new StartupError(
+      `startVenue options: ${name} must be false or an object, not ${JSON.stringify(value)}`,
+    );
+  return value;
+}
+
+/**
+ * Least value of each snapshot policy number. The policy compares them with `>` and clamps some,
+ * so a string, a negative or a fraction would not fail: it would snapshot at every record, never,
+ * or keep no file, silently.
+ */
+const SNAPSHOT_POLICY_LEAST: Readonly<Record<Exclude<keyof SnapshotPolicy, 'atClose'>, number>> = {
+  everyRecords: 0,
+  everyMs: 0,
+  minRecords: 0,
+  keep: 1,
+  sliceMs: 1,
+};
+
+function checkSnapshotOption(snapshots: StartVenueOptions['snapshots']): void {
+  if (snapshots === undefined || snapshots === false) return;
+  const { atClose, ...numbers } = policyObject(snapshots, 'snapshots') as Partial<SnapshotPolicy>;
+  if (atClose !== undefined && typeof atClose !== 'boolean')
+    throw new StartupError(
+      `startVenue options: snapshots.atClose must be true or false, not ${JSON.stringify(atClose)}`,
+    );
+  numbersIn(numbers, 'snapshots', SNAPSHOT_POLICY_LEAST, ['atClose']);
+}
+
+/** Longest delay setInterval honours: a longer `everyMs` would fire every millisecond. */
+const TIMER_MAX_MS = 2_147_483_647;
+
+/**
+ * Checks each key of `value` is one of `least`'s (or `otherKeys`, checked by the caller) and an
+ * integer at least its least value.
+ */
+function numbersIn(
+  value: object,
+  name: string,
+  least: Readonly<Record<string, number>>,
+  otherKeys: readonly string[] = [],
+): void {
+  for (const [key, n] of Object.entries(value)) {
+    const min = least[key];
+    if (min === undefined)
+      throw new StartupError(
+        `startVenue options: ${name}.${key} is not an option (${name}: ${[...Object.keys(least), ...otherKeys].join(', ')})`,
+      );
+    const max = key.endsWith('Ms') ? TIMER_MAX_MS : Number.MAX_SAFE_INTEGER;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max)
+      throw new StartupError(
+        `startVenue options: ${name}.${key} must be an integer in ${min}..${max}, not ${JSON.stringify(n)}`,
+      );
+  }
 }
 
 /**

@@ -114,6 +114,56 @@ describe('startVenue checks the config it is given', () => {
     expect(existsSync(dataDir)).toBe(false);
   });
 
+  it('refuses a snapshot policy or backfill chunk the snapshotter would misread', async () => {
+    const start = (options: Record<string, unknown>) =>
+      startVenue({ log: () => {}, priceFeed: 'none', ...options } as StartVenueOptions).then(
+        async (venue) => {
+          await venue.close();
+          return 'started';
+        },
+        (e: unknown) => (e instanceof StartupError ? e.message : e),
+      );
+    const dataDir = join(dir, 'venue');
+    // A string compared with `> 0` is never a cadence: the venue would never snapshot.
+    expect(await start({ dataDir, snapshots: { everyRecords: '1000' } })).toBe(
+      'startVenue options: snapshots.everyRecords must be an integer in 0..9007199254740991, not "1000"',
+    );
+    // keep was clamped to 1 and sliceMs 0 would hold the loop for no time per slice.
+    expect(await start({ dataDir, snapshots: { keep: 0 } })).toBe(
+      'startVenue options: snapshots.keep must be an integer in 1..9007199254740991, not 0',
+    );
+    expect(await start({ dataDir, snapshots: { sliceMs: 0.5 } })).toMatch(
+      /^startVenue options: snapshots\.sliceMs must be an integer in 1\.\.2147483647, not 0\.5$/,
+    );
+    // setInterval fires a longer delay after 1 ms: a snapshot every millisecond.
+    expect(await start({ dataDir, snapshots: { everyMs: 2 ** 31 } })).toBe(
+      'startVenue options: snapshots.everyMs must be an integer in 0..2147483647, not 2147483648',
+    );
+    expect(await start({ dataDir, snapshots: { everyrecords: 10 } })).toBe(
+      'startVenue options: snapshots.everyrecords is not an option (snapshots: everyRecords, everyMs, minRecords, keep, sliceMs, atClose)',
+    );
+    expect(await start({ dataDir, snapshots: { atClose: 'no' } })).toBe(
+      'startVenue options: snapshots.atClose must be true or false, not "no"',
+    );
+    expect(await start({ dataDir, snapshots: true })).toBe(
+      'startVenue options: snapshots must be false or an object, not true',
+    );
+    expect(await start({ dataDir, historyBackfill: { chunkRecords: 0 } })).toBe(
+      'startVenue options: historyBackfill.chunkRecords must be an integer in 1..9007199254740991, not 0',
+    );
+    expect(await start({ dataDir, historyBackfill: { chunk: 64 } })).toBe(
+      'startVenue options: historyBackfill.chunk is not an option (historyBackfill: chunkRecords)',
+    );
+    expect(existsSync(dataDir)).toBe(false);
+    expect(
+      await start({
+        dataDir,
+        snapshots: { everyRecords: 0, everyMs: 0, keep: 1, sliceMs: 1, atClose: false },
+        historyBackfill: { chunkRecords: 1 },
+      }),
+    ).toBe('started');
+  });
+
   it('refuses before the data directory is created or locked', async () => {
     const dataDir = join(dir, 'venue');
     expect(await refusal(limitsWith({ connectionsPerIp: 0 }), dataDir)).toMatch(
