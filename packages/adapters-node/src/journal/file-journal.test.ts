@@ -254,6 +254,47 @@ describe('FileJournal recovery', () => {
     expect(readFileSync(path).equals(zeroed)).toBe(true);
   });
 
+  it('a last record whose header reached the disk but whose payload did not (zeros) is a torn tail', async () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const last = starts[n - 1] as number;
+    const path = join(tempDir(), 'journal.log');
+    // The file system wrote the block holding the header and extended the file with zeros.
+    const headerOnly = Buffer.from(data);
+    headerOnly.fill(0, last + 16);
+    writeFileSync(path, headerOnly);
+    const lines: string[] = [];
+    const j = FileJournal.open(path, { log: (l) => lines.push(l) });
+    expect(j.lastSeq).toBe(n - 1);
+    expect(lines[0]).toContain(
+      `cut a torn record of ${data.length - last} bytes at offset ${last}`,
+    );
+    expect(statSync(path).size).toBe(last);
+    await j.close();
+  });
+
+  it('one stray byte before the last record is damage with a valid record after it, not a torn tail', () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const last = starts[n - 1] as number;
+    const path = join(tempDir(), 'journal.log');
+    const stray = Buffer.concat([data.subarray(0, last), Buffer.from([0x55]), data.subarray(last)]);
+    writeFileSync(path, stray);
+    let error: unknown;
+    try {
+      FileJournal.open(path, { log: () => {} }).close();
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(JournalCorruptError);
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `is damaged at byte ${last}: .* \\(expected seq ${n}\\) with valid records after it$`,
+      ),
+    );
+    expect(readFileSync(path).equals(stray)).toBe(true);
+  });
+
   it('never cuts bytes an interrupted append cannot leave: a file that is not a journal, junk after the last record', () => {
     const path = join(tempDir(), 'journal.log');
     const { data } = journalBytes(LOG);
