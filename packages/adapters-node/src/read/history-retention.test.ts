@@ -1,0 +1,33 @@
+/**
+ * How much history a store keeps per account: the newest `maxClosedOrders` ended orders and
+ * `maxTrades` fills; working orders are never dropped.
+ */
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { describe, expect, it } from 'vitest';
+import { HistoryStore } from './history.js';
+
+describe('retention', () => {
+  it('keeps the newest maxClosedOrders ended orders and maxTrades fills; working orders always stay', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    const [a, b] = [wallet(1), wallet(2)];
+    for (const w of [a, b]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'BTC-PERP': '65000' });
+    const h = new HistoryStore({ maxClosedOrders: 2, maxTrades: 3 });
+    const seen = v.history.length;
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
+    // Four orders of `a` fill against `b`'s resting ones and end (Filled): two are kept.
+    for (let i = 0; i < 4; i++) {
+      v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: String(65000 + i) });
+      v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(65000 + i) });
+    }
+    h.apply({ commands: [], events: v.history.slice(seen), state: v.state });
+    const closed = h.orders(a, { status: 'closed' }, v.time).rows;
+    expect(closed.map((o) => o.price)).toEqual(['65003', '65002']);
+    expect(h.orders(a, { status: 'open' }, v.time).rows.map((o) => o.price)).toEqual(['60000']);
+    expect(h.trades(a, {}, v.time).rows.map((t) => t.lastPx)).toEqual(['65003', '65002', '65001']);
+  });
+});
