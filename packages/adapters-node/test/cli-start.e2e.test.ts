@@ -56,6 +56,12 @@ it('a port in use: one line on stderr naming it, exit status 1', async () => {
   }
 });
 
+it('a --host that names no address (a typo): one line naming it, exit status 1', async () => {
+  // `.invalid` never resolves (RFC 2606): listen fails in the resolver, as for `--host localhos`.
+  const r = await run(['--memory', '--port', '0', '--host', 'no-such-host.invalid']);
+  expectOneLine(r, /^failed to start: .*no-such-host\.invalid.*--host/);
+});
+
 describe('a bad --config or data file: one line naming the file and the cause, exit status 1', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cli-start-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
