@@ -249,10 +249,10 @@ if (invokedDirectly) {
 }
 
 /**
- * One line for a failure the operator causes (a port in use, no permission, a bad config or data
- * file, a data directory another venue holds, a damaged or foreign journal or a journal behind
- * its snapshots, records of other engine rules), which names its cause and remedy already; the
- * stack for anything else, which is a defect to report.
+ * One line for a failure the operator causes (a port in use, no permission, a `--host` that does
+ * not resolve, a bad config or data file, a data directory another venue holds, a damaged or
+ * foreign journal or a journal behind its snapshots, records of other engine rules), which names
+ * its cause and remedy already; the stack for anything else, which is a defect to report.
  */
 function startFailure(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
@@ -268,5 +268,8 @@ function startFailure(e: unknown): string {
   const code = (e as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE') return `${e.message} (another process listens there: choose --port)`;
   if (code === 'EACCES' || code === 'EADDRNOTAVAIL') return e.message;
+  // A --host that the resolver does not know (a typo such as `localhos`): the operator's.
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
+    return `${e.message} (--host names no address of this machine: give an IP address or a name that resolves)`;
   return e.stack ?? e.message;
 }
