@@ -366,3 +366,29 @@ describe("POST /referral/apply: every 400 is the spec's text", () => {
     expect(ok.status).toBe(201);
   });
 });
+
+describe('history reads: a filter that names no instrument is refused, not answered empty', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  // A typo (`btc-perp`, `BTC-PERPS`) must not read as "this wallet never traded there".
+  for (const path of ['/historic/orders', '/account/trades', '/historic/trades']) {
+    it(`GET ${path}?instrument=<unknown>: 400 naming the parameter`, async () => {
+      const wallet = t.wallet(0).address;
+      const known = await t.api('GET', `${path}?wallet=${wallet}&instrument=BTC-PERP`);
+      expect(known.status).toBe(200);
+      for (const bad of ['btc-perp', 'BTC-PERPS', '']) {
+        const r = await t.api(
+          'GET',
+          `${path}?wallet=${wallet}&instrument=${encodeURIComponent(bad)}`,
+        );
+        expect(r.status, `${bad}: ${JSON.stringify(r.body)}`).toBe(400);
+        expect(String(r.body.error)).toMatch(/^instrument /);
+        expect(String(r.body.error)).toContain(JSON.stringify(bad));
+      }
+    });
+  }
+});
