@@ -44,7 +44,11 @@ function intParam(value: unknown, name: string, min: number, max: number): numbe
   return n;
 }
 
-function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery {
+function historyQuery(
+  q: Record<string, unknown>,
+  orders: boolean,
+  symbols: { has(symbol: string): boolean },
+): HistoryQuery {
   const str = (name: string): string | undefined => {
     const v = q[name];
     if (v === undefined) return undefined;
@@ -52,6 +56,14 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
       throw new HttpError(400, `${name} must be a string`);
     return v;
   };
+  // A symbol no instrument has (a typo, the wrong case) would filter every row out and read as
+  // "no history there": refused like a bad orderId (instruments are never removed).
+  const instrument = str('instrument');
+  if (instrument !== undefined && !symbols.has(instrument))
+    throw new HttpError(
+      400,
+      `instrument must be a listed symbol such as BTC-PERP (GET /instruments), not ${JSON.stringify(instrument)}`,
+    );
   const status = str('status');
   if (
     orders &&
@@ -73,7 +85,7 @@ function historyQuery(q: Record<string, unknown>, orders: boolean): HistoryQuery
   if (cloid !== undefined && !CLOID_RE.test(cloid))
     throw new HttpError(400, 'cloid must be 0x and 32 hex digits');
   return {
-    instrument: str('instrument'),
+    instrument,
     status: status as HistoryQuery['status'],
     orderId,
     cloid: cloid?.toLowerCase(),
@@ -214,7 +226,11 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
     const wallet = walletParam(q.wallet);
-    const page = ctx.history.orders(wallet, historyQuery(q, true), ctx.host.now());
+    const page = ctx.history.orders(
+      wallet,
+      historyQuery(q, true, ctx.host.state.symbols),
+      ctx.host.now(),
+    );
     return { orders: page.rows, nextCursor: page.nextCursor };
   });
 
@@ -222,7 +238,11 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
     const wallet = walletParam(q.wallet);
-    const page = ctx.history.trades(wallet, historyQuery(q, false), ctx.host.now());
+    const page = ctx.history.trades(
+      wallet,
+      historyQuery(q, false, ctx.host.state.symbols),
+      ctx.host.now(),
+    );
     return { trades: page.rows, nextCursor: page.nextCursor };
   };
   app.get('/api/account/trades', trades);
