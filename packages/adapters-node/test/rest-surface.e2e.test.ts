@@ -392,3 +392,28 @@ describe('history reads: a filter that names no instrument is refused, not answe
     });
   }
 });
+
+describe('time windows: startTime after endTime is refused, not answered empty', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  // Swapped bounds are a client bug; an empty page hides it ("nothing happened then").
+  it('history reads and candles: 400 naming both parameters', async () => {
+    const wallet = t.wallet(0).address;
+    const paths = [
+      `/historic/orders?wallet=${wallet}`,
+      `/account/trades?wallet=${wallet}`,
+      `/historic/trades?wallet=${wallet}`,
+      '/candles?instrument=BTC-PERP&interval=1m',
+    ];
+    for (const path of paths) {
+      expect((await t.api('GET', `${path}&startTime=1000&endTime=2000`)).status).toBe(200);
+      const r = await t.api('GET', `${path}&startTime=2000&endTime=1000`);
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(400);
+      expect(String(r.body.error)).toMatch(/startTime.*endTime/);
+    }
+  });
+});
