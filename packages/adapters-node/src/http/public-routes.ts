@@ -44,6 +44,18 @@ function intParam(value: unknown, name: string, min: number, max: number): numbe
   return n;
 }
 
+/** `startTime` and `endTime` of a read; swapped bounds are refused, not answered empty. */
+function timeWindow(q: Record<string, unknown>): {
+  startTime: number | undefined;
+  endTime: number | undefined;
+} {
+  const startTime = intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER);
+  const endTime = intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER);
+  if (startTime !== undefined && endTime !== undefined && startTime > endTime)
+    throw new HttpError(400, `startTime ${startTime} is after endTime ${endTime}`);
+  return { startTime, endTime };
+}
+
 function historyQuery(
   q: Record<string, unknown>,
   orders: boolean,
@@ -89,8 +101,7 @@ function historyQuery(
     status: status as HistoryQuery['status'],
     orderId,
     cloid: cloid?.toLowerCase(),
-    startTime: intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER),
-    endTime: intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER),
+    ...timeWindow(q),
     limit: intParam(q.limit, 'limit', 1, 500),
     cursor,
   };
@@ -191,8 +202,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const interval = q.interval;
     if (typeof interval !== 'string' || !isCandleInterval(interval))
       throw new HttpError(400, `interval must be one of ${INTERVALS.join(' ')}`);
-    const startTime = intParam(q.startTime, 'startTime', 0, Number.MAX_SAFE_INTEGER);
-    const endTime = intParam(q.endTime, 'endTime', 0, Number.MAX_SAFE_INTEGER);
+    const { startTime, endTime } = timeWindow(q);
     const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
     const candles = ctx.marketData.candles(instrument, interval, startTime, endTime, limit) ?? [];
     return { instrument, interval, candles };
