@@ -417,3 +417,25 @@ describe('time windows: startTime after endTime is refused, not answered empty',
     }
   });
 });
+
+describe('POST /admin/oracle: a price that is not positive', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+    await t.oracle({ 'BTC-PERP': '65000' });
+  });
+  afterAll(async () => t.close());
+
+  it('400 saying the price must be positive, naming instrument and value; marks unchanged', async () => {
+    const before = await t.stateHash();
+    for (const bad of ['0', '-5', '0.0']) {
+      const r = await t.admin('POST', '/admin/oracle', { prices: { 'BTC-PERP': bad } });
+      expect(r.status).toBe(400);
+      expect(String(r.body.error), bad).toMatch(/BTC-PERP.*positive/);
+      expect(String(r.body.error), bad).toContain(JSON.stringify(bad));
+    }
+    expect(await t.stateHash()).toEqual(before);
+    const tickers = (await t.api('GET', '/tickers')).body.tickers as Record<string, unknown>[];
+    expect(tickers.find((x) => x.instrument === 'BTC-PERP')).toMatchObject({ index: '65000' });
+  });
+});
