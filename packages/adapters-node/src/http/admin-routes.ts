@@ -142,8 +142,11 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       }
       const entries = Object.entries(prices as Record<string, unknown>).map(([symbol, p]) => {
         const parsed = typeof p === 'string' ? parseDecimal(p, 18) : undefined;
-        if (parsed === undefined || !parsed.ok)
-          throw new HttpError(400, `price of ${symbol} must be a decimal string`);
+        if (parsed === undefined || !parsed.ok || parsed.value <= 0n)
+          throw new HttpError(
+            400,
+            `price of ${symbol} must be a positive decimal string with at most 18 decimals, not ${showValue(JSON.stringify(p) ?? String(p))}`,
+          );
         return { market: marketId(ctx, symbol), price: parsed.value };
       });
       const r = await ctx.host.submit({ type: 'oracle', prices: entries });
