@@ -439,3 +439,24 @@ describe('POST /admin/oracle: a price that is not positive', () => {
     expect(tickers.find((x) => x.instrument === 'BTC-PERP')).toMatchObject({ index: '65000' });
   });
 });
+
+describe('POST /admin/referral-codes/:code/revoke of a code that does not exist', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  it('404 naming the code (the path names no resource), and nothing changes', async () => {
+    const before = await t.stateHash();
+    const r = await t.admin('POST', '/admin/referral-codes/NOPE/revoke');
+    expect(r.status).toBe(404);
+    expect(String(r.body.error)).toMatch(/NOPE/);
+    expect(await t.stateHash()).toEqual(before);
+    // A code that exists is still revoked (200).
+    const code = t.venue.inviteCode ?? '';
+    const ok = await t.admin('POST', `/admin/referral-codes/${code}/revoke`);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toMatchObject({ code, revoked: true });
+  });
+});
