@@ -192,8 +192,11 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     });
 
     admin.post('/api/admin/referral-codes/:code/revoke', async (req) => {
-      const code = (req.params as Record<string, string>).code;
-      const r = await ctx.host.submit({ type: 'revokeReferralCode', code: code ?? '' });
+      const code = (req.params as Record<string, string>).code ?? '';
+      // The path names the resource: one that does not exist is 404, as an unknown instrument is.
+      if (!ctx.host.state.referralCodes.has(code))
+        throw new HttpError(404, `no referral code ${showValue(code)}`);
+      const r = await ctx.host.submit({ type: 'revokeReferralCode', code });
       const o = ok(r.outcome);
       if (o.kind !== 'referralCode') throw new HttpError(500, 'unexpected outcome');
       return wireCode(o.code);
