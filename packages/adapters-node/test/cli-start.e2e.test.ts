@@ -94,6 +94,23 @@ describe('a bad --config or data file: one line naming the file and the cause, e
     );
   });
 
+  it('an instrument that leaves out a required setting: named as missing, not as malformed', async () => {
+    const { openInterestCap: _, ...rest } = { ...DEFAULT_CONFIG.instruments[0], id: 9 };
+    for (const [name, instrument] of [
+      ['openInterestCap', { ...rest, symbol: 'NEW-PERP' }],
+      [
+        'tickSize',
+        { ...DEFAULT_CONFIG.instruments[0], id: 9, symbol: 'NEW-PERP', tickSize: undefined },
+      ],
+    ] as const) {
+      const f = join(dir, `missing-${name}.json`);
+      writeFileSync(f, JSON.stringify({ instruments: [instrument] }));
+      const r = await run([...memory, '--config', f]);
+      expectOneLine(r, new RegExp(`^failed to start: config ${escaped(f)}: instruments\\[0\\]`));
+      expect(r.stderr).toMatch(new RegExp(`${name} is required`));
+    }
+  });
+
   it('an unknown key', async () => {
     const f = join(dir, 'typo.json');
     writeFileSync(f, JSON.stringify({ instrument: [] }));
