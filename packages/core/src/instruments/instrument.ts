@@ -141,6 +141,9 @@ function parseField(
   allowNegative = false,
 ): bigint {
   const value = text ?? fallback;
+  // A required setting (no fallback) that was left out: say so, not that "" is malformed.
+  if (value === '' && (text === undefined || text === null))
+    throw new SettingsError(`${name} is required (a decimal string)`);
   if (typeof value !== 'string') throw new SettingsError(`${name} must be a decimal string`);
   const parsed = parseDecimal(value, decimals, allowNegative);
   if (!parsed.ok)
