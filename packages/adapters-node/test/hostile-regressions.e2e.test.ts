@@ -325,9 +325,17 @@ describe('an instrument given as a JSON object with its own toString is a 4000/4
       });
       const r = await t.admin('POST', '/admin/funding/settle', '{"instrument":{"toString":1}}');
       expect(r).toMatchObject({
-        status: 404,
-        body: { error: 'unknown instrument {"toString":1}' },
+        status: 400,
+        body: { error: 'instrument must be a symbol string such as BTC-PERP, not {"toString":1}' },
       });
+      // A number is malformed too (it was 404 "unknown instrument 5"); an unknown symbol is 404.
+      expect(await t.admin('POST', '/admin/funding/settle', '{"instrument":5}')).toMatchObject({
+        status: 400,
+        body: { error: 'instrument must be a symbol string such as BTC-PERP, not 5' },
+      });
+      expect(
+        await t.admin('POST', '/admin/funding/settle', '{"instrument":"NOPE-PERP"}'),
+      ).toMatchObject({ status: 404, body: { error: 'unknown instrument NOPE-PERP' } });
       await ws.close();
     } finally {
       await t.close();

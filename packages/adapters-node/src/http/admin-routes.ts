@@ -106,8 +106,17 @@ export function wireCode(c: ReferralCode): Record<string, unknown> {
   };
 }
 
+/**
+ * The market a body's instrument names: a value that is no symbol at all (a number, an object)
+ * is malformed (400); a symbol no instrument has is a resource not found (404).
+ */
 function marketId(ctx: VenueContext, symbol: unknown): number {
-  const id = typeof symbol === 'string' ? ctx.host.state.symbols.get(symbol) : undefined;
+  if (typeof symbol !== 'string')
+    throw new HttpError(
+      400,
+      `instrument must be a symbol string such as BTC-PERP, not ${showValue(symbol)}`,
+    );
+  const id = ctx.host.state.symbols.get(symbol);
   if (id === undefined) throw new HttpError(404, `unknown instrument ${showValue(symbol)}`);
   return id;
 }
