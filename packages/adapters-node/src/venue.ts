@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { type Server, STATUS_CODES } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import {
   MemoryJournal,
@@ -334,6 +334,20 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   }
 }
 
+/**
+ * Listens on `host:port` and closes again at once, rejecting with `listen`'s own error (a port
+ * in use, a name that does not resolve, an address not on this machine). Port 0 always finds a
+ * free port, so it is not tried. The venue's real listen can still lose a race for the port.
+ */
+async function checkListenable(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
 async function startLocked(
   options: StartVenueOptions,
   config: VenueConfig,
@@ -396,6 +410,16 @@ async function startLocked(
     venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
     created = true;
     journal = options.journal ?? new MemoryJournal();
+  }
+
+  // A port another process holds, or a host that is not this machine's, is found here rather
+  // than at listen, after a journal replay that may take minutes.
+  try {
+    await checkListenable(options.host ?? '127.0.0.1', options.port ?? 0);
+  } catch (e) {
+    // The venue owns a journal it was given from here on, as its close() does.
+    if (options.journal !== undefined) await journal.close();
+    throw e;
   }
 
   // ---- engine host and read models -------------------------------------------------------

@@ -99,6 +99,31 @@ describe('fail-stop on a journal failure', () => {
     await first.close();
   });
 
+  it('finds the port taken before it replays the journal, not after', async () => {
+    const first = await startTestVenue();
+    const journal = new MemoryJournal();
+    // A journal with records: the start would replay them before it listens.
+    await journal.append([{ type: 'openAccount', account: first.wallet(0).address, time: 1 }]);
+    let reads = 0;
+    const read = journal.read.bind(journal);
+    journal.read = (afterSeq?: number) => {
+      reads++;
+      return read(afterSeq);
+    };
+    const lines: string[] = [];
+    await expect(
+      startVenue({
+        journal,
+        port: first.venue.port,
+        priceFeed: 'none',
+        log: (l) => lines.push(l),
+      }),
+    ).rejects.toThrow(/EADDRINUSE|address already in use/);
+    expect(reads).toBe(0);
+    expect(lines.filter((l) => l.startsWith('replayed'))).toEqual([]);
+    await first.close();
+  });
+
   it('answers 504 when a referral is not durable in time; it counts once the journal catches up', async () => {
     /** A journal whose appends wait while a gate is set (a disk that stalls). */
     class StallingJournal extends MemoryJournal {
