@@ -521,3 +521,121 @@ describe('a trigger order re-checked when it fires', () => {
     expect(v.state.markets.get(1)!.openInterest).toBe(0n);
   });
 });
+
+describe('managed TP/SL follow-ups when an order ends', () => {
+  /**
+   * A rests a sell entry of 2 at 66,000 with a managed buy StopLoss; C fills 1 (A short 1, the
+   * child arms), then A buys `cover` from B's 65,500 ask while the entry still works, and
+   * finally cancels the entry, which ended with fills.
+   */
+  const cancelEntryAfterCover = (cover: string) => {
+    const entry = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', price: '66000', cloid: cloid(8) }),
+    );
+    const child = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Buy',
+        qty: '2',
+        trigger: '70000',
+        type: 'StopLoss',
+        managed: true,
+        parentCloid: cloid(8),
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '66000' }));
+    expect(v.state.orders.get(child)?.armed).toBe(true);
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: cover, price: '65500' }));
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: cover, price: '65500', tif: 'IOC' }));
+    expect(v.state.orders.has(child)).toBe(true); // the entry still works
+    return { entry, child, cancelled: v.cancel(A, BTC, { orderId: entry }) };
+  };
+
+  it('a buy child of a sell entry goes (PositionClosed) when the short closed meanwhile', () => {
+    const { entry, child, cancelled } = cancelEntryAfterCover('1');
+    expect(kinds(cancelled, A)).toEqual([
+      `OrderCancelled:User#${entry}`,
+      `OrderCancelled:PositionClosed#${child}`,
+    ]);
+  });
+
+  it('a buy child of a sell entry goes (PositionClosed) when the position turned long', () => {
+    const { entry, child, cancelled } = cancelEntryAfterCover('2');
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(10_000n);
+    expect(kinds(cancelled, A)).toEqual([
+      `OrderCancelled:User#${entry}`,
+      `OrderCancelled:PositionClosed#${child}`,
+    ]);
+  });
+
+  /** A long 1 with a managed take-profit at 70,000 and stop-loss at 60,000. */
+  const longWithPair = () => {
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', tif: 'IOC' }));
+    const tp = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '70000',
+        type: 'TakeProfit',
+        managed: true,
+      }),
+    );
+    const sl = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '60000',
+        type: 'StopLoss',
+        managed: true,
+      }),
+    );
+    return { tp, sl };
+  };
+
+  it('cancelling one of a TP/SL pair leaves the other: only a fill cancels the sibling', () => {
+    const { tp, sl } = longWithPair();
+    const cancelled = v.cancel(A, BTC, { orderId: tp });
+    expect(kinds(cancelled, A)).toEqual([`OrderCancelled:User#${tp}`]);
+    expect(v.state.orders.get(sl)?.ordStatus).toBe('Untriggered');
+  });
+
+  it('a filled take-profit cancels its stop-loss (SiblingFilled); a second take-profit goes with the position', () => {
+    const { tp, sl } = longWithPair();
+    const tp2 = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '72000',
+        type: 'TakeProfit',
+        managed: true,
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '69000' }));
+    // mark = mean(73,000, median(bid 69,000, last 65,000)) = 70,000: the first TP only.
+    const fired = v.oracle({ [BTC]: '73000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('70000'));
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${tp}`,
+      `OrderFilled#${tp}`,
+      `OrderCancelled:SiblingFilled#${sl}`,
+      `OrderCancelled:PositionClosed#${tp2}`,
+    ]);
+  });
+});
+
+describe('a reduce-only maker at match time', () => {
+  it('is cancelled PositionClosed when an earlier fill of the same taker closed its position', () => {
+    // A long 1 rests a plain sell of 1 and, behind it at the same price, a reduce-only sell of 1.
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', tif: 'IOC' }));
+    const plain = orderIdOf(v.place(A, BTC, { side: 'Sell', qty: '1', price: '66000' }));
+    const ro = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '66000', reduceOnly: true }),
+    );
+    const events = v.place(C, BTC, { side: 'Buy', qty: '2', price: '66000', tif: 'IOC' });
+    expect(kinds(events, A)).toEqual([
+      `OrderFilled#${plain}`,
+      `OrderCancelled:PositionClosed#${ro}`,
+    ]);
+  });
+});
