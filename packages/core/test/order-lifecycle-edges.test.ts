@@ -567,6 +567,38 @@ describe('managed TP/SL follow-ups when an order ends', () => {
     ]);
   });
 
+  it('an entry that fills as the taker (an amend that crosses) arms its child, sized by the fill', () => {
+    const entry = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(12) }),
+    );
+    const child = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '60000',
+        type: 'StopLoss',
+        managed: true,
+        parentCloid: cloid(12),
+      }),
+    );
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
+    v.expectOk(
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(entry),
+        origCloid: null,
+        price: px('65000'),
+        triggerPrice: 0n,
+        quantity: 20_000n,
+        cloid: null,
+      }),
+    );
+    expect(v.state.orders.get(entry)?.cumQty).toBe(10_000n);
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 10_000n });
+  });
+
   /** A long 1 with a managed take-profit at 70,000 and stop-loss at 60,000. */
   const longWithPair = () => {
     v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
