@@ -671,3 +671,26 @@ describe('a reduce-only maker at match time', () => {
     ]);
   });
 });
+
+describe('a maker fill that closes its position exactly', () => {
+  it('is held only to solvency, not to initial margin, though resting orders hold more than the equity left', () => {
+    // D, funded 20,000, goes long 2 at 65,000 (10x: 13,000 initial margin) with a resting buy
+    // at 50,000 holding 5,000 more; the mark falls to 56,000, leaving about 1,900 of equity,
+    // above maintenance.
+    const D = wallet(0xd);
+    v.open(D);
+    v.fund(D, '20000');
+    v.place(B, BTC, { side: 'Sell', qty: '2', price: '65000' });
+    v.expectOk(v.place(D, BTC, { side: 'Buy', qty: '2', price: '65000' }));
+    v.expectOk(v.place(D, BTC, { side: 'Buy', qty: '1', price: '50000' }));
+    expect(reports(v.oracle({ [BTC]: '56000' }), D)).toEqual([]);
+    const close = orderIdOf(
+      v.place(D, BTC, { side: 'Sell', qty: '2', price: '56000', reduceOnly: true }),
+    );
+    // C takes it: the close leaves D flat with less equity than the resting buy holds, so an
+    // opening fill would fail initial margin; a close must still go through.
+    const events = v.place(C, BTC, { side: 'Buy', qty: '2', price: '56000' });
+    expect(kinds(events, D)).toEqual([`OrderFilled#${close}`]);
+    expect(sizeOf(v.state.accounts.get(D)!, 1, 'Cross')).toBe(0n);
+  });
+});
