@@ -13,6 +13,7 @@ import {
   EIP712_DOMAIN_TYPEHASH,
   type Eip712Domain,
   encodePayload,
+  networkDomains,
   nobleVerifier,
   parseSignature,
   publicKeyToAddress,
@@ -42,6 +43,33 @@ describe('EIP712Domain', () => {
     expect(() => domainSeparator({ ...c, chainId: -1 })).toThrow(RangeError);
     expect(() => domainSeparator({ ...c, chainId: 1.5 })).toThrow(RangeError);
     expect(hex(domainSeparator({ ...c, chainId: 1n }))).toBe(hex(domainSeparator(c)));
+  });
+
+  it('chainId is any uint256: the top value is encoded as 32 0xff bytes, 2^256 is refused', () => {
+    const c = { name: 'X', version: '1', verifyingContract: `0x${'11'.repeat(20)}` };
+    const top = (1n << 256n) - 1n;
+    const expected = keccak_256(
+      concatBytes(
+        EIP712_DOMAIN_TYPEHASH,
+        keccak_256(utf8ToBytes('X')),
+        keccak_256(utf8ToBytes('1')),
+        new Uint8Array(32).fill(0xff),
+        word(c.verifyingContract),
+      ),
+    );
+    expect(hex(domainSeparator({ ...c, chainId: top }))).toBe(hex(expected));
+    expect(() => domainSeparator({ ...c, chainId: top + 1n })).toThrow(RangeError);
+  });
+
+  it('a number chainId must be a safe integer (2^53 may already have lost precision)', () => {
+    const c = { name: 'X', version: '1', verifyingContract: `0x${'11'.repeat(20)}` };
+    expect(() => domainSeparator({ ...c, chainId: 2 ** 53 })).toThrow(
+      'chainId 9007199254740992 is not a uint256',
+    );
+    expect(hex(domainSeparator({ ...c, chainId: 2 ** 53 - 1 }))).toBe(
+      hex(domainSeparator({ ...c, chainId: 2n ** 53n - 1n })),
+    );
+    expect(() => domainSeparator({ ...c, chainId: 2n ** 53n })).not.toThrow();
   });
 });
 
@@ -217,5 +245,43 @@ describe('venue domains (Appendix A)', () => {
     expect(() =>
       createSigningContext({ ...good, network: 'devnet' as unknown as 'testnet' }),
     ).toThrow('network must be testnet or mainnet');
+    // A network name read from a settings file is looked up as an own key, never the prototype.
+    for (const network of ['constructor', 'toString', '__proto__']) {
+      expect(() =>
+        createSigningContext({ ...good, network: network as unknown as 'testnet' }),
+      ).toThrow(`network settings: network must be testnet or mainnet, got ${network}`);
+    }
+    expect(() => createSigningContext({ ...good, vaultName: 7 as unknown as string })).toThrow(
+      'network settings: vaultName and tokenName must be strings',
+    );
+    expect(() => createSigningContext({ ...good, tokenName: null as unknown as string })).toThrow(
+      'network settings: vaultName and tokenName must be strings',
+    );
+  });
+
+  it('networkDomains checks each address is exactly 20 bytes, before any separator', () => {
+    const good = {
+      network: 'mainnet' as const,
+      vaultName: 'V',
+      vaultAddress: A.vaultDomain.verifyingContract,
+      tokenName: 'T',
+      tokenAddress: A.tokenDomain.verifyingContract,
+    };
+    expect(networkDomains(good).vault.verifyingContract).toBe(
+      A.vaultDomain.verifyingContract.toLowerCase(),
+    );
+    expect(() => networkDomains({ ...good, vaultAddress: `${good.vaultAddress}00` })).toThrow(
+      'network settings: vaultAddress must be 0x followed by 40 hex digits',
+    );
+    expect(() => networkDomains({ ...good, tokenAddress: `${good.tokenAddress}00` })).toThrow(
+      'network settings: tokenAddress must be 0x followed by 40 hex digits',
+    );
+  });
+
+  it('each context carries its own chain id', () => {
+    expect(testnet.chainId).toBe(10143);
+    expect(mainnet.chainId).toBe(143);
+    expect(testnet.network).toBe('testnet');
+    expect(mainnet.network).toBe('mainnet');
   });
 });
