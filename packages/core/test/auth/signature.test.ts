@@ -113,5 +113,9 @@ describe('nobleVerifier', () => {
     expect(() => publicKeyToAddress(secp256k1.getPublicKey(bytes(A.privateKey), true))).toThrow(
       RangeError,
     );
+    // 65 bytes are not enough: the first must be the uncompressed-point tag 0x04.
+    const tagged = Uint8Array.from(pub);
+    tagged[0] = 0x03;
+    expect(() => publicKeyToAddress(tagged)).toThrow(RangeError);
   });
 });

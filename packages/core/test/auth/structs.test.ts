@@ -234,6 +234,10 @@ describe('decoding refuses malformed payloads with 4000', () => {
     expect(refusal(withByte(ORDER, 1 + 32 * 10 + 31, 1)).message).toBe(
       'INVALID_REQUEST: Order.cloid (word 11): bytes16 word must have 16 zero low bytes (left-aligned)',
     );
+    // The first low byte (byte 16 of the word) counts too: a 17-byte value is not a bytes16.
+    expect(refusal(withByte(ORDER, 1 + 32 * 10 + 16, 1)).message).toBe(
+      'INVALID_REQUEST: Order.cloid (word 11): bytes16 word must have 16 zero low bytes (left-aligned)',
+    );
   });
 
   it('Order: flag bits 0-3 are defined, bit 4 and bit 31 are refused', () => {

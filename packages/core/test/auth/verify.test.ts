@@ -163,6 +163,21 @@ describe('signature form (4001)', () => {
     ['66 bytes', `${ORDER.sig}00`, 'got 66'],
     ['odd-length hex', `${ORDER.sig}0`, 'odd number of hex digits'],
     ['non-hex', `${ORDER.sig.slice(0, -1)}x`, 'non-hex character'],
+    // viem's isHex: a lowercase 0x prefix only.
+    ['an upper-case 0X prefix', `0X${ORDER.sig.slice(2)}`, 'signature must start with 0x'],
+    // ':' is the code unit after '9'; the offset names the bad digit, low nibble included.
+    [
+      'a colon digit',
+      `${ORDER.sig.slice(0, -1)}:`,
+      'signature has a non-hex character at offset 131',
+    ],
+    [
+      'a colon high nibble',
+      `0x:${ORDER.sig.slice(3)}`,
+      'signature has a non-hex character at offset 2',
+    ],
+    ['a backquote digit', `${ORDER.sig.slice(0, -1)}\``, 'non-hex character at offset 131'],
+    ['a G digit', `${ORDER.sig.slice(0, -1)}G`, 'non-hex character at offset 131'],
   ])('%s', (_, sig, message) => {
     const { ctx, calls } = counting();
     const e = refusal(verifySignedPayload(ctx, sig, ORDER.payload));
@@ -319,6 +334,7 @@ describe('checkDeadline', () => {
   it('a time that is not integer milliseconds is a bug, not a rejection', () => {
     expect(() => checkDeadline(1n, Number.NaN)).toThrow();
     expect(() => checkDeadline(1n, 1.5)).toThrow();
+    expect(() => checkDeadline(1n, -1)).toThrow('time must be integer ms, got -1');
   });
 });
 
@@ -353,6 +369,12 @@ describe('checkPermit', () => {
     const r = checkPermit(permit, { ...ok, ...patch });
     expect(r?.code).toBe(code);
     expect(r?.message).toContain(message);
+  });
+
+  it('a permit nonce ahead of the token nonce is refused too (ERC-2612 wants it equal)', () => {
+    const r = checkPermit({ ...permit, nonce: 1n }, ok);
+    expect(r?.code).toBe(4000);
+    expect(r?.message).toBe('INVALID_REQUEST: permit nonce 1 is not the current token nonce 0');
   });
 
   it('a deadline one millisecond in the future passes', () => {
