@@ -110,6 +110,9 @@ describe('parseStrictJson', () => {
     ['"\\ud800"', 'string has a lone surrogate'],
     ['"\\udc00\\ud800"', 'string has a lone surrogate'],
     ['{"\\ud800":1}', 'string has a lone surrogate'],
+    // Two low surrogates are not a pair: a low surrogate never opens one.
+    ['"\\udc00\\udc00"', 'string has a lone surrogate'],
+    ['"\\udfff\\udfff"', 'string has a lone surrogate'],
   ])('refuses %s', (text, why) => {
     expect(reason(text)).toBe(why);
   });
@@ -117,6 +120,22 @@ describe('parseStrictJson', () => {
   it('accepts a well-formed surrogate pair, escaped or raw', () => {
     expect(parseStrictJson('"\\ud83d\\ude00"')).toEqual({ ok: true, value: '\u{1f600}' });
     expect(parseStrictJson('"\u{1f600}"')).toEqual({ ok: true, value: '\u{1f600}' });
+    // The last pair, U+10FFFF: the low surrogate range includes 0xdfff.
+    expect(parseStrictJson('"\\udbff\\udfff"')).toEqual({ ok: true, value: '\u{10ffff}' });
+    expect(parseStrictJson('"\\ud800\\udc00"')).toEqual({ ok: true, value: '\u{10000}' });
+  });
+
+  it('reads every RFC 8259 escape, the solidus included', () => {
+    expect(parseStrictJson('"\\"\\\\\\/\\b\\f\\n\\r\\t"')).toEqual({
+      ok: true,
+      value: '"\\/\b\f\n\r\t',
+    });
+  });
+
+  it('control characters U+0000 to U+001F must be escaped; U+0020 need not be', () => {
+    expect(reason('"a\u001fb"')).toBe('unescaped control character at offset 2');
+    expect(reason('"\u0000"')).toBe('unescaped control character at offset 1');
+    expect(parseStrictJson('"a b\u007f"')).toEqual({ ok: true, value: 'a b\u007f' });
   });
 
   it.each([
@@ -365,6 +384,11 @@ describe('signature round trip with viem signMessage', () => {
       ),
     );
     expect(!r.ok && r.error).toMatch(/canonical JSON .*path "\/referral\/apply" \(no \/api\)/);
+    // The wallet is compared case-insensitively: a checksummed address names the same signer.
+    expect(verifyReferralSignature(nobleVerifier, message, sig, wallet.address)).toEqual({
+      ok: true,
+      value: WALLET,
+    });
     const compact = verifyReferralSignature(nobleVerifier, message, sig.slice(0, 130), WALLET);
     expect(!compact.ok && compact.error).toBe(
       'Unauthorized: signature must be 65 bytes (r || s || v), got 64',
@@ -408,6 +432,12 @@ describe('signature round trip with viem signMessage', () => {
     check({ headers: { ...headers, 'x-signature': undefined } }, 401, 'missing x-signature header');
     check({ headers: { ...headers, 'x-timestamp': undefined } }, 401, 'missing x-timestamp header');
     check({ headers: { ...headers, 'x-nonce': undefined } }, 401, 'missing x-nonce header');
+    // Headers before the window: a missing x-nonce is named even when the time is also stale.
+    check(
+      { headers: { ...headers, 'x-nonce': undefined }, nowMs: NOW + 300_001 },
+      401,
+      'missing x-nonce header',
+    );
     // Window before the nonce pattern.
     check(
       { headers: { ...headers, 'x-nonce': 'short' }, nowMs: NOW + 300_001 },
