@@ -11,6 +11,7 @@ import {
   type Outcome,
   RateLimiter,
   REFERRAL_CODE_RE,
+  WALLET_LIMITS,
 } from '../src/index.js';
 import { BTC_SETTINGS, px, TestVenue, units, usd, wallet } from '../src/testing/index.js';
 
@@ -415,7 +416,7 @@ describe('rate accounting', () => {
   it('admits at most 20 per rolling second with a correct retryAfterMs; refusals do not count', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 300 }),
+        fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 300, size: 'max' }),
         (gaps) => {
           const limiter = new RateLimiter();
           const admitted: number[] = [];
@@ -466,6 +467,138 @@ describe('rate accounting', () => {
     expect(limiter.admit('w', t + 1, 'signed').ok).toBe(false);
   });
 
+  it('agrees call for call with a naive model of both windows, retryAfterMs included', () => {
+    // Small windows so the boundaries (an entry exactly one window old) come up often, and the
+    // sustained ring (first capacity 64) grows after evictions have moved its head.
+    const config = {
+      perWindow: 6,
+      windowMs: 10,
+      sustained: 70,
+      sustainedWindowMs: 400,
+      cancelHeadroom: 2,
+    } as const;
+    type Call = 'signed' | 'cancel' | 'unsigned' | 'sustained-signed' | 'sustained-cancel';
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.tuple(
+            fc.integer({ min: 0, max: 4 }),
+            fc.constantFrom<Call>(
+              'signed',
+              'cancel',
+              'unsigned',
+              'sustained-signed',
+              'sustained-cancel',
+            ),
+          ),
+          { minLength: 50, maxLength: 400, size: 'max' },
+        ),
+        (steps) => {
+          const limiter = new RateLimiter(config);
+          // The model keeps each window's admitted times in arrival order, dropping those one
+          // window old or more (time is non-decreasing here).
+          const recent: number[] = [];
+          const sustained: number[] = [];
+          const inside = (times: number[], t: number, windowMs: number): number[] => {
+            while (times.length > 0 && (times[0] as number) <= t - windowMs) times.shift();
+            return times;
+          };
+          const model = (t: number, call: Call) => {
+            if (!call.startsWith('sustained-')) {
+              const r = inside(recent, t, config.windowMs);
+              if (r.length >= config.perWindow) {
+                const first = r[r.length - config.perWindow] as number;
+                return { ok: false, code: 4029, retryAfterMs: first + config.windowMs - t };
+              }
+            }
+            if (call !== 'unsigned') {
+              const b = inside(sustained, t, config.sustainedWindowMs);
+              const limit = call.endsWith('cancel')
+                ? config.sustained * config.cancelHeadroom
+                : config.sustained;
+              if (b.length >= limit) {
+                const first = b[b.length - limit] as number;
+                return {
+                  ok: false,
+                  code: 4035,
+                  retryAfterMs: first + config.sustainedWindowMs - t,
+                };
+              }
+              b.push(t);
+            }
+            if (!call.startsWith('sustained-')) recent.push(t);
+            return { ok: true };
+          };
+          let t = 0;
+          for (const [gap, call] of steps) {
+            t += gap;
+            const d =
+              call === 'sustained-signed' || call === 'sustained-cancel'
+                ? limiter.admitSustained('w', t, call === 'sustained-signed' ? 'signed' : 'cancel')
+                : limiter.admit('w', t, call);
+            const expected = model(t, call);
+            expect(
+              d.ok ? { ok: true } : { ok: false, code: d.code, retryAfterMs: d.retryAfterMs },
+            ).toEqual(expected);
+            expect(limiter.sustainedUsed('w', t)).toBe(
+              inside(sustained, t, config.sustainedWindowMs).length,
+            );
+          }
+        },
+      ),
+      { numRuns: Math.min(runs, 150), interruptAfterTimeLimit: 20_000 },
+    );
+  });
+
+  it('the sustained window stays in order when its buffer grows after evictions', () => {
+    const limiter = new RateLimiter({
+      perWindow: 1000,
+      windowMs: 1,
+      sustained: 1000,
+      sustainedWindowMs: 100,
+      cancelHeadroom: 1,
+    });
+    for (let t = 0; t < 10; t++) expect(limiter.admit('w', t, 'signed').ok).toBe(true);
+    // At 105 the six requests at 0..5 leave the window; 61 more overflow the first 64 slots.
+    for (let i = 0; i < 61; i++) expect(limiter.admit('w', 105, 'signed').ok).toBe(true);
+    expect(limiter.sustainedUsed('w', 105)).toBe(65);
+    expect(limiter.sustainedUsed('w', 107)).toBe(63);
+    expect(limiter.sustainedUsed('w', 109)).toBe(61);
+    expect(limiter.sustainedUsed('w', 205)).toBe(0);
+  });
+
+  it('a retry exactly retryAfterMs later is admitted: an entry one window old has left it', () => {
+    const limiter = new RateLimiter();
+    for (let i = 0; i < 20; i++) expect(limiter.admit('w', 100, 'unsigned').ok).toBe(true);
+    const refused = limiter.admit('w', 600, 'unsigned');
+    expect(refused).toMatchObject({ ok: false, code: 4029, retryAfterMs: 500 });
+    expect(limiter.admit('w', 1099, 'unsigned').ok).toBe(false);
+    expect(limiter.admit('w', 1100, 'unsigned').ok).toBe(true);
+  });
+
+  it('unsigned requests never spend the sustained budget; cancels have twice the room', () => {
+    const limiter = new RateLimiter({ ...WALLET_LIMITS, sustained: 3 });
+    for (let i = 0; i < 10; i++) expect(limiter.admit('w', i, 'unsigned').ok).toBe(true);
+    expect(limiter.sustainedUsed('w', 10)).toBe(0);
+    for (let i = 0; i < 3; i++) expect(limiter.admit('w', 10, 'signed').ok).toBe(true);
+    expect(limiter.admit('w', 10, 'signed')).toMatchObject({ ok: false, code: 4035 });
+    for (let i = 0; i < 3; i++) expect(limiter.admit('w', 10, 'cancel').ok).toBe(true);
+    expect(limiter.admit('w', 10, 'cancel')).toMatchObject({ ok: false, code: 4035 });
+    expect(limiter.admitSustained('w', 10, 'signed')).toMatchObject({ ok: false, code: 4035 });
+    expect(limiter.admitSustained('v', 10, 'cancel').ok).toBe(true);
+  });
+
+  it('sweep keeps a key whose latest request is recent, even after a late-stamped one', () => {
+    const limiter = new RateLimiter();
+    expect(limiter.admit('w', 10_000, 'signed').ok).toBe(true);
+    // A request stamped earlier (another connection's clock read) must not age the key.
+    expect(limiter.admit('w', 5_000, 'signed').ok).toBe(true);
+    limiter.sweep(5_000 + WALLET_LIMITS.sustainedWindowMs + 1);
+    expect(limiter.size).toBe(1);
+    limiter.sweep(10_000 + WALLET_LIMITS.sustainedWindowMs + 1);
+    expect(limiter.size).toBe(0);
+  });
+
   it('never admits more than the budgets in any window (model check)', () => {
     fc.assert(
       fc.property(
@@ -474,7 +607,7 @@ describe('rate accounting', () => {
             fc.integer({ min: 0, max: 400 }),
             fc.constantFrom<'signed' | 'cancel'>('signed', 'cancel'),
           ),
-          { maxLength: 400 },
+          { maxLength: 400, size: 'max' },
         ),
         (steps) => {
           const small = new RateLimiter({
