@@ -187,6 +187,55 @@ describe('command shape', () => {
     expect(checked).toBeGreaterThan(100);
   });
 
+  it('an int field takes only safe integers, a nullable field only null or its kind', () => {
+    const s = createEngineState({}, T0);
+    let ints = 0;
+    let nullables = 0;
+    for (const sample of SAMPLES) {
+      for (const path of paths(sample as unknown as Record<string, unknown>)) {
+        const at = path.reduce<unknown>(
+          (o, k) => (o as Record<string, unknown>)[k],
+          sample as unknown as Record<string, unknown>,
+        );
+        const field = `${sample.type}.${path.join('.')}`.replace(/\.(\d+)\./g, '[$1].');
+        if (typeof at === 'number') {
+          // A fraction or an unsafe integer is a number, but not an int.
+          for (const bad of [0.5, 2 ** 53]) {
+            const e = refusal(reduce(s, withField(sample, path, bad)).events);
+            expect(e.message).toBe(`INVALID_REQUEST: ${field} must be a safe integer, not ${bad}`);
+          }
+          ints++;
+        }
+        if (at === null) {
+          // Nullable is not optional: a missing cloid is refused like a wrong one.
+          const e = refusal(reduce(s, withField(sample, path, undefined)).events);
+          expect(e.message).toMatch(
+            new RegExp(`^INVALID_REQUEST: ${field} must be a \\w+, not undefined$`),
+          );
+          nullables++;
+        }
+      }
+    }
+    expect(ints).toBeGreaterThan(20);
+    expect(nullables).toBe(5);
+  });
+
+  it('auth is absent or a nonce and deadline, never null; a nested object is not an array', () => {
+    const s = createEngineState({}, T0);
+    const cancel = { ...SAMPLES[1], auth: null } as unknown as Command;
+    expect(refusal(reduce(s, cancel).events).message).toBe(
+      'INVALID_REQUEST: cancelOrder.auth must be an object, not null',
+    );
+    const place = { ...SAMPLES[0], auth: null } as unknown as Command;
+    expect(refusal(reduce(s, place).events).message).toBe(
+      'INVALID_REQUEST: placeOrder.auth must be an object, not null',
+    );
+    const deposit = { ...SAMPLES[8], target: ['Cross', 0] } as unknown as Command;
+    expect(refusal(reduce(s, deposit).events).message).toBe(
+      'INVALID_REQUEST: deposit.target must be an object, not an array',
+    );
+  });
+
   it('names the field and the kind it got', () => {
     const s = createEngineState({}, T0);
     const oracle = {
