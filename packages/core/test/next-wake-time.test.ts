@@ -11,10 +11,11 @@
  */
 
 import { type EngineEvent, instrumentSettingsOf, nextWakeTime, reduce } from '@perp/core';
-import { BTC_SETTINGS, instrument, T0, TestVenue } from '@perp/core/testing';
+import { BTC_SETTINGS, instrument, T0, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 
 const HOUR = 3_600_000;
+const A = wallet(0x71);
 
 describe('nextWakeTime after a shorter funding interval', () => {
   it('is never before the state time, so the documented tick loop does not throw', () => {
@@ -49,5 +50,33 @@ describe('nextWakeTime after a shorter funding interval', () => {
       e.type === 'fundingSettled' ? [e.settlement.fundingTime - T0] : [],
     );
     expect(settled).toEqual([1.5 * HOUR, 2 * HOUR, 2.5 * HOUR]);
+  });
+});
+
+describe('nextWakeTime takes the earliest of expiry and funding', () => {
+  it('a funding settlement before a later GTD expiry is the next wake, then the expiry', () => {
+    const v = new TestVenue();
+    v.list(BTC_SETTINGS);
+    v.oracle({ 'BTC-PERP': '65000' });
+    v.open(A);
+    v.fund(A, '100000');
+    const expirySeconds = Math.floor(v.state.time / 1000) + 3 * 3600;
+    v.expectOk(
+      v.place(A, 'BTC-PERP', {
+        side: 'Buy',
+        qty: '0.1',
+        price: '60000',
+        tif: 'GTD',
+        expiry: expirySeconds,
+      }),
+    );
+    const fundingDue = v.state.fundingDue;
+    expect(fundingDue).not.toBeNull();
+    expect(fundingDue! < expirySeconds * 1000).toBe(true);
+    expect(nextWakeTime(v.state)).toBe(fundingDue);
+    // With funding moved past the expiry, the expiry is next.
+    expect(nextWakeTime({ ...v.state, fundingDue: expirySeconds * 1000 + 1 })).toBe(
+      expirySeconds * 1000,
+    );
   });
 });
