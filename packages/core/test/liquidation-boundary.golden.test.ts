@@ -10,7 +10,7 @@
  * A deposit of 6,281.25 puts equity exactly on MM; one micro-unit less puts it below.
  */
 import { describe, expect, it } from 'vitest';
-import type { EngineEvent } from '../src/index.js';
+import { type EngineEvent, isLiquidatable } from '../src/index.js';
 import { px, TestVenue, wallet, wholeLotSettings } from '../src/testing/index.js';
 
 const GOLD = wallet(0xa7);
@@ -51,5 +51,13 @@ describe('liquidatable means equity below maintenance margin, not equal to it', 
     // Above the 100,000 partial threshold: 20% (200) per step until healthy again.
     const left = v.state.accounts.get(GOLD)!.positions[0]?.size ?? 0n;
     expect(left < 1000n).toBe(true);
+  });
+});
+
+describe('a scope without a position is never liquidatable', () => {
+  it('not even below zero: a debt left after a deficit has nothing to auction', () => {
+    expect(isLiquidatable({ equity: -1n, maintenance: 0n, hasPosition: false })).toBe(false);
+    expect(isLiquidatable({ equity: -1n, maintenance: 0n, hasPosition: true })).toBe(true);
+    expect(isLiquidatable({ equity: 5n, maintenance: 5n, hasPosition: true })).toBe(false);
   });
 });

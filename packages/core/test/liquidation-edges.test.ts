@@ -248,3 +248,35 @@ describe('ADL against an isolated position', () => {
     expect(adl.some(([a, m]) => a === GOLD && m === 'Cross')).toBe(false);
   });
 });
+
+describe('an auction blocks new orders in its own scope only', () => {
+  it("GOLD's isolated ISO-PERP auction leaves its cross scope and its X-PERP isolated scope open", () => {
+    const v = auctionVenue();
+    v.list({
+      id: 4,
+      symbol: 'X-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    v.oracle({ 'X-PERP': '100' });
+    v.fund(GOLD, '1000');
+    v.fund(GOLD, '1000', 'X-PERP');
+    const blocked = v.place(GOLD, 'ISO-PERP', {
+      side: 'Buy',
+      qty: '1',
+      price: '80',
+      isolated: true,
+    });
+    expect(v.outcome(blocked)).toMatchObject({
+      ok: false,
+      message: 'INVALID_REQUEST: the margin scope is being liquidated',
+    });
+    v.expectOk(v.place(GOLD, 'ISO-PERP', { side: 'Buy', qty: '1', price: '80' }));
+    v.expectOk(v.place(GOLD, 'X-PERP', { side: 'Buy', qty: '1', price: '90', isolated: true }));
+  });
+});

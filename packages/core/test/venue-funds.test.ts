@@ -159,6 +159,15 @@ describe('fee payout', () => {
     expect(outcomeOf(withdraw(usd('29.999999')))).toMatchObject({ ok: true, kind: 'command' });
   });
 
+  it('pays out the whole fee pool, down to zero', () => {
+    const v = venueWithFees();
+    v.open(OPERATOR);
+    expect(v.state.feePool).toBe(usd('30'));
+    v.expectOk(v.run({ type: 'feePayout', account: OPERATOR, amount: usd('30') }));
+    expect(v.state.feePool).toBe(0n);
+    expect(v.state.accounts.get(OPERATOR)!.crossCash).toBe(usd('30'));
+  });
+
   it.each([
     [
       'an unknown account',
