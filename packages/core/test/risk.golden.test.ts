@@ -1221,6 +1221,50 @@ describe('trade bust', () => {
     }
   });
 
+  it("restores the position's realized PnL, funding and open time from before the busted fill", () => {
+    // Found by mutation: the stored "before" snapshot of either leg could lose its realized PnL
+    // or funding and every bust test still passed (they bust from a flat position).
+    const BUYER = wallet(0x94);
+    const SELLER = wallet(0x95);
+    const trade = (v: TestVenue, buyer: string, seller: string, qty: string, price: string) => {
+      v.expectOk(v.place(seller, 'X-PERP', { side: 'Sell', qty, price }));
+      const events = v.place(buyer, 'X-PERP', { side: 'Buy', qty, price });
+      const t = events.find((e) => e.type === 'trade');
+      return t?.type === 'trade' ? t.tradeId : 0;
+    };
+    const v = new TestVenue();
+    v.list(wholeLotSettings('X-PERP'));
+    for (const w of [BUYER, SELLER]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'X-PERP': '100' });
+    trade(v, BUYER, SELLER, '10', '100');
+    trade(v, SELLER, BUYER, '5', '110'); // BUYER realizes +50, SELLER -50
+    v.run({ type: 'tick', time: T0 + HOUR }); // one funding payment on the 5 left
+    const snapshot = (w: string) => {
+      const p = v.state.accounts.get(w)!.positions[0]!;
+      return [p.size, p.realizedPnl, p.fundingSinceOpen, p.openedTime, p.entryQty];
+    };
+    const before = [snapshot(BUYER), snapshot(SELLER)];
+    expect(before[0]![1]).toBe(usd('50'));
+    expect(before[1]![1]).toBe(usd('-50'));
+    expect(before[0]![2]).not.toBe(0n);
+    expect(before[1]![2]).not.toBe(0n);
+    // An increase, a partial close and a full close; busting the full close re-creates both
+    // positions from the stored snapshots (funding included: it is not replayed).
+    const busted = [
+      trade(v, BUYER, SELLER, '5', '90'),
+      trade(v, SELLER, BUYER, '2', '95'),
+      trade(v, SELLER, BUYER, '8', '96'),
+    ];
+    expect(v.state.accounts.get(BUYER)!.positions).toEqual([]);
+    for (const id of busted.slice().reverse()) {
+      expect(v.outcome(v.run({ type: 'bustTrade', tradeId: id, reason: 'x' })).ok).toBe(true);
+    }
+    expect([snapshot(BUYER), snapshot(SELLER)]).toEqual(before);
+  });
+
   it('refuses to bust a liquidation fill', () => {
     const v = venueC();
     v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
