@@ -7,7 +7,14 @@
  * placement, no solvency guard, no liquidation. Found by a review.
  */
 
-import { createEngineState, outcomeOf, reduce, venueSettingsOf } from '@perp/core';
+import {
+  createEngineState,
+  outcomeOf,
+  reduce,
+  tradeRecordOf,
+  tradeRecords,
+  venueSettingsOf,
+} from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 
@@ -79,5 +86,47 @@ describe('venue settings of the wrong shape', () => {
       marginChecks: false,
       tradeRetentionMs: 0,
     });
+  });
+});
+
+describe('trade retention', () => {
+  const BUYER = wallet(0x51);
+  const SELLER = wallet(0x52);
+  const tradeOnce = (v: TestVenue): number => {
+    v.expectOk(v.place(SELLER, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: '65000' }));
+    const t = v.place(BUYER, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '65000' });
+    const e = t.find((x) => x.type === 'trade');
+    return e?.type === 'trade' ? e.tradeId : 0;
+  };
+  const venue = (settings: { maxRetainedTrades?: number; tradeRetentionMs?: number }) => {
+    const v = new TestVenue({ settings });
+    v.list(BTC_SETTINGS);
+    v.oracle({ 'BTC-PERP': '65000' });
+    for (const w of [BUYER, SELLER]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    return v;
+  };
+
+  it('keeps exactly maxRetainedTrades records, dropping the oldest', () => {
+    const v = venue({ maxRetainedTrades: 2 });
+    const ids = [tradeOnce(v), tradeOnce(v), tradeOnce(v)];
+    expect(tradeRecords(v.state).map((r) => r.tradeId)).toEqual(ids.slice(1));
+    expect(tradeRecordOf(v.state, ids[0]!)).toBeUndefined();
+    expect(outcomeOf(v.run({ type: 'bustTrade', tradeId: ids[0]!, reason: 'x' }))).toMatchObject({
+      ok: false,
+      message: `INVALID_REQUEST: trade ${ids[0]} is unknown or outside the bust window`,
+    });
+  });
+
+  it('a trade stays bustable for tradeRetentionMs: kept 1 ms before, dropped at the mark', () => {
+    const v = venue({ tradeRetentionMs: 60_000 });
+    const id = tradeOnce(v);
+    const at = tradeRecordOf(v.state, id)!.time;
+    v.run({ type: 'tick', time: at + 59_999 });
+    expect(tradeRecordOf(v.state, id)).toBeDefined();
+    v.run({ type: 'tick', time: at + 60_000 });
+    expect(tradeRecordOf(v.state, id)).toBeUndefined();
   });
 });
