@@ -23,6 +23,7 @@ import {
   ratio,
   rcmp,
   solvencyReport,
+  tradeRecordOf,
 } from '../src/index.js';
 import { px, T0, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
 
@@ -306,6 +307,17 @@ describe('golden case C: isolated liquidation', () => {
     expect(liq.penalty).toBe(usd('45.75')); // 0.5% of 9150
     expect(v.state.insuranceFund).toBe(usd('45.75'));
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('104.25'));
+    // The trade record keeps the penalty on the liquidated leg only; the book side pays none.
+    const record = tradeRecordOf(v.state, liq.fill.tradeId)!;
+    const penalties = record.legs.map((l) => [l.account, l.penalty]);
+    expect(penalties).toContainEqual([GOLD, usd('45.75')]);
+    expect(penalties).toContainEqual([MM, 0n]);
+    // An ordinary trade records no penalty on either leg.
+    const fill = v.place(L1, 'ISO-PERP', { side: 'Buy', qty: '1', price: '92.5' });
+    const trade = fill.find((e) => e.type === 'trade');
+    const ordinary = tradeRecordOf(v.state, trade?.type === 'trade' ? trade.tradeId : -1)!;
+    expect(ordinary.legs.map((l) => l.account)).toEqual([MM, L1]);
+    expect(ordinary.legs.map((l) => l.penalty)).toEqual([0n, 0n]);
   });
 
   // Found by mutation: the penalty rounded down passed everything but the rules fingerprint,
@@ -1219,6 +1231,25 @@ describe('trade bust', () => {
       expect(figures(v, w)).toEqual(figures(without, w));
       expect(v.state.accounts.get(w)!.crossCash).toBe(without.state.accounts.get(w)!.crossCash);
     }
+  });
+
+  it('an ordinary trade with fees records them as fees, not as a liquidation penalty', () => {
+    const v = new TestVenue();
+    v.list({ ...wholeLotSettings('X-PERP'), makerFeeRate: '0.0002', takerFeeRate: '0.0005' });
+    const [BUYER, SELLER] = [wallet(0x96), wallet(0x97)];
+    for (const w of [BUYER, SELLER]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'X-PERP': '100' });
+    v.expectOk(v.place(SELLER, 'X-PERP', { side: 'Sell', qty: '10', price: '100' }));
+    const fill = v.place(BUYER, 'X-PERP', { side: 'Buy', qty: '10', price: '100' });
+    const trade = fill.find((e) => e.type === 'trade');
+    const record = tradeRecordOf(v.state, trade?.type === 'trade' ? trade.tradeId : -1)!;
+    expect(record.legs.map((l) => [l.account, l.fee, l.penalty])).toEqual([
+      [SELLER, usd('0.2'), 0n],
+      [BUYER, usd('0.5'), 0n],
+    ]);
   });
 
   it("restores the position's realized PnL, funding and open time from before the busted fill", () => {
