@@ -188,6 +188,32 @@ describe('TradeLog', () => {
     );
   });
 
+  it('keeps a version that skipped to a later chunk blind to a sibling appending in the one it left', () => {
+    const t = (id: number) => newStoredTrade(id, 1, 0, 'Order', BigInt(id), 1n, 1n);
+    const a = TradeLog.empty().set(newEdit(), 1, t(1));
+    // `b` jumps past the rest of the first chunk; `c` then appends in it, from `a`.
+    const b = a.set(newEdit(), 600, t(600));
+    const c = a.set(newEdit(), 2, t(2));
+    expect(b.keys()).toEqual([1, 600]);
+    expect(b.get(2)).toBeUndefined();
+    expect(c.keys()).toEqual([1, 2]);
+    // The other order: a sibling filled first, then a version skips past its own end.
+    const d = TradeLog.empty().set(newEdit(), 1, t(1));
+    const e = d.set(newEdit(), 2, t(2));
+    const f = d.set(newEdit(), 700, t(700));
+    const g = f.set(newEdit(), 701, t(701));
+    expect(f.keys()).toEqual([1, 700]);
+    expect(g.keys()).toEqual([1, 700, 701]);
+    expect(e.keys()).toEqual([1, 2]);
+    expect(d.keys()).toEqual([1]);
+    // A sibling filled the chunk to its last slot before this version skipped past it.
+    const h = TradeLog.empty().set(newEdit(), 1, t(1));
+    const full = h.set(newEdit(), 2, t(2)).set(newEdit(), 511, t(511));
+    const skip = h.set(newEdit(), 512, t(512));
+    expect(skip.keys()).toEqual([1, 512]);
+    expect(full.keys()).toEqual([1, 2, 511]);
+  });
+
   it('gives two versions appended after the same one each their own trades', () => {
     const t = (id: number, price: bigint) => newStoredTrade(id, 1, 0, 'Order', price, 1n, 1n);
     const a = TradeLog.empty().set(newEdit(), 1, t(1, 1n));

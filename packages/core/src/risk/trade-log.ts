@@ -14,7 +14,8 @@
  * Purity: trades are appended at ids above every id stored, so a version's visible slots never
  * change. Chunks are shared between versions; each records how many of its slots any version has
  * filled, and a version appends in place only when nobody has filled past its own end; otherwise
- * (another branch appended first) it copies the chunk's prefix. Rewrites of a visible trade (a
+ * (another branch appended first) it copies the chunk's prefix. A version that appends into a
+ * later chunk claims the rest of the chunk it leaves (its absent slots), so no branch fills them. Rewrites of a visible trade (a
  * bust marks it, a rebuild rewrites later legs) and removals out of order go to a small
  * persistent overlay; removals at the oldest end just move the head.
  *
@@ -341,6 +342,7 @@ export class TradeLog {
     }
     const off = id - w.base;
     const index = Math.floor(off / CHUNK);
+    if (w.end > w.base) w.sealBefore(index);
     while (w.chunks.length <= index) w.chunks.push(newChunk());
     let c = w.chunks[index] as Chunk;
     const chunkStart = w.base + index * CHUNK;
@@ -356,6 +358,27 @@ export class TradeLog {
     w.end = id + 1;
     w.size++;
     return w;
+  }
+
+  /**
+   * Before this version appends in chunk `index`, past the chunk holding its newest slot: the
+   * slots after that one become this version's (absent), and this version reads them, so no
+   * other version may fill them in place any more. The chunk is marked full; if another branch
+   * already filled past this version's end, this version first takes a copy of its own prefix.
+   */
+  private sealBefore(index: number): void {
+    const last = this.end - 1 - this.base;
+    const lastIndex = Math.floor(last / CHUNK);
+    if (lastIndex >= index) return;
+    let c = this.chunks[lastIndex];
+    if (c === undefined) return;
+    const ownEnd = (last & MASK) + 1;
+    // Filled past this version's end, sealed or not: those slots are another branch's.
+    if (c.used > ownEnd) {
+      c = copyPrefix(c, ownEnd);
+      this.chunks[lastIndex] = c;
+    }
+    c.used = CHUNK;
   }
 
   /** Removes `id` if present. */
