@@ -8,6 +8,7 @@ export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     pool: 'forks',
+    setupFiles: ['./vitest.setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
   },

@@ -14,7 +14,8 @@ import {
   wireCandle,
 } from './candles.js';
 
-const runs = Number(process.env.FC_NUM_RUNS ?? 200);
+// 30 runs of up to 150 steps each (FC_NUM_RUNS raises it): each step re-checks every interval.
+const runs = Number(process.env.FC_NUM_RUNS ?? 30);
 const T0 = 1_767_225_600_000;
 const M = 60_000;
 
