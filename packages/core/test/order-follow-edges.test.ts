@@ -1,0 +1,163 @@
+/**
+ * Order rules that mutation testing of managed.ts, place.ts and book/levels.ts found unpinned:
+ * how reduce-only and managed orders follow their position, and placement edges. Each case fails
+ * with the mutation named in the commit that added it and passes on the current code.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
+import { sizeOf } from '../src/margin/scope.js';
+import { BTC_SETTINGS, px, TestVenue, wallet } from '../src/testing/index.js';
+
+const BTC = 'BTC-PERP';
+const A = wallet(0xa);
+const B = wallet(0xb);
+const C = wallet(0xc);
+
+function outcome(events: readonly EngineEvent[]): Outcome {
+  const o = events.find((e): e is Outcome => e.type === 'outcome');
+  if (o === undefined) throw new Error('no outcome');
+  return o;
+}
+
+function orderIdOf(events: readonly EngineEvent[]): number {
+  const o = outcome(events);
+  if (o.ok && 'order' in o) return o.order.orderId;
+  throw new Error(
+    `no order in outcome ${JSON.stringify(o, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
+  );
+}
+
+function reports(events: readonly EngineEvent[], account: string): ExecutionReport[] {
+  return events.filter(
+    (e): e is ExecutionReport => e.type === 'executionReport' && e.account === account,
+  );
+}
+
+/** `kind:reason#orderId` of each order report of `account`. */
+function kinds(events: readonly EngineEvent[], account: string): string[] {
+  return reports(events, account).map((r) => {
+    const o = (r as OrderReport).order;
+    return `${r.kind}${o.reason ? `:${o.reason}` : ''}#${o.orderId}`;
+  });
+}
+
+let v: TestVenue;
+
+// Every wallet is funded 1,000,000 USD: margin never limits these cases.
+beforeEach(() => {
+  v = new TestVenue({ checkPurity: true });
+  v.list(BTC_SETTINGS);
+  for (const w of [A, B, C]) {
+    v.open(w);
+    v.fund(w, '1000000');
+  }
+  v.oracle({ [BTC]: '65000' });
+});
+
+/** A goes long `qty` at 65,000 (B sells). */
+function goLong(qty: string): void {
+  v.expectOk(v.place(B, BTC, { side: 'Sell', qty, price: '65000' }));
+  v.expectOk(v.place(A, BTC, { side: 'Buy', qty, price: '65000', tif: 'IOC' }));
+}
+
+/** A sells `qty` at 64,000 into C's bid. */
+function sellToC(qty: string): EngineEvent[] {
+  v.expectOk(v.place(C, BTC, { side: 'Buy', qty, price: '64000' }));
+  const events = v.place(A, BTC, { side: 'Sell', qty, price: '64000', tif: 'IOC' });
+  v.expectOk(events);
+  return events;
+}
+
+describe('orders that follow a position when it changes', () => {
+  it('a flip to the side of its orders ends a managed stop-loss PositionClosed and a reduce-only sell ReduceOnly', () => {
+    goLong('1');
+    const sl = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '60000',
+        type: 'StopLoss',
+        managed: true,
+      }),
+    );
+    const ro = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '70000', reduceOnly: true }),
+    );
+    const flip = sellToC('2');
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(-10_000n);
+    expect(kinds(flip, A)).toContain(`OrderCancelled:PositionClosed#${sl}`);
+    expect(kinds(flip, A)).toContain(`OrderCancelled:ReduceOnly#${ro}`);
+  });
+
+  it('the re-clamp keeps a working order before a take-profit triggering at the same price', () => {
+    goLong('2');
+    const tp = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const limit = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '70000', reduceOnly: true }),
+    );
+    const shrink = sellToC('1');
+    expect(kinds(shrink, A)).toContain(`OrderCancelled:ReduceOnly#${tp}`);
+    expect(v.state.orders.get(limit)?.quantity).toBe(10_000n);
+  });
+
+  it('a stop that fires and rests is re-clamped with the reduce-only orders only: a managed take-profit keeps its size', () => {
+    goLong('2');
+    const managed = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '70000',
+        type: 'TakeProfit',
+        managed: true,
+      }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+      }),
+    );
+    // mark = mean(59,000, last 65,000) = 62,000: the plain stop fires, finds no bid and rests
+    // at 61,000, where it joins the upward sweep of the managed take-profit (70,000), which is
+    // not clamped: it stays sized to the whole position.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('62000'));
+    expect(kinds(fired, A)).toEqual([`OrderTriggered#${stop}`]);
+    expect(v.state.orders.get(stop)).toMatchObject({ ordStatus: 'New', quantity: 10_000n });
+    expect(v.state.orders.get(managed)).toMatchObject({
+      ordStatus: 'Untriggered',
+      quantity: 20_000n,
+    });
+  });
+
+  it('an isolated position that closes ends its own reduce-only orders, not those of the cross position', () => {
+    v.fund(A, '100000', BTC);
+    goLong('1');
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' }));
+    v.expectOk(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', tif: 'IOC', isolated: true }),
+    );
+    const cross = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '70000', reduceOnly: true }),
+    );
+    const isolated = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '71000', reduceOnly: true, isolated: true }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+    const close = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      price: '64000',
+      tif: 'IOC',
+      isolated: true,
+    });
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Isolated')).toBe(0n);
+    expect(kinds(close, A)).toContain(`OrderCancelled:PositionClosed#${isolated}`);
+    expect(v.state.orders.get(cross)).toMatchObject({ ordStatus: 'New', quantity: 10_000n });
+  });
+});
