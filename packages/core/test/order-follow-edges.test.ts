@@ -160,4 +160,25 @@ describe('orders that follow a position when it changes', () => {
     expect(kinds(close, A)).toContain(`OrderCancelled:PositionClosed#${isolated}`);
     expect(v.state.orders.get(cross)).toMatchObject({ ordStatus: 'New', quantity: 10_000n });
   });
+
+  it('a market-style stop that partly fills is left out of the re-clamp: the take-profit keeps the whole new position', () => {
+    goLong('2');
+    const tp = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '62000', type: 'StopLoss' }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61500' }));
+    // mark = mean(60,750, median(bid 61,500, last 65,000)) = 62,000: the stop fires, sells 0.5
+    // to C (its limit is 10% under the mark) and its remainder is cancelled IOC. Working, it
+    // would have joined the take-profit's upward sweep.
+    const fired = v.oracle({ [BTC]: '60750' });
+    expect(fired).toContainEqual(
+      expect.objectContaining({ type: 'markChanged', mark: px('62000') }),
+    );
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
+    expect(kinds(fired, A)).toContain(`OrderCancelled:IOC#${stop}`);
+    expect(v.state.orders.get(tp)?.quantity).toBe(15_000n);
+  });
 });
