@@ -6,7 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
-import { BTC_SETTINGS, px, TestVenue, wallet } from '../src/testing/index.js';
+import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
@@ -180,5 +180,86 @@ describe('orders that follow a position when it changes', () => {
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
     expect(kinds(fired, A)).toContain(`OrderCancelled:IOC#${stop}`);
     expect(v.state.orders.get(tp)?.quantity).toBe(15_000n);
+  });
+
+  it('a shrink by the re-clamp is an amend at the command time (OrderReplaced, reason ReduceOnly)', () => {
+    goLong('2');
+    const limit = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', price: '70000', reduceOnly: true }),
+    );
+    const shrink = sellToC('1');
+    const replaced = reports(shrink, A).find(
+      (r): r is OrderReport => r.kind === 'OrderReplaced' && r.order.orderId === limit,
+    );
+    expect(replaced?.order).toMatchObject({
+      reason: 'ReduceOnly',
+      quantity: 10_000n,
+      updatedTime: v.time,
+    });
+    expect(v.state.orders.get(limit)?.updatedTime).toBe(v.time);
+  });
+
+  it('of two take-profits at the same trigger the re-clamp keeps the older', () => {
+    goLong('2');
+    const older = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const newer = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const shrink = sellToC('1');
+    expect(kinds(shrink, A)).toContain(`OrderCancelled:ReduceOnly#${newer}`);
+    expect(v.state.orders.get(older)?.quantity).toBe(10_000n);
+  });
+
+  it('a fired stop about to rest goes behind a resting reduce-only sell at its price in the re-clamp', () => {
+    goLong('2');
+    const resting = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1.5', price: '61000', reduceOnly: true }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+      }),
+    );
+    // mark = mean(61,000, median(ask 61,000, last 65,000)) = 62,000: the stop fires, finds no
+    // bid and joins the resting sell's level (upward sweep 2.5 of a 2 position).
+    const fired = v.oracle({ [BTC]: '61000' });
+    expect(fired).toContainEqual(
+      expect.objectContaining({ type: 'markChanged', mark: px('62000') }),
+    );
+    expect(v.state.orders.get(resting)?.quantity).toBe(15_000n);
+    expect(v.state.orders.get(stop)).toMatchObject({ ordStatus: 'New', quantity: 5_000n });
+  });
+});
+
+describe('managed children of an entry order', () => {
+  it('a child armed by the first fill is armed once: the entry filling again does not make it fire twice', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }));
+    const child = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '60000',
+        price: '59000',
+        type: 'StopLoss',
+        managed: true,
+        parentCloid: cloid(1),
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Sell', qty: '1', price: '64000' }));
+    v.expectOk(v.place(C, BTC, { side: 'Sell', qty: '1', price: '64000' }));
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 20_000n });
+    // mark = mean(56,000, last 64,000) = 60,000: the child fires, finds no bid and rests.
+    const fired = v.oracle({ [BTC]: '56000' });
+    expect(fired).toContainEqual(
+      expect.objectContaining({ type: 'markChanged', mark: px('60000') }),
+    );
+    expect(kinds(fired, A)).toEqual([`OrderTriggered#${child}`]);
+    expect(v.state.orders.get(child)?.ordStatus).toBe('New');
   });
 });
