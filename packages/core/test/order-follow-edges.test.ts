@@ -237,6 +237,27 @@ describe('orders that follow a position when it changes', () => {
   });
 });
 
+describe('a managed stop-loss on a position', () => {
+  it('once fired and resting keeps its size when it partly fills: its leaves still close the position', () => {
+    goLong('2');
+    const sl = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+        managed: true,
+      }),
+    );
+    // mark = mean(59,000, last 65,000) = 62,000: the stop-loss fires and rests at 61,000.
+    expect(kinds(v.oracle({ [BTC]: '59000' }), A)).toEqual([`OrderTriggered#${sl}`]);
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61000' }));
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
+    expect(v.state.orders.get(sl)).toMatchObject({ quantity: 20_000n, cumQty: 5_000n });
+  });
+});
+
 describe('managed children of an entry order', () => {
   it('a child armed by the first fill is armed once: the entry filling again does not make it fire twice', () => {
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }));
