@@ -238,6 +238,19 @@ describe('orders that follow a position when it changes', () => {
 });
 
 describe('a managed stop-loss on a position', () => {
+  it('is sized to the whole position when placed, whatever quantity it names', () => {
+    goLong('2');
+    const placed = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '60000',
+      type: 'StopLoss',
+      managed: true,
+    });
+    expect(outcome(placed)).toMatchObject({ ok: true, order: { quantity: 20_000n } });
+    expect(v.state.orders.get(orderIdOf(placed))?.quantity).toBe(20_000n);
+  });
+
   it('once fired and resting keeps its size when it partly fills: its leaves still close the position', () => {
     goLong('2');
     const sl = orderIdOf(
@@ -259,6 +272,26 @@ describe('a managed stop-loss on a position', () => {
 });
 
 describe('managed children of an entry order', () => {
+  it('once the entry has filled and ended, the child follows the position: it goes when the position closes', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(2) }));
+    const child = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '60000',
+        type: 'StopLoss',
+        managed: true,
+        parentCloid: cloid(2),
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '63000' }));
+    v.expectOk(v.place(C, BTC, { side: 'Sell', qty: '1', price: '64000' }));
+    expect(v.state.orders.get(child)?.armed).toBe(true);
+    const close = v.place(A, BTC, { side: 'Sell', qty: '1', price: '63000', tif: 'IOC' });
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(0n);
+    expect(kinds(close, A)).toContain(`OrderCancelled:PositionClosed#${child}`);
+  });
+
   it('a child armed by the first fill is armed once: the entry filling again does not make it fire twice', () => {
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(1) }));
     const child = orderIdOf(
