@@ -272,6 +272,24 @@ describe('a managed stop-loss on a position', () => {
 });
 
 describe('managed children of an entry order', () => {
+  it('a child placed beside a position is not sized by it: it keeps its quantity until its entry fills', () => {
+    goLong('2');
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(3) }));
+    const placed = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '60000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(3),
+    });
+    expect(outcome(placed)).toMatchObject({ ok: true, order: { quantity: 10_000n } });
+    expect(v.state.orders.get(orderIdOf(placed))).toMatchObject({
+      armed: false,
+      quantity: 10_000n,
+    });
+  });
+
   it('once the entry has filled and ended, the child follows the position: it goes when the position closes', () => {
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(2) }));
     const child = orderIdOf(
@@ -315,5 +333,24 @@ describe('managed children of an entry order', () => {
     );
     expect(kinds(fired, A)).toEqual([`OrderTriggered#${child}`]);
     expect(v.state.orders.get(child)?.ordStatus).toBe('New');
+  });
+});
+
+describe('placement refusals that end the order', () => {
+  it('an order in a paused market is rejected with reason MarketClosed, its nonce consumed', () => {
+    v.expectOk(v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' }));
+    const events = v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' });
+    expect(outcome(events)).toMatchObject({
+      ok: false,
+      code: 4000,
+      message: 'INVALID_REQUEST: market BTC-PERP is paused',
+      nonceConsumed: true,
+    });
+    const [rejected] = reports(events, A);
+    expect(rejected?.kind).toBe('OrderRejected');
+    expect((rejected as OrderReport).order).toMatchObject({
+      ordStatus: 'Rejected',
+      reason: 'MarketClosed',
+    });
   });
 });
