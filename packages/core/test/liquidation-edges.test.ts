@@ -280,3 +280,28 @@ describe('an auction blocks new orders in its own scope only', () => {
     v.expectOk(v.place(GOLD, 'X-PERP', { side: 'Buy', qty: '1', price: '90', isolated: true }));
   });
 });
+
+describe('an order from a scope being liquidated', () => {
+  it('is rejected with reason Liquidation, its nonce consumed', () => {
+    const v = auctionVenue();
+    const auction = liveAuctions(v.state)[0]!;
+    const { account, mode } = v.state.auctions.get(auction.auctionId)!;
+    expect([account, mode]).toEqual([GOLD, 'Isolated']);
+    const events = v.place(GOLD, 'ISO-PERP', {
+      side: 'Buy',
+      qty: '1',
+      price: '90',
+      isolated: true,
+    });
+    expect(v.outcome(events)).toMatchObject({
+      ok: false,
+      code: 4000,
+      message: 'INVALID_REQUEST: the margin scope is being liquidated',
+      nonceConsumed: true,
+    });
+    const rejected = v.reports(events, GOLD);
+    expect(rejected.map((r) => [r.kind, (r as OrderReport).order.reason])).toEqual([
+      ['OrderRejected', 'Liquidation'],
+    ]);
+  });
+});
