@@ -272,6 +272,39 @@ describe('a managed stop-loss on a position', () => {
 });
 
 describe('managed children of an entry order', () => {
+  it('a fired child larger than what is left of the position closes it and is cancelled PositionClosed', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(4) }));
+    const child = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '60000',
+        price: '59000',
+        type: 'StopLoss',
+        managed: true,
+        parentCloid: cloid(4),
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Sell', qty: '2', price: '64000' }));
+    // A sells 1 elsewhere: the child stays sized by its entry's fills (2).
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '63000' }));
+    v.expectOk(v.place(A, BTC, { side: 'Sell', qty: '1', price: '63000', tif: 'IOC' }));
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 20_000n });
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '2', price: '59500' }));
+    // mark = mean(58,750, median(bid 59,500, last 63,000)) = 60,000: the child fires, sells the
+    // 1 left, and what it cannot sell without opening a short is cancelled.
+    const fired = v.oracle({ [BTC]: '58750' });
+    expect(fired).toContainEqual(
+      expect.objectContaining({ type: 'markChanged', mark: px('60000') }),
+    );
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(0n);
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${child}`,
+      `OrderPartiallyFilled#${child}`,
+      `OrderCancelled:PositionClosed#${child}`,
+    ]);
+  });
+
   it('a child placed beside a position is not sized by it: it keeps its quantity until its entry fills', () => {
     goLong('2');
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(3) }));
