@@ -235,6 +235,36 @@ describe('orders that follow a position when it changes', () => {
     expect(v.state.orders.get(resting)?.quantity).toBe(15_000n);
     expect(v.state.orders.get(stop)).toMatchObject({ ordStatus: 'New', quantity: 5_000n });
   });
+  it('a fired stop that the re-clamp leaves no room is cancelled ReduceOnly instead of resting', () => {
+    goLong('2');
+    const resting = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', price: '61000', reduceOnly: true }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '62000',
+        price: '61500',
+        type: 'StopLoss',
+      }),
+    );
+    // mark = mean(61,000, median(ask 61,000, last 65,000)) = 62,000: the stop fires and, finding
+    // no bid, would rest at 61,500, behind the resting sell that already closes the position.
+    const fired = v.oracle({ [BTC]: '61000' });
+    expect(fired).toContainEqual(
+      expect.objectContaining({ type: 'markChanged', mark: px('62000') }),
+    );
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${stop}`,
+      `OrderCancelled:ReduceOnly#${stop}`,
+    ]);
+    expect(v.state.orders.has(stop)).toBe(false);
+    expect(v.state.orders.get(resting)?.quantity).toBe(20_000n);
+    expect(v.state.markets.get(1)!.asks.map((l) => [l.price, l.quantity])).toEqual([
+      [px('61000'), 20_000n],
+    ]);
+  });
 });
 
 describe('a managed stop-loss on a position', () => {
