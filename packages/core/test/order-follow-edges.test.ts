@@ -4,7 +4,13 @@
  * with the mutation named in the commit that added it and passes on the current code.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
+import {
+  depthOf,
+  type EngineEvent,
+  type ExecutionReport,
+  type OrderReport,
+  type Outcome,
+} from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 
@@ -235,6 +241,7 @@ describe('orders that follow a position when it changes', () => {
     expect(v.state.orders.get(resting)?.quantity).toBe(15_000n);
     expect(v.state.orders.get(stop)).toMatchObject({ ordStatus: 'New', quantity: 5_000n });
   });
+
   it('a fired stop that the re-clamp leaves no room is cancelled ReduceOnly instead of resting', () => {
     goLong('2');
     const resting = orderIdOf(
@@ -415,5 +422,20 @@ describe('placement refusals that end the order', () => {
       ordStatus: 'Rejected',
       reason: 'MarketClosed',
     });
+  });
+});
+
+describe('book depth', () => {
+  it('lists at most the levels asked for, best first, with their leaves and order counts', () => {
+    for (const price of ['63000', '64000', '62000', '64000']) {
+      v.expectOk(v.place(B, BTC, { side: 'Buy', qty: '1', price }));
+    }
+    const bids = v.state.markets.get(1)!.bids;
+    expect(depthOf(bids, 2)).toEqual([
+      { price: px('64000'), quantity: 20_000n, orders: 2 },
+      { price: px('63000'), quantity: 10_000n, orders: 1 },
+    ]);
+    expect(depthOf(bids, 0)).toEqual([]);
+    expect(depthOf(bids, 5)).toHaveLength(3);
   });
 });
