@@ -82,8 +82,11 @@ function solve(
 export interface CrossExact {
   /** `Rc + sum(s x M)`, USD. */
   readonly equity: Rational;
-  /** Exact maintenance margin of each cross position. */
-  readonly maintenance: Map<Position, Rational>;
+  /**
+   * Exact maintenance margin of each cross position, by market id (one cross position per
+   * market), so a copy of a position record (a snapshot's, a spread) finds its own.
+   */
+  readonly maintenance: Map<number, Rational>;
   readonly totalMaintenance: Rational;
 }
 
@@ -91,26 +94,17 @@ export interface CrossExact {
 export function crossExact(state: EngineState, account: Account): CrossExact {
   let equity = ratio(account.crossCash, 1_000_000n);
   let total = ratio(0n);
-  const maintenance = new Map<Position, Rational>();
+  const maintenance = new Map<number, Rational>();
   for (const p of account.positions) {
     if (p.mode !== 'Cross') continue;
     const m = state.markets.get(p.market)!;
     const mark = priceRational(valuationPrice(m)!);
     equity = radd(equity, rmul(sizeRational(m.spec, p.size), mark));
     const mm = maintenanceExact(m.spec, p.size, mark);
-    maintenance.set(p, mm);
+    maintenance.set(p.market, mm);
     total = radd(total, mm);
   }
   return { equity, maintenance, totalMaintenance: total };
-}
-
-/**
- * The exact maintenance of the account's cross position in `position`'s market: looked up by
- * market, so a copy of the position record (a snapshot's, a spread) prices as the record does.
- */
-function maintenanceIn(c: CrossExact, account: Account, position: Position): Rational {
-  const own = account.positions.find((p) => p.mode === 'Cross' && p.market === position.market);
-  return (own === undefined ? undefined : c.maintenance.get(own)) ?? ratio(0n);
 }
 
 /**
@@ -131,7 +125,7 @@ export function liquidationPrice(
     return solve(market.spec, position.size, mark, equity, ratio(0n), true);
   }
   const c = cross ?? crossExact(state, account);
-  const other = rsub(c.totalMaintenance, maintenanceIn(c, account, position));
+  const other = rsub(c.totalMaintenance, c.maintenance.get(position.market) ?? ratio(0n));
   return solve(market.spec, position.size, mark, c.equity, other, true);
 }
 
@@ -158,6 +152,6 @@ export function bankruptcyPrice(
   const share =
     c.totalMaintenance.num === 0n
       ? c.equity
-      : rdiv(rmul(c.equity, maintenanceIn(c, account, position)), c.totalMaintenance);
+      : rdiv(rmul(c.equity, c.maintenance.get(position.market) ?? ratio(0n)), c.totalMaintenance);
   return solve(market.spec, position.size, mark, share, ratio(0n), false);
 }
