@@ -15,9 +15,9 @@
  * change. Chunks are shared between versions; each records how many of its slots any version has
  * filled, and a version appends in place only when nobody has filled past its own end; otherwise
  * (another branch appended first) it copies the chunk's prefix. A version that appends into a
- * later chunk claims the rest of the chunk it leaves (its absent slots), so no branch fills them. Rewrites of a visible trade (a
- * bust marks it, a rebuild rewrites later legs) and removals out of order go to a small
- * persistent overlay; removals at the oldest end just move the head.
+ * later chunk claims the rest of the chunk it leaves (its absent slots), so no branch fills
+ * them. Rewrites of a visible trade (a bust marks it, a rebuild rewrites later legs) and removals
+ * out of order go to a small persistent overlay; removals at the oldest end just move the head.
  *
  * @module
  */
@@ -342,7 +342,7 @@ export class TradeLog {
     }
     const off = id - w.base;
     const index = Math.floor(off / CHUNK);
-    if (w.end > w.base) w.sealBefore(index);
+    w.sealBefore(index);
     while (w.chunks.length <= index) w.chunks.push(newChunk());
     let c = w.chunks[index] as Chunk;
     const chunkStart = w.base + index * CHUNK;
@@ -368,6 +368,7 @@ export class TradeLog {
    */
   private sealBefore(index: number): void {
     const last = this.end - 1 - this.base;
+    if (last < 0) return; // nothing of this version in the columns
     const lastIndex = Math.floor(last / CHUNK);
     if (lastIndex >= index) return;
     let c = this.chunks[lastIndex];
