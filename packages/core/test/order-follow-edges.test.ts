@@ -4,48 +4,15 @@
  * with the mutation named in the commit that added it and passes on the current code.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  depthOf,
-  type EngineEvent,
-  type ExecutionReport,
-  type OrderReport,
-  type Outcome,
-} from '../src/index.js';
+import { depthOf, type EngineEvent, type OrderReport } from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+import { kinds, orderIdOf } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
 const B = wallet(0xb);
 const C = wallet(0xc);
-
-function outcome(events: readonly EngineEvent[]): Outcome {
-  const o = events.find((e): e is Outcome => e.type === 'outcome');
-  if (o === undefined) throw new Error('no outcome');
-  return o;
-}
-
-function orderIdOf(events: readonly EngineEvent[]): number {
-  const o = outcome(events);
-  if (o.ok && 'order' in o) return o.order.orderId;
-  throw new Error(
-    `no order in outcome ${JSON.stringify(o, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
-  );
-}
-
-function reports(events: readonly EngineEvent[], account: string): ExecutionReport[] {
-  return events.filter(
-    (e): e is ExecutionReport => e.type === 'executionReport' && e.account === account,
-  );
-}
-
-/** `kind:reason#orderId` of each order report of `account`. */
-function kinds(events: readonly EngineEvent[], account: string): string[] {
-  return reports(events, account).map((r) => {
-    const o = (r as OrderReport).order;
-    return `${r.kind}${o.reason ? `:${o.reason}` : ''}#${o.orderId}`;
-  });
-}
 
 let v: TestVenue;
 
@@ -194,9 +161,9 @@ describe('orders that follow a position when it changes', () => {
       v.place(A, BTC, { side: 'Sell', qty: '2', price: '70000', reduceOnly: true }),
     );
     const shrink = sellToC('1');
-    const replaced = reports(shrink, A).find(
-      (r): r is OrderReport => r.kind === 'OrderReplaced' && r.order.orderId === limit,
-    );
+    const replaced = v
+      .reports(shrink, A)
+      .find((r): r is OrderReport => r.kind === 'OrderReplaced' && r.order.orderId === limit);
     expect(replaced?.order).toMatchObject({
       reason: 'ReduceOnly',
       quantity: 10_000n,
@@ -284,7 +251,7 @@ describe('a managed stop-loss on a position', () => {
       type: 'StopLoss',
       managed: true,
     });
-    expect(outcome(placed)).toMatchObject({ ok: true, order: { quantity: 20_000n } });
+    expect(v.outcome(placed)).toMatchObject({ ok: true, order: { quantity: 20_000n } });
     expect(v.state.orders.get(orderIdOf(placed))?.quantity).toBe(20_000n);
   });
 
@@ -353,7 +320,7 @@ describe('managed children of an entry order', () => {
       managed: true,
       parentCloid: cloid(3),
     });
-    expect(outcome(placed)).toMatchObject({ ok: true, order: { quantity: 10_000n } });
+    expect(v.outcome(placed)).toMatchObject({ ok: true, order: { quantity: 10_000n } });
     expect(v.state.orders.get(orderIdOf(placed))).toMatchObject({
       armed: false,
       quantity: 10_000n,
@@ -410,13 +377,13 @@ describe('placement refusals that end the order', () => {
   it('an order in a paused market is rejected with reason MarketClosed, its nonce consumed', () => {
     v.expectOk(v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' }));
     const events = v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' });
-    expect(outcome(events)).toMatchObject({
+    expect(v.outcome(events)).toMatchObject({
       ok: false,
       code: 4000,
       message: 'INVALID_REQUEST: market BTC-PERP is paused',
       nonceConsumed: true,
     });
-    const [rejected] = reports(events, A);
+    const [rejected] = v.reports(events, A);
     expect(rejected?.kind).toBe('OrderRejected');
     expect((rejected as OrderReport).order).toMatchObject({
       ordStatus: 'Rejected',

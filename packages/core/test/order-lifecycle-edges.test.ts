@@ -4,7 +4,7 @@
  * fails with the mutation it is named after (see the commit that added it).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
+import type { EngineEvent, OrderReport } from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
 import {
   BTC_SETTINGS,
@@ -14,41 +14,13 @@ import {
   TestVenue,
   wallet,
 } from '../src/testing/index.js';
+import { kinds, orderIdOf } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
 const B = wallet(0xb);
 const C = wallet(0xc);
 const DAY_MS = 86_400_000;
-
-function outcome(events: readonly EngineEvent[]): Outcome {
-  const o = events.find((e): e is Outcome => e.type === 'outcome');
-  if (o === undefined) throw new Error('no outcome');
-  return o;
-}
-
-function orderIdOf(events: readonly EngineEvent[]): number {
-  const o = outcome(events);
-  if (o.ok && 'order' in o) return o.order.orderId;
-  throw new Error(
-    `no order in outcome ${JSON.stringify(o, (_k, x) => (typeof x === 'bigint' ? String(x) : x))}`,
-  );
-}
-
-function reports(events: readonly EngineEvent[], account?: string): ExecutionReport[] {
-  return events.filter(
-    (e): e is ExecutionReport =>
-      e.type === 'executionReport' && (account === undefined || e.account === account),
-  );
-}
-
-/** `kind:reason#orderId` of each order report of `account`. */
-function kinds(events: readonly EngineEvent[], account: string): string[] {
-  return reports(events, account).map((r) => {
-    const o = (r as OrderReport).order;
-    return `${r.kind}${o.reason ? `:${o.reason}` : ''}#${o.orderId}`;
-  });
-}
 
 let v: TestVenue;
 
@@ -66,8 +38,8 @@ describe('field validation of order types and flags (nothing changes, no nonce c
   const bad = (order: OrderSpec, code: number, message: string, time?: number) => {
     const before = v.state;
     const events = v.place(A, BTC, order, time === undefined ? {} : { time });
-    expect(outcome(events)).toMatchObject({ ok: false, code, message, nonceConsumed: false });
-    expect(reports(events)).toHaveLength(0);
+    expect(v.outcome(events)).toMatchObject({ ok: false, code, message, nonceConsumed: false });
+    expect(v.reports(events)).toHaveLength(0);
     expect(v.state.orders).toBe(before.orders);
   };
 
@@ -157,7 +129,7 @@ describe('cancel and cancelAll refusals', () => {
   it('refuses a cancel naming neither orderId nor cloid with 4000, nonce not consumed', () => {
     v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' });
     const before = v.state;
-    const o = outcome(
+    const o = v.outcome(
       v.run({ type: 'cancelOrder', account: A, market: 1, orderId: 0n, cloid: null }),
     );
     expect(o).toMatchObject({
@@ -176,7 +148,7 @@ describe('cancel and cancelAll refusals', () => {
       { type: 'cancelOrder', account: stranger, market: 1, orderId: 1n, cloid: null },
       { type: 'cancelAll', account: stranger, market: 0 },
     ] as const) {
-      const o = outcome(v.run(cmd));
+      const o = v.outcome(v.run(cmd));
       expect(o.ok ? 0 : o.code).toBe(4040);
       expect(o.ok ? true : o.nonceConsumed).toBe(false);
     }
@@ -184,13 +156,13 @@ describe('cancel and cancelAll refusals', () => {
   });
 
   it('a 4041 names the order it was asked for, by id or by cloid (api-conventions: the error carries orderId and cloid)', () => {
-    expect(outcome(v.cancel(A, BTC, { orderId: 424_242 }))).toMatchObject({
+    expect(v.outcome(v.cancel(A, BTC, { orderId: 424_242 }))).toMatchObject({
       ok: false,
       code: 4041,
       orderId: 424_242,
       cloid: null,
     });
-    expect(outcome(v.cancel(A, BTC, { cloid: cloid(77) }))).toMatchObject({
+    expect(v.outcome(v.cancel(A, BTC, { cloid: cloid(77) }))).toMatchObject({
       ok: false,
       code: 4041,
       cloid: cloid(77),
@@ -200,7 +172,7 @@ describe('cancel and cancelAll refusals', () => {
   it('refuses cancelAll in an unknown market with 4000 and cancels nothing', () => {
     const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
     const before = v.state;
-    const o = outcome(v.run({ type: 'cancelAll', account: A, market: 9 }));
+    const o = v.outcome(v.run({ type: 'cancelAll', account: A, market: 9 }));
     expect(o).toMatchObject({
       ok: false,
       code: 4000,
@@ -225,7 +197,7 @@ describe('cancel and cancelAll refusals', () => {
       }),
     );
     const events = v.run({ type: 'cancelAll', account: A, market: 0 });
-    expect(outcome(events).ok).toBe(true);
+    expect(v.outcome(events).ok).toBe(true);
     expect(kinds(events, A)).toEqual([
       `OrderCancelled:User#${entry}`,
       `OrderCancelled:ParentCancelled#${child}`,
@@ -243,7 +215,7 @@ describe('cloid reservation at and past 24 h', () => {
       v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(3) }, { time: t }),
     );
     v.cancel(A, BTC, { orderId: id });
-    const early = outcome(
+    const early = v.outcome(
       v.place(
         A,
         BTC,
@@ -252,7 +224,7 @@ describe('cloid reservation at and past 24 h', () => {
       ),
     );
     expect(early.ok ? '' : early.message).toContain(`already used by order ${id}`);
-    const onTime = outcome(
+    const onTime = v.outcome(
       v.place(
         A,
         BTC,
@@ -282,7 +254,7 @@ describe('cloid reservation at and past 24 h', () => {
     );
     v.advance(DAY_MS);
     const reuse = v.place(A, BTC, { side: 'Buy', qty: '1', price: '63000', cloid: cloid(1) });
-    expect(outcome(reuse).ok).toBe(true);
+    expect(v.outcome(reuse).ok).toBe(true);
     expect(v.state.orders.get(id)?.cloid).toBe(cloid(2));
   });
 
@@ -291,17 +263,17 @@ describe('cloid reservation at and past 24 h', () => {
       v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(4) }),
     );
     v.advance(DAY_MS + 60_000);
-    const dup = outcome(
+    const dup = v.outcome(
       v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(4) }),
     );
     expect(dup.ok ? '' : dup.message).toContain(`already used by order ${id}`);
     expect(v.state.cloids.get(key(4))?.orderId).toBe(id);
-    const cancel = outcome(v.cancel(A, BTC, { cloid: cloid(4) }));
+    const cancel = v.outcome(v.cancel(A, BTC, { cloid: cloid(4) }));
     expect(cancel.ok && 'order' in cancel ? cancel.order.orderId : 0).toBe(id);
     // Its retention ran out while it worked: nothing is left to reserve.
     expect(v.state.cloids.get(key(4))).toBeUndefined();
     expect(
-      outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(4) })).ok,
+      v.outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(4) })).ok,
     ).toBe(true);
   });
 });
@@ -314,9 +286,9 @@ describe('trigger edges (mark price)', () => {
     v.oracle({ [BTC]: '65000' });
     expect(v.state.markets.get(1)!.prices.mark).toBe(px('65000'));
     const refused = (events: readonly EngineEvent[]) => {
-      const o = outcome(events);
+      const o = v.outcome(events);
       expect(o.ok ? 0 : o.code).toBe(4032);
-      expect((reports(events, A)[0] as OrderReport).order.reason).toBe('PriceBand');
+      expect((v.reports(events, A)[0] as OrderReport).order.reason).toBe('PriceBand');
     };
     // Buy stop (fires at M >= trigger), sell stop (M <= trigger), sell take-profit (M >= trigger).
     refused(
@@ -365,7 +337,8 @@ describe('trigger edges (mark price)', () => {
     // mark = mean(64,000, bid 63,000) = 63,500: both fire.
     const fired = v.oracle({ [BTC]: '64000' });
     expect(v.state.markets.get(1)!.prices.mark).toBe(px('63500'));
-    const fills = reports(fired)
+    const fills = v
+      .reports(fired)
       .filter((r): r is OrderReport => 'fill' in r && r.fill?.liquidity === 'Taker')
       .map((r) => [r.order.orderId, r.fill!.price]);
     expect(fills).toEqual([
@@ -683,7 +656,7 @@ describe('a maker fill that closes its position exactly', () => {
     v.place(B, BTC, { side: 'Sell', qty: '2', price: '65000' });
     v.expectOk(v.place(D, BTC, { side: 'Buy', qty: '2', price: '65000' }));
     v.expectOk(v.place(D, BTC, { side: 'Buy', qty: '1', price: '50000' }));
-    expect(reports(v.oracle({ [BTC]: '56000' }), D)).toEqual([]);
+    expect(v.reports(v.oracle({ [BTC]: '56000' }), D)).toEqual([]);
     const close = orderIdOf(
       v.place(D, BTC, { side: 'Sell', qty: '2', price: '56000', reduceOnly: true }),
     );
