@@ -239,7 +239,7 @@ export function loadConfig(path: string | undefined): VenueConfig {
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 /** Longest delay setTimeout and setInterval honour: above it they fire after 1 ms. */
-const TIMER_MAX_MS = 2_147_483_647;
+export const TIMER_MAX_MS = 2_147_483_647;
 /**
  * Shortest simulated price step: each step is a journaled oracle command, and a shorter one
  * would mostly fill the journal (0 or 1 would write one record per millisecond).

@@ -42,7 +42,13 @@ import {
 } from '@perp/core';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { ChainDesk } from './chain/desk.js';
-import { ConfigError, DEFAULT_CONFIG, parseConfig, type VenueConfig } from './config.js';
+import {
+  ConfigError,
+  DEFAULT_CONFIG,
+  parseConfig,
+  TIMER_MAX_MS,
+  type VenueConfig,
+} from './config.js';
 import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
@@ -222,7 +228,7 @@ function checkOptions(options: StartVenueOptions): void {
       );
   }
   const { port, host, priceFeed } = options;
-  // Found only at listen otherwise: after the journal replay, which may take minutes.
+  // Refused before the data directory is created or locked, as listen would refuse it.
   if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65_535))
     throw new StartupError(
       `startVenue options: port must be an integer in 0..65535 (0 picks a free one), not ${JSON.stringify(port)}`,
@@ -273,9 +279,6 @@ function checkSnapshotOption(snapshots: StartVenueOptions['snapshots']): void {
   numbersIn(numbers, 'snapshots', SNAPSHOT_POLICY_LEAST, ['atClose']);
 }
 
-/** Longest delay setInterval honours: a longer `everyMs` would fire every millisecond. */
-const TIMER_MAX_MS = 2_147_483_647;
-
 /**
  * Checks each key of `value` is one of `least`'s (or `otherKeys`, checked by the caller) and an
  * integer at least its least value.
@@ -292,6 +295,7 @@ function numbersIn(
       throw new StartupError(
         `startVenue options: ${name}.${key} is not an option (${name}: ${[...Object.keys(least), ...otherKeys].join(', ')})`,
       );
+    // A longer `everyMs` would make setInterval fire every millisecond.
     const max = key.endsWith('Ms') ? TIMER_MAX_MS : Number.MAX_SAFE_INTEGER;
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min || n > max)
       throw new StartupError(
