@@ -84,6 +84,21 @@ function auctionVenue(): TestVenue {
   return v;
 }
 
+/** Lists X-PERP (market 4, whole lots, no fees): a second market beside the auction's. */
+function listX(v: TestVenue): void {
+  v.list({
+    id: 4,
+    symbol: 'X-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+  });
+}
+
 function markTo(v: TestVenue, symbol: string, mark: string, tick: string): EngineEvent[] {
   const id = v.spec(symbol).id;
   const target = px(mark);
@@ -192,17 +207,7 @@ describe('the end of an auction', () => {
 describe("claims and the claimant's own liquidation", () => {
   it('gives back the claims of a claimant whose cross scope is liquidated, and refuses new ones', () => {
     const v = auctionVenue();
-    v.list({
-      id: 4,
-      symbol: 'X-PERP',
-      tickSize: '0.5',
-      lotSize: '1',
-      quantityDecimals: 0,
-      maxLeverage: 20,
-      openInterestCap: '1000000',
-      makerFeeRate: '0',
-      takerFeeRate: '0',
-    });
+    listX(v);
     v.open(CL);
     v.fund(CL, '1600');
     v.oracle({ 'X-PERP': '100' });
@@ -252,17 +257,7 @@ describe('ADL against an isolated position', () => {
 describe('an auction blocks new orders in its own scope only', () => {
   it("GOLD's isolated ISO-PERP auction leaves its cross scope and its X-PERP isolated scope open", () => {
     const v = auctionVenue();
-    v.list({
-      id: 4,
-      symbol: 'X-PERP',
-      tickSize: '0.5',
-      lotSize: '1',
-      quantityDecimals: 0,
-      maxLeverage: 20,
-      openInterestCap: '1000000',
-      makerFeeRate: '0',
-      takerFeeRate: '0',
-    });
+    listX(v);
     v.oracle({ 'X-PERP': '100' });
     v.fund(GOLD, '1000');
     v.fund(GOLD, '1000', 'X-PERP');
