@@ -588,6 +588,65 @@ describe('rate accounting', () => {
     expect(limiter.admitSustained('v', 10, 'cancel').ok).toBe(true);
   });
 
+  it("a call stamped earlier than the key's latest counts at that latest time", () => {
+    const limiter = new RateLimiter({
+      perWindow: 1000,
+      windowMs: 1,
+      sustained: 2,
+      sustainedWindowMs: 100,
+      cancelHeadroom: 2,
+    });
+    expect(limiter.admit('w', 50, 'cancel').ok).toBe(true);
+    // Stamped 0 after 50 (a clock stepped back): it counts at 50, so it leaves the window with
+    // the entry before it, not before it.
+    expect(limiter.admit('w', 0, 'cancel').ok).toBe(true);
+    expect(limiter.admit('w', 60, 'cancel').ok).toBe(true);
+    // Third-newest of the budget is the late call: counted at 50, it frees the slot at 150.
+    expect(limiter.admit('w', 105, 'signed')).toMatchObject({ ok: false, retryAfterMs: 45 });
+    expect(limiter.sustainedUsed('w', 0)).toBe(3);
+    expect(limiter.admit('w', 149, 'signed').ok).toBe(false);
+    expect(limiter.admit('w', 150, 'signed').ok).toBe(true);
+  });
+
+  it('times that go back give the answers of the same calls at the running latest time', () => {
+    const config = {
+      perWindow: 5,
+      windowMs: 10,
+      sustained: 8,
+      sustainedWindowMs: 60,
+      cancelHeadroom: 2,
+    } as const;
+    const kinds = ['signed', 'cancel', 'unsigned', 'sustained-signed', 'sustained-cancel'] as const;
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: -15, max: 6 }), fc.constantFrom(...kinds)), {
+          minLength: 20,
+          maxLength: 300,
+          size: 'max',
+        }),
+        (steps) => {
+          const late = new RateLimiter(config);
+          const ordered = new RateLimiter(config);
+          const call = (l: RateLimiter, t: number, kind: (typeof kinds)[number]) =>
+            kind === 'sustained-signed' || kind === 'sustained-cancel'
+              ? l.admitSustained('w', t, kind === 'sustained-signed' ? 'signed' : 'cancel')
+              : l.admit('w', t, kind);
+          let clock = 1_000;
+          let latest = Number.NEGATIVE_INFINITY;
+          for (const [step, kind] of steps) {
+            clock += step;
+            latest = Math.max(latest, clock);
+            const d = call(late, clock, kind);
+            expect(d).toEqual(call(ordered, latest, kind));
+            if (!d.ok) expect(d.retryAfterMs).toBeGreaterThan(0);
+            expect(late.sustainedUsed('w', clock)).toBe(ordered.sustainedUsed('w', latest));
+          }
+        },
+      ),
+      { numRuns: Math.min(runs, 150), interruptAfterTimeLimit: 20_000 },
+    );
+  });
+
   it('sweep keeps a key whose latest request is recent, even after a late-stamped one', () => {
     const limiter = new RateLimiter();
     expect(limiter.admit('w', 10_000, 'signed').ok).toBe(true);

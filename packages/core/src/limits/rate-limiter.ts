@@ -6,7 +6,10 @@
  * on an authenticated connection), and a refused request does not count.
  *
  * The limiter reads no clock: every call carries its time, so the same calls give the same
- * answers. Adapters hold one instance per process (limits protect the service, they are not
+ * answers. Times of one key are taken as never going back: a call older than the key's latest is
+ * counted at that latest time (a clock stepped back, or two surfaces whose clocks disagree), which
+ * keeps each window in order, so a refusal's `retryAfterMs` is always positive and exact on the
+ * key's own clock. Adapters hold one instance per process (limits protect the service, they are not
  * ledger state, so they are not journaled); keys are wallets, or client IPs for public traffic.
  *
  * @module
@@ -103,10 +106,10 @@ export class RateLimiter {
       s = { recent: new TimeRing(c.perWindow), sustained: new TimeRing(64), lastSeen: time };
       this.keys.set(key, s);
     }
-    s.lastSeen = Math.max(s.lastSeen, time);
-    s.recent.evict(time - c.windowMs);
+    const t = this.clockOf(s, time);
+    s.recent.evict(t - c.windowMs);
     if (s.recent.size >= c.perWindow) {
-      const retryAfterMs = s.recent.at(s.recent.size - c.perWindow) + c.windowMs - time;
+      const retryAfterMs = s.recent.at(s.recent.size - c.perWindow) + c.windowMs - t;
       return {
         ok: false,
         code: ErrorCode.RATE_LIMIT_EXCEEDED,
@@ -115,10 +118,10 @@ export class RateLimiter {
       };
     }
     if (kind !== 'unsigned') {
-      s.sustained.evict(time - c.sustainedWindowMs);
+      s.sustained.evict(t - c.sustainedWindowMs);
       const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
       if (s.sustained.size >= limit) {
-        const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - time;
+        const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t;
         return {
           ok: false,
           code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
@@ -126,9 +129,9 @@ export class RateLimiter {
           retryAfterMs,
         };
       }
-      s.sustained.push(time);
+      s.sustained.push(t);
     }
-    s.recent.push(time);
+    s.recent.push(t);
     return { ok: true };
   }
 
@@ -143,11 +146,11 @@ export class RateLimiter {
       s = { recent: new TimeRing(c.perWindow), sustained: new TimeRing(64), lastSeen: time };
       this.keys.set(key, s);
     }
-    s.lastSeen = Math.max(s.lastSeen, time);
-    s.sustained.evict(time - c.sustainedWindowMs);
+    const t = this.clockOf(s, time);
+    s.sustained.evict(t - c.sustainedWindowMs);
     const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
     if (s.sustained.size >= limit) {
-      const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - time;
+      const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t;
       return {
         ok: false,
         code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
@@ -155,7 +158,7 @@ export class RateLimiter {
         retryAfterMs,
       };
     }
-    s.sustained.push(time);
+    s.sustained.push(t);
     return { ok: true };
   }
 
@@ -163,7 +166,7 @@ export class RateLimiter {
   sustainedUsed(key: string, time: number): number {
     const s = this.keys.get(key);
     if (s === undefined) return 0;
-    s.sustained.evict(time - this.config.sustainedWindowMs);
+    s.sustained.evict(Math.max(time, s.lastSeen) - this.config.sustainedWindowMs);
     return s.sustained.size;
   }
 
@@ -172,6 +175,12 @@ export class RateLimiter {
     for (const [key, s] of this.keys) {
       if (s.lastSeen + this.config.sustainedWindowMs < time) this.keys.delete(key);
     }
+  }
+
+  /** The key's clock at a call made at `time`: never earlier than a time it has seen. */
+  private clockOf(s: KeyState, time: number): number {
+    if (time > s.lastSeen) s.lastSeen = time;
+    return s.lastSeen;
   }
 
   /** Number of keys tracked. */
