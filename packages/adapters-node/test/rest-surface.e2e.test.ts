@@ -418,7 +418,7 @@ describe('time windows: startTime after endTime is refused, not answered empty',
   });
 });
 
-describe('POST /admin/oracle: a price that is not positive', () => {
+describe('POST /admin/oracle: a price that is not positive, or no price', () => {
   let t: TestVenue;
   beforeAll(async () => {
     t = await startTestVenue();
@@ -437,6 +437,14 @@ describe('POST /admin/oracle: a price that is not positive', () => {
     expect(await t.stateHash()).toEqual(before);
     const tickers = (await t.api('GET', '/tickers')).body.tickers as Record<string, unknown>[];
     expect(tickers.find((x) => x.instrument === 'BTC-PERP')).toMatchObject({ index: '65000' });
+  });
+
+  it('400 for prices naming no instrument: nothing is journaled', async () => {
+    const before = await t.stateHash();
+    const r = await t.admin('POST', '/admin/oracle', { prices: {} });
+    expect(r.status).toBe(400);
+    expect(String(r.body.error)).toMatch(/prices.*no instrument/);
+    expect(await t.stateHash()).toEqual(before);
   });
 });
 

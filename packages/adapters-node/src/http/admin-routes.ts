@@ -149,6 +149,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       if (prices === null || typeof prices !== 'object' || Array.isArray(prices)) {
         throw new HttpError(400, 'prices must be an object of symbol -> decimal price');
       }
+      // An empty update would still be journaled and act as a clock tick (expiries, funding due):
+      // an operator's script sending an empty map means a mistake, not a tick.
+      if (Object.keys(prices).length === 0)
+        throw new HttpError(400, 'prices names no instrument: give at least one symbol -> price');
       const entries = Object.entries(prices as Record<string, unknown>).map(([symbol, p]) => {
         const parsed = typeof p === 'string' ? parseDecimal(p, 18) : undefined;
         if (parsed === undefined || !parsed.ok || parsed.value <= 0n)
