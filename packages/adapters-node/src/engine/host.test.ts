@@ -168,6 +168,27 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     expect(scan.tornBytes).toBe(0);
   });
 
+  it('splits a queue longer than maxBatch into batches and answers every command', async () => {
+    const journal = FileJournal.open(journalPath());
+    let now = T;
+    const host = new EngineHost({
+      state: createEngineState({}, T),
+      journal,
+      clock: { now: () => ++now },
+      maxBatch: 2,
+    });
+    const sizes: number[] = [];
+    host.subscribe((b) => sizes.push(b.commands.length));
+    // Submitted in one turn: one pump takes two, the rest must be picked up without a new submit.
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => host.submit({ type: 'openAccount', account: wallet(i) })),
+    );
+    expect(results.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(sizes).toEqual([2, 2, 1]);
+    expect(host.state.accounts.size).toBe(5);
+    await journal.close();
+  });
+
   it('answers a refusal computed during a flight only after that flight is durable', async () => {
     const fs = new HeldFs();
     const { host, journal } = setup(fs);
