@@ -1,0 +1,93 @@
+import { IncomingMessage } from 'node:http';
+import { Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { clientAddress, compileProxyTrust, trustProxyEntryError } from './client-address.js';
+
+/** A request from `peer` (undefined: a socket that closed) with an `X-Forwarded-For` header. */
+function request(peer: string | undefined, forwardedFor?: string): IncomingMessage {
+  const socket = new Socket();
+  Object.defineProperty(socket, 'remoteAddress', { value: peer });
+  const req = new IncomingMessage(socket);
+  if (forwardedFor !== undefined) req.headers['x-forwarded-for'] = forwardedFor;
+  return req;
+}
+
+describe('clientAddress', () => {
+  it('is the TCP peer when nobody is trusted, whatever X-Forwarded-For says', () => {
+    const none = compileProxyTrust([]);
+    expect(none).toBeNull();
+    expect(clientAddress(request('127.0.0.1', '203.0.113.7'), none)).toBe('127.0.0.1');
+    expect(clientAddress(request('10.1.2.3'), none)).toBe('10.1.2.3');
+    expect(clientAddress(request(undefined, '203.0.113.7'), none)).toBe('unknown');
+  });
+
+  it('from a trusted peer, is the address the proxy appended', () => {
+    const trust = compileProxyTrust(['10.0.0.0/8']);
+    expect(clientAddress(request('10.0.0.5', '203.0.113.7'), trust)).toBe('203.0.113.7');
+    // Spaces around the entries are the header's syntax, not the address.
+    expect(clientAddress(request('10.0.0.5', ' 203.0.113.7 '), trust)).toBe('203.0.113.7');
+    // No header: the proxy itself is the client (a health check, say).
+    expect(clientAddress(request('10.0.0.5'), trust)).toBe('10.0.0.5');
+    expect(clientAddress(request('10.0.0.5', ''), trust)).toBe('10.0.0.5');
+  });
+
+  it('from an untrusted peer, ignores the header: a forged one changes nothing', () => {
+    const trust = compileProxyTrust(['10.0.0.0/8']);
+    expect(clientAddress(request('198.51.100.9', '203.0.113.7'), trust)).toBe('198.51.100.9');
+    expect(clientAddress(request('198.51.100.9', '10.0.0.1, 203.0.113.7'), trust)).toBe(
+      '198.51.100.9',
+    );
+    // A socket that closed has no peer to vouch for the header.
+    expect(clientAddress(request(undefined, '203.0.113.7'), trust)).toBe('unknown');
+  });
+
+  it('walks a chain from the right and stops at the first untrusted hop', () => {
+    const trust = compileProxyTrust(['loopback', '10.0.0.0/8']);
+    // The client wrote `spoofed`; the proxy appended the address it saw: that one is the client.
+    expect(clientAddress(request('127.0.0.1', '192.0.2.66, 203.0.113.7'), trust)).toBe(
+      '203.0.113.7',
+    );
+    // Two trusted proxies (an edge one at 10.0.0.9 in front of the local one): both are passed.
+    expect(clientAddress(request('127.0.0.1', '192.0.2.66, 203.0.113.7, 10.0.0.9'), trust)).toBe(
+      '203.0.113.7',
+    );
+    // A spoofed entry that looks trusted is never reached: the real client stops the walk first.
+    expect(clientAddress(request('127.0.0.1', '10.0.0.1, 203.0.113.7'), trust)).toBe('203.0.113.7');
+    // All trusted: the leftmost is the client.
+    expect(clientAddress(request('127.0.0.1', '10.0.0.1, 10.0.0.2'), trust)).toBe('10.0.0.1');
+  });
+
+  it('matches IPv6 and IPv4-mapped peers as proxy-addr does', () => {
+    const trust = compileProxyTrust(['loopback']);
+    expect(clientAddress(request('::1', '2001:db8::1'), trust)).toBe('2001:db8::1');
+    // A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; loopback still matches.
+    expect(clientAddress(request('::ffff:127.0.0.1', '203.0.113.7'), trust)).toBe('203.0.113.7');
+    expect(clientAddress(request('::ffff:192.0.2.1', '203.0.113.7'), trust)).toBe(
+      '::ffff:192.0.2.1',
+    );
+  });
+});
+
+describe('trustProxyEntryError', () => {
+  it('accepts addresses, CIDR ranges, netmasks and the keywords', () => {
+    for (const entry of [
+      '10.0.0.1',
+      '10.0.0.0/8',
+      '10.0.0.0/255.0.0.0',
+      'fd00::/8',
+      '::1',
+      'loopback',
+      'linklocal',
+      'uniquelocal',
+    ])
+      expect(trustProxyEntryError(entry), entry).toBeNull();
+  });
+
+  it('names a malformed entry and what would be accepted', () => {
+    for (const entry of ['10.0.0.0/33', '10.0.0.256', 'localhost', '', '10.0.0.0/', '::1/129'])
+      expect(trustProxyEntryError(entry)).toBe(
+        `must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not ${JSON.stringify(entry)}`,
+      );
+    expect(trustProxyEntryError(8)).toMatch(/, not 8$/);
+  });
+});
