@@ -16,6 +16,7 @@ describe('pnpm start --help', () => {
       '--snapshot-seconds',
       '--no-snapshots',
       '--verify-workers',
+      '--trust-proxy',
       '--replay-under-new-rules',
       '--json',
       '--help',
@@ -40,6 +41,25 @@ describe('pnpm start --help', () => {
       minRecords: 1,
     });
     expect(parseArgs(['--snapshot-records', '10', '--no-snapshots']).snapshots).toBe(false);
+  });
+});
+
+describe('pnpm start --trust-proxy', () => {
+  it('takes a comma-separated list, spaces after the commas allowed; unset keeps the config', () => {
+    expect(parseArgs([]).trustProxy).toBeUndefined();
+    expect(parseArgs(['--trust-proxy', '10.0.0.0/8, loopback,::1']).trustProxy).toEqual([
+      '10.0.0.0/8',
+      'loopback',
+      '::1',
+    ]);
+  });
+
+  it('refuses a malformed entry, naming it', () => {
+    expect(() => parseArgs(['--trust-proxy', 'loopback,10.0.0.0/33'])).toThrow(
+      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+    );
+    expect(() => parseArgs(['--trust-proxy', 'loopback,'])).toThrow(/, not ""$/);
+    expect(() => parseArgs(['--trust-proxy'])).toThrow('--trust-proxy needs a value');
   });
 });
 

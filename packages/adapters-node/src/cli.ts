@@ -3,7 +3,7 @@
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
- * `--verify-workers <n>`, `--replay-under-new-rules`. Stops
+ * `--verify-workers <n>`, `--trust-proxy <list>`, `--replay-under-new-rules`. Stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
@@ -14,6 +14,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
+import { trustProxyEntryError } from './http/client-address.js';
 import { DataDirLockedError } from './journal/data-dir-lock.js';
 import { JournalCorruptError } from './journal/file-journal.js';
 import { RulesVersionMismatchError } from './journal/rules-version.js';
@@ -34,6 +35,8 @@ export interface CliOptions {
   snapshots: { everyRecords?: number; everyMs?: number; minRecords?: number } | false;
   /** Signature-verification worker threads (0: inline); undefined keeps the config's. */
   verifyWorkers: number | undefined;
+  /** Proxies whose `X-Forwarded-For` is believed; undefined keeps the config's `trustProxy`. */
+  trustProxy: string[] | undefined;
   /** Replay journal records written under other engine rules instead of refusing to start. */
   replayUnderNewRules: boolean;
   help: boolean;
@@ -58,6 +61,9 @@ data at /marketdata, all on one port.
   --no-snapshots             never snapshot, not even at a clean stop (SIGINT, SIGTERM): every
                              start replays the whole journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
+  --trust-proxy <list>       comma-separated proxies (addresses, CIDR ranges, loopback, linklocal,
+                             uniquelocal) whose X-Forwarded-For names the client for the per-IP
+                             limits; replaces the config's trustProxy (default: trust nobody)
   --replay-under-new-rules   replay journal records written by a build with other engine rules
                              under this build's rules (their outcomes may change) instead of
                              refusing to start; see docs/durability.md, "Upgrades"
@@ -77,6 +83,7 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     priceFeed: undefined,
     snapshots: {},
     verifyWorkers: undefined,
+    trustProxy: undefined,
     replayUnderNewRules: false,
     help: false,
   };
@@ -147,6 +154,18 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         o.verifyWorkers = n;
         break;
       }
+      case '--trust-proxy': {
+        // Spaces after the commas are the operator's, not part of an address.
+        const entries = value()
+          .split(',')
+          .map((e) => e.trim());
+        for (const entry of entries) {
+          const error = trustProxyEntryError(entry);
+          if (error !== null) throw new Error(`--trust-proxy entries ${error}`);
+        }
+        o.trustProxy = entries;
+        break;
+      }
       case '--replay-under-new-rules':
         o.replayUnderNewRules = true;
         break;
@@ -175,11 +194,13 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
+  const config = {
+    ...loadConfig(options.config),
+    ...(options.verifyWorkers === undefined ? {} : { verifyWorkers: options.verifyWorkers }),
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+  };
   const venue = await startVenue({
-    config: {
-      ...loadConfig(options.config),
-      ...(options.verifyWorkers === undefined ? {} : { verifyWorkers: options.verifyWorkers }),
-    },
+    config,
     dataDir: options.memory ? null : resolve(options.data),
     host: options.host,
     port: options.port,
@@ -232,6 +253,10 @@ async function main(): Promise<void> {
         ? '  storage      in memory (nothing survives a restart)'
         : `  data         ${resolve(options.data)}`,
     ];
+    // Only when set: the default banner stays as the README shows it, and a proxy list changes
+    // whom the per-IP limits count, which the operator should see at a glance.
+    const { trustProxy } = venue.context.config;
+    if (trustProxy.length > 0) lines.push(`  proxies      trusted: ${trustProxy.join(', ')}`);
     if (showSecrets) lines.push(`  admin token  ${venue.adminToken}`);
     else lines.push('  admin token  (in venue.json of the data directory)');
     if (venue.inviteCode !== null) lines.push(`  invite code  ${venue.inviteCode}`);

@@ -56,7 +56,7 @@ describe('--config as a whole', () => {
 
   it('refuses a key that is no config key, naming it and the keys there are', () => {
     expect(merged({ instrument: [] })).toThrow(
-      'instrument is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers)',
+      'instrument is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers, trustProxy)',
     );
     expect(merged({ limits: { pingIntervalMS: 1000 } })).toThrow(
       /^limits\.pingIntervalMS is not a config key \(limits: connectionsPerAccount, /,
@@ -141,6 +141,29 @@ describe('--config as a whole', () => {
     );
     expect(merged({ instruments: [btc, { ...eth, symbol: btc!.symbol }] })).toThrow(
       "instruments[1].symbol BTC-PERP is instruments[0]'s too",
+    );
+  });
+
+  it('trustProxy: none by default; addresses, CIDR ranges and keywords; a malformed entry named', () => {
+    expect(DEFAULT_CONFIG.trustProxy).toEqual([]);
+    const proxies = ['10.0.0.0/8', 'loopback', '::1', '192.168.1.7', 'fd00::/8', 'uniquelocal'];
+    expect(mergeConfig(DEFAULT_CONFIG, { trustProxy: proxies }).trustProxy).toEqual(proxies);
+    // An array replaces the default whole, and [] is "trust nobody" again.
+    expect(
+      mergeConfig(mergeConfig(DEFAULT_CONFIG, { trustProxy: proxies }), { trustProxy: [] })
+        .trustProxy,
+    ).toEqual([]);
+    expect(merged({ trustProxy: ['loopback', '10.0.0.0/33'] })).toThrow(
+      'trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+    );
+    expect(merged({ trustProxy: ['localhost'] })).toThrow(
+      /^trustProxy\[0\] must be .*, not "localhost"$/,
+    );
+    expect(merged({ trustProxy: ['10.0.0.0/8 '] })).toThrow(/^trustProxy\[0\] must be /);
+    expect(merged({ trustProxy: [8] })).toThrow(/^trustProxy\[0\] must be .*, not 8$/);
+    // A single string would be split by nobody: "loopback" is not read as ["loopback"].
+    expect(merged({ trustProxy: 'loopback' })).toThrow(
+      'trustProxy must be an array of proxy addresses, CIDR ranges or loopback, linklocal, uniquelocal ([] trusts nobody), not "loopback"',
     );
   });
 

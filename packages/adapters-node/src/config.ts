@@ -12,6 +12,7 @@ import {
   type InstrumentSettings,
   parseDecimal,
 } from '@perp/core';
+import { trustProxyEntryError } from './http/client-address.js';
 import { isObject, parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
 import { StartupError } from './startup-error.js';
 
@@ -98,6 +99,13 @@ export interface VenueConfig {
    * package loads, @noble/curves otherwise.
    */
   readonly verifyWorkers: number | 'auto';
+  /**
+   * Proxies whose `X-Forwarded-For` names the client: IP addresses, CIDR ranges and the
+   * keywords `loopback`, `linklocal`, `uniquelocal`. The per-IP limits key on the client address
+   * that header gives through these (`http/client-address.ts`), and their own connections are not
+   * capped per address. Empty (the default): nobody is trusted and the TCP peer is the client.
+   */
+  readonly trustProxy: readonly string[];
 }
 
 /** The embedded default: the research vectors' example domains, three demo markets. */
@@ -165,6 +173,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
   },
   bootstrapInviteUses: 1_000,
   verifyWorkers: 'auto',
+  trustProxy: [],
 };
 
 /** Chain id of a network. */
@@ -373,4 +382,12 @@ export function validateConfig(value: unknown): asserts value is VenueConfig {
     )
   )
     throw new ConfigError("verifyWorkers must be 'auto' or an integer 0..64");
+  if (!Array.isArray(c.trustProxy))
+    throw new ConfigError(
+      `trustProxy must be an array of proxy addresses, CIDR ranges or loopback, linklocal, uniquelocal ([] trusts nobody), not ${JSON.stringify(c.trustProxy)}`,
+    );
+  c.trustProxy.forEach((entry: unknown, i) => {
+    const error = trustProxyEntryError(entry);
+    if (error !== null) throw new ConfigError(`trustProxy[${i}] ${error}`);
+  });
 }

@@ -111,6 +111,17 @@ describe('a bad --config or data file: one line naming the file and the cause, e
     }
   });
 
+  it('a malformed trustProxy entry, named', async () => {
+    const f = join(dir, 'bad-proxy.json');
+    writeFileSync(f, JSON.stringify({ trustProxy: ['loopback', '10.0.0.0/33'] }));
+    expectOneLine(
+      await run([...memory, '--config', f]),
+      new RegExp(
+        `^failed to start: config ${escaped(f)}: trustProxy\\[1\\] must be an IP address, a CIDR range .*, not "10\\.0\\.0\\.0/33"$`,
+      ),
+    );
+  });
+
   it('an unknown key', async () => {
     const f = join(dir, 'typo.json');
     writeFileSync(f, JSON.stringify({ instrument: [] }));
@@ -182,6 +193,57 @@ describe('a bad --config or data file: one line naming the file and the cause, e
     expectOneLine(
       await run(['--port', '0', '--data', data]),
       new RegExp(`^failed to start: ${escaped(join(data, 'venue.json'))}: adminToken must be`),
+    );
+  });
+});
+
+describe('--trust-proxy', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cli-trust-proxy-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Starts the CLI with `args` and resolves with its text banner; the venue is then stopped. */
+  const banner = async (args: string[]): Promise<string> => {
+    const child = spawn(
+      process.execPath,
+      [CLI, '--price-feed', 'none', '--memory', '--port', '0', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d) => {
+      stderr += String(d);
+    });
+    try {
+      await new Promise<void>((resolveBanner, reject) => {
+        child.stdout.on('data', (d) => {
+          stdout += String(d);
+          // The in-memory venue is new: its banner ends with the invite code.
+          if (/\n {2}invite code .*\n/.test(stdout)) resolveBanner();
+        });
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${stderr}`)));
+      });
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+    return stdout;
+  };
+
+  it('a malformed entry: the usage error names it, exit status 2, nothing started', async () => {
+    const r = await run(['--memory', '--port', '0', '--trust-proxy', 'loopback,10.0.0.0/33']);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe(
+      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+    );
+  });
+
+  it("the banner shows the trusted proxies, the flag's replacing the config's; none, no line", async () => {
+    expect(await banner([])).not.toMatch(/proxies/);
+    const f = join(dir, 'proxies.json');
+    writeFileSync(f, JSON.stringify({ trustProxy: ['10.0.0.0/8'] }));
+    expect(await banner(['--config', f])).toMatch(/\n {2}proxies {6}trusted: 10\.0\.0\.0\/8\n/);
+    expect(await banner(['--config', f, '--trust-proxy', '127.0.0.1, loopback'])).toMatch(
+      /\n {2}proxies {6}trusted: 127\.0\.0\.1, loopback\n/,
     );
   });
 });

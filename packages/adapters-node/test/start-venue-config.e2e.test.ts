@@ -54,6 +54,9 @@ describe('startVenue checks the config it is given', () => {
     expect(await refusal(configWith({ verifyWorkers: '2' }))).toBe(
       "startVenue config: verifyWorkers must be 'auto' or an integer 0..64",
     );
+    expect(await refusal(configWith({ trustProxy: ['loopback', '10.0.0.0/33'] }))).toBe(
+      'startVenue config: trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+    );
   });
 
   it('refuses a value out of range, naming the key', async () => {
@@ -79,7 +82,7 @@ describe('startVenue checks the config it is given', () => {
 
   it('refuses a key that is no config key, naming it', async () => {
     expect(await refusal(configWith({ limit: DEFAULT_CONFIG.limits }))).toBe(
-      'startVenue config: limit is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers)',
+      'startVenue config: limit is not a config key (the keys: network, vault, token, instruments, limits, priceFeed, bootstrapInviteUses, verifyWorkers, trustProxy)',
     );
     expect(await refusal(limitsWith({ pingIntervalMS: 1_000 }))).toMatch(
       /^startVenue config: limits\.pingIntervalMS is not a config key \(limits: connectionsPerAccount, /,
