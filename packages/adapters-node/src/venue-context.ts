@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { IncomingMessage } from 'node:http';
 import type { ChainAdapter, RateLimiter } from '@perp/core';
 import type { ChainDesk } from './chain/desk.js';
 import type { VenueConfig } from './config.js';
@@ -29,6 +30,11 @@ export interface VenueContext {
   readonly chain: VenueChain;
   /** Public reads and unauthenticated traffic, keyed by client IP. */
   readonly ipLimiter: RateLimiter;
+  /**
+   * The client IP of a request or upgrade request, which the per-IP limits key on: the peer, or
+   * what `X-Forwarded-For` says through the config's trusted proxies (`http/client-address.ts`).
+   */
+  readonly clientAddress: (request: IncomingMessage) => string;
   /** Attributed requests, keyed by wallet (REST and WebSocket together). */
   readonly walletLimiter: RateLimiter;
   /**

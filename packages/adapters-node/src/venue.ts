@@ -17,7 +17,7 @@ import {
   renameSync,
   writeFileSync,
 } from 'node:fs';
-import { type Server, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import {
@@ -53,6 +53,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { clientAddress, compileProxyTrust } from './http/client-address.js';
 import { HttpConnectionCap, OVER_CAP_LEASE_MS } from './http/connection-cap.js';
 import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
@@ -479,6 +480,10 @@ async function startLocked(
   });
   // Both sockets take from one per-IP connection count, as they share the read budget.
   const connectionSlots = new ConnectionSlots(config.limits.connectionsPerIp);
+  // One trust for every per-IP limit, and for fastify's `req.ip`: REST and both WebSockets see
+  // one client at one address.
+  const proxyTrust = compileProxyTrust(config.trustProxy);
+  const clientAddressOf = (request: IncomingMessage): string => clientAddress(request, proxyTrust);
   // Created before the replay so tickers and candles rebuild from the journal.
   const marketData = createMarketDataService({
     host,
@@ -486,6 +491,7 @@ async function startLocked(
     readLimiter: ipLimiter,
     limiterNow: rateNow,
     connectionSlots,
+    clientAddress: clientAddressOf,
     funding: fundingInfo,
     auctions: liveAuctions,
     auctionEvents,
@@ -589,6 +595,7 @@ async function startLocked(
     streams,
     chain,
     ipLimiter,
+    clientAddress: clientAddressOf,
     connectionSlots,
     walletLimiter: new RateLimiter({
       ...WALLET_LIMITS,
@@ -668,6 +675,7 @@ async function startLocked(
     connectionTimeout: Math.max(requestTimeoutMs, config.limits.referralTimeoutMs) + 5_000,
     keepAliveTimeout: 5_000,
     logger: false,
+    trustProxy: proxyTrust ?? false,
     // Refusals of the router itself, in the venue's {error} shape (its 414 is not in the spec).
     frameworkErrors: (error, _req, reply) => {
       const message =
@@ -690,7 +698,7 @@ async function startLocked(
     },
   });
   // Counted from the first connection: Fastify creates the server here, it listens further down.
-  const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp);
+  const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp, proxyTrust);
   httpConnections.attach(app.server);
   app.addHook('onRequest', async (req) => {
     if (!httpConnections.isOverCap(req.raw.socket)) return;

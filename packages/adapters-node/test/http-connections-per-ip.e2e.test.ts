@@ -86,9 +86,12 @@ describe('plain HTTP connections per client address', () => {
    * A venue with these limits and no connection open: the fixture's own `GET /network` left a
    * keep-alive connection from 127.0.0.1 in this process's fetch pool, which would hold a slot.
    */
-  const start = async (limits: Partial<LimitsConfig>): Promise<TestVenue> => {
+  const start = async (
+    limits: Partial<LimitsConfig>,
+    trustProxy: readonly string[] = [],
+  ): Promise<TestVenue> => {
     t = await startTestVenue({
-      config: { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, ...limits } },
+      config: { ...DEFAULT_CONFIG, trustProxy, limits: { ...DEFAULT_CONFIG.limits, ...limits } },
     });
     const server = t.venue.app.server;
     server.closeIdleConnections();
@@ -111,8 +114,8 @@ describe('plain HTTP connections per client address', () => {
     return c;
   };
   /** A connection over the cap: its request is answered 429 with Retry-After, then it is closed. */
-  const expectRefused = async (port: number): Promise<void> => {
-    const c = RawConnection.open(port);
+  const expectRefused = async (port: number, localAddress?: string): Promise<void> => {
+    const c = RawConnection.open(port, localAddress);
     open.push(c);
     expect(await c.get('/api/network')).toBe(429);
     expect(c.head).toMatch(/\r\nretry-after: 1\r\n/i);
@@ -178,5 +181,19 @@ describe('plain HTTP connections per client address', () => {
     open.push(fourth);
     for (const s of [sockets[0]!, sockets[2]!, fourth])
       expect((await s.request({ type: 'ping' })).type).toBe('pong');
+  });
+
+  it("a trusted proxy's connections are not capped (its pool carries many clients); others are", async () => {
+    // 127.0.0.1 is the proxy; 127.0.0.2, another address of this host, is not trusted.
+    const v = await start({ httpConnectionsPerIp: 2 }, ['127.0.0.1']);
+    const port = v.venue.port;
+    const pooled: RawConnection[] = [];
+    for (let i = 0; i < 5; i++) pooled.push(await served(port));
+    for (const c of pooled) expect(await c.get('/api/instruments')).toBe(200);
+    // An untrusted peer is capped as before, whatever X-Forwarded-For it would send later: the
+    // cap is decided at the connection, on the peer address.
+    await served(port, '127.0.0.2');
+    await served(port, '127.0.0.2');
+    await expectRefused(port, '127.0.0.2');
   });
 });

@@ -14,12 +14,15 @@
  * would take from its WebSocket cap. An over-cap socket may upgrade too: the WebSocket cap then
  * decides, and answers over it as WebSockets are answered.
  *
+ * Connections from a trusted proxy (`trustProxy`) are not counted at all: see `admit`.
+ *
  * @module
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ConnectionSlots } from '../ws/connection-slots.js';
+import type { ProxyTrust } from './client-address.js';
 
 /** How long a connection over the cap may take to send the request it is refused, ms. */
 export const OVER_CAP_LEASE_MS = 1_000;
@@ -34,10 +37,13 @@ export class HttpConnectionCap {
 
   /** The most connections one address holds at once. */
   readonly perAddress: number;
+  private readonly trust: ProxyTrust | null;
 
-  constructor(perAddress: number) {
+  /** `trust`: the configured trusted proxies, whose own connections are not counted. */
+  constructor(perAddress: number, trust: ProxyTrust | null = null) {
     this.perAddress = perAddress;
     this.slots = new ConnectionSlots(perAddress);
+    this.trust = trust;
   }
 
   /** Counts every connection `server` accepts from now on; one over the cap gets a lease. */
@@ -66,6 +72,13 @@ export class HttpConnectionCap {
   private admit(socket: Socket): void {
     socket.once('close', () => this.release(socket));
     const ip = socket.remoteAddress ?? 'unknown';
+    // A trusted proxy is not counted. Its pooled keep-alive connections carry many clients'
+    // requests, any socket any client's, so a client address (X-Forwarded-For) belongs to a
+    // request, never to a socket: counted under the proxy's own address, the pool would reach the
+    // cap and every client behind it would be refused together. The proxy bounds its own pool and
+    // caps its clients' connections to it; the read budget still keys on each client. The peer
+    // address decides, never a header: no byte of the connection has been read yet.
+    if (this.trust !== null && socket.remoteAddress !== undefined && this.trust(ip, 0)) return;
     if (this.slots.take(ip)) {
       this.holders.set(socket, ip);
       return;

@@ -10,7 +10,9 @@ import { HttpError } from './errors.js';
 
 /** Counts a request against its client address's budget; throws 429 when it is spent. */
 export function chargeAddress(ctx: VenueContext, req: FastifyRequest, reply: FastifyReply): void {
-  const d = ctx.ipLimiter.admit(req.ip, ctx.rateNow(), 'unsigned');
+  // The one client-address function the WebSocket services use too (fastify's `req.ip` is given
+  // the same trust, but the budget is shared with them and must key on exactly their address).
+  const d = ctx.ipLimiter.admit(ctx.clientAddress(req.raw), ctx.rateNow(), 'unsigned');
   if (!d.ok) {
     reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
     throw new HttpError(429, `too many requests from this address; retry in ${d.retryAfterMs} ms`);

@@ -122,6 +122,12 @@ export interface MarketDataOptions {
    * `limits.maxConnectionsPerIp`.
    */
   readonly connectionSlots?: ConnectionSlots;
+  /**
+   * The client IP of an upgrade request, which the connection slots and the message budget key
+   * on; default: the TCP peer. The venue passes its trusted-proxy aware one
+   * (`http/client-address.ts`), the same REST and the trading socket use.
+   */
+  readonly clientAddress?: (request: IncomingMessage) => string;
 }
 
 /** The running market-data service. */
@@ -229,6 +235,9 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   wss.on('error', () => {});
   const sessions = new Set<Session>();
   const slots = options.connectionSlots ?? new ConnectionSlots(limits.maxConnectionsPerIp);
+  const clientAddress =
+    options.clientAddress ??
+    ((request: IncomingMessage): string => request.socket.remoteAddress ?? 'unknown');
   const channels = new Map<string, Channel>();
   let closing = false;
   let skipped = 0;
@@ -602,7 +611,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     handleUpgrade(request, socket, head) {
       socket.on('error', () => {});
       if (closing) return refuse(socket, '503 Service Unavailable');
-      const ip = request.socket.remoteAddress ?? 'unknown';
+      const ip = clientAddress(request);
       if (!slots.take(ip)) return refuse(socket, '429 Too Many Requests');
       let attached = false;
       // A handshake that fails never reaches the callback: give its slot back.

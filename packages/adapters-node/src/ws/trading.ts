@@ -716,7 +716,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
 
   return {
     handleUpgrade(request, socket, head) {
-      const ip = request.socket.remoteAddress ?? 'unknown';
+      const ip = ctx.clientAddress(request);
       // One count with the market-data socket's (protocol.md 5: connections per IP, all paths).
       if (!ctx.connectionSlots.take(ip)) {
         socket.write(

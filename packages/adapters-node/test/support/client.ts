@@ -312,10 +312,10 @@ export class WsClient {
     });
   }
 
-  /** Connects. */
-  static connect(url: string): Promise<WsClient> {
+  /** Connects, sending `headers` with the upgrade request (an `X-Forwarded-For`, say). */
+  static connect(url: string, headers: Record<string, string> = {}): Promise<WsClient> {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url);
+      const ws = new WebSocket(url, { headers });
       ws.once('open', () => resolve(new WsClient(ws)));
       ws.once('error', reject);
     });
