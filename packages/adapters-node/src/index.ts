@@ -9,6 +9,13 @@ export * from './config.js';
 export { type Clock, ManualClock, SystemClock } from './engine/clock.js';
 export * from './engine/host.js';
 export { WalletQueue } from './engine/wallet-queue.js';
+export {
+  clientAddress,
+  compileProxyTrust,
+  type ProxyTrust,
+  TRUST_PROXY_KEYWORDS,
+  trustProxyEntryError,
+} from './http/client-address.js';
 export * from './journal/file-journal.js';
 export { RulesVersionMismatchError } from './journal/rules-version.js';
 export { JournalBehindSnapshotError, type SnapshotPolicy } from './journal/snapshots.js';
