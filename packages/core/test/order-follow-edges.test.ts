@@ -4,7 +4,12 @@
  * with the mutation named in the commit that added it and passes on the current code.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { depthOf, type EngineEvent, type OrderReport } from '../src/index.js';
+import {
+  depthOf,
+  type EngineEvent,
+  type OrderReplacedReport,
+  type OrderReport,
+} from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 import { kinds, orderIdOf } from './order-events.js';
@@ -238,6 +243,127 @@ describe('orders that follow a position when it changes', () => {
     expect(v.state.markets.get(1)!.asks.map((l) => [l.price, l.quantity])).toEqual([
       [px('61000'), 20_000n],
     ]);
+  });
+});
+
+/** The `OrderReplaced` reports of `events` for `orderId`. */
+function replacedOf(events: readonly EngineEvent[], orderId: number): OrderReplacedReport[] {
+  return v
+    .reports(events, A)
+    .filter(
+      (r): r is OrderReplacedReport => r.kind === 'OrderReplaced' && r.order.orderId === orderId,
+    );
+}
+
+// A triggered stop that partly fills and rests changes its scope's position and joins a sweep
+// in the same step: its scope is re-clamped once, with it in, so each order it cuts is amended
+// (or cancelled) by one report whose `previous` is what the client last saw.
+describe('a stop that fires, partly fills and rests re-clamps its scope once', () => {
+  it('a take-profit the fill and the resting stop both cut is amended once, from its size before', () => {
+    goLong('3');
+    const tp = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '3', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '61500' }));
+    // mark = mean(59,000, median(bid 61,500, last 65,000) 63,250) = 61,125: the stop fires,
+    // sells 1 to C (position 2) and rests 1 at 61,000, nearer than the take-profit, which keeps
+    // the 1 left of the upward sweep.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('61125'));
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${stop}`,
+      `OrderPartiallyFilled#${stop}`,
+      `OrderReplaced:ReduceOnly#${tp}`,
+    ]);
+    const [replaced] = replacedOf(fired, tp);
+    expect(replaced!.previous.quantity).toBe(30_000n);
+    expect(replaced!.order).toMatchObject({ quantity: 10_000n, cumQty: 0n });
+    expect(v.state.orders.get(tp)).toMatchObject({ ordStatus: 'Untriggered', quantity: 10_000n });
+    expect(v.state.orders.get(stop)).toMatchObject({ quantity: 20_000n, cumQty: 10_000n });
+  });
+
+  it('a take-profit the resting stop leaves no room is cancelled, not first shrunk', () => {
+    goLong('3');
+    const near = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const far = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', trigger: '71000', type: 'TakeProfit' }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLimit',
+        reduceOnly: true,
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '61500' }));
+    // mark 61,125 as above: the stop sells 1 (position 2) and rests 1; the upward sweep keeps
+    // the stop's 1 and the nearer take-profit's 1.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('61125'));
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${stop}`,
+      `OrderPartiallyFilled#${stop}`,
+      `OrderCancelled:ReduceOnly#${far}`,
+    ]);
+    expect(v.state.orders.get(near)?.quantity).toBe(10_000n);
+    expect(v.state.orders.has(far)).toBe(false);
+  });
+
+  it('of two stops one mark fires, the first, resting, is amended once when the second fills', () => {
+    goLong('3');
+    const first = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61800',
+        type: 'StopLoss',
+      }),
+    );
+    const second = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+      }),
+    );
+    const resting = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', price: '61500', reduceOnly: true }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61000' }));
+    // mark = median(59,000, 59,000 + EMA(mid 61,250 - 59,000), median(61,000, 61,500, 65,000))
+    // = 61,250: the first stop fires and rests at 61,800 (no bid there); the second sells 0.5
+    // to C (position 2.5) and rests 0.5 at 61,000. The upward sweep, nearest first: the second
+    // 0.5, the resting sell 1, the first keeps the 1 left.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('61250'));
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${first}`,
+      `OrderTriggered#${second}`,
+      `OrderPartiallyFilled#${second}`,
+      `OrderReplaced:ReduceOnly#${first}`,
+    ]);
+    const [replaced] = replacedOf(fired, first);
+    expect(replaced!.previous.quantity).toBe(20_000n);
+    expect(replaced!.order).toMatchObject({ ordStatus: 'New', quantity: 10_000n, cumQty: 0n });
+    expect(v.state.orders.get(first)?.quantity).toBe(10_000n);
+    expect(v.state.orders.get(resting)?.quantity).toBe(10_000n);
   });
 });
 

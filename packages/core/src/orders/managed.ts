@@ -70,10 +70,13 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
 
 /**
  * Applies the position-following rules to every scope whose position changed in this command.
- * `skip` is an order still being executed: it handles its own reduce-only clamp, is left out of
- * the re-clamp below, and is re-clamped with its scope before it rests (`execute` in place.ts).
+ * `skip` is an order still being executed: it handles its own reduce-only clamp and is left out
+ * of the re-clamp below. With `clampLater`, the caller re-clamps skip's scope with skip in it
+ * (a triggered stop about to rest, `execute` in place.ts), so that scope's re-clamp is left to
+ * it: clamped here first and there again, an order could be amended twice for one fill.
  */
-export function reconcileScopes(ctx: Ctx, skip = 0): void {
+export function reconcileScopes(ctx: Ctx, skip = 0, clampLater = false): void {
+  const later = clampLater ? ctx.order(skip) : undefined;
   for (const scope of ctx.takePendingScopes()) {
     const guarded = guardedOrders(ctx, scope);
     if (guarded.length === 0) continue;
@@ -102,7 +105,12 @@ export function reconcileScopes(ctx: Ctx, skip = 0): void {
       }
       if (!o.managed) closing.push(o.orderId);
     }
-    if (closing.length > 0) clampSweeps(ctx, closing, abs);
+    const deferred =
+      later !== undefined &&
+      later.account === scope.account &&
+      later.market === scope.market &&
+      later.marginMode === scope.mode;
+    if (closing.length > 0 && !deferred) clampSweeps(ctx, closing, abs);
   }
 }
 

@@ -175,7 +175,22 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     return;
   }
   matchTaker(ctx, market, orderId, price);
-  reconcileScopes(ctx, orderId);
+  // A triggered stop about to rest joins the sweep of the resting orders, which may take it
+  // over the position: it is re-clamped below with this order in it, and the fills' re-clamp
+  // leaves its scope to that, so no order is amended twice for one fill. (A limit order passed
+  // the sweep check at placement or replace, against these same orders.) Decided before that
+  // re-clamp, which moves no position.
+  const matched = ctx.order(orderId);
+  const clampsWith =
+    matched !== undefined &&
+    limit === undefined &&
+    matched.timeInForce !== 'IOC' &&
+    matched.timeInForce !== 'FOK' &&
+    matched.reduceOnly &&
+    !matched.managed &&
+    matched.orderType !== 'Limit' &&
+    reducibleBy(ctx, matched) > 0n;
+  reconcileScopes(ctx, orderId, clampsWith);
   const after = ctx.order(orderId);
   if (after === undefined) return; // filled, or ended by a rule
   if (after.timeInForce === 'IOC' || after.timeInForce === 'FOK' || limit !== undefined) {
@@ -187,10 +202,7 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     cancelOrder(ctx, orderId, size === 0n ? 'PositionClosed' : 'ReduceOnly');
     return;
   }
-  if (after.reduceOnly && !after.managed && after.orderType !== 'Limit') {
-    // A triggered stop joins the sweep of the resting orders, which may take it over the
-    // position: re-clamp with this order in it. (A limit order passed the sweep check at
-    // placement or replace, against these same orders.)
+  if (clampsWith) {
     clampReduceOnly(ctx, { account: after.account, market: after.market, mode: after.marginMode });
     if (ctx.order(orderId) === undefined) return; // cancelled by the clamp
   }
