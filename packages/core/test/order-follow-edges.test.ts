@@ -365,6 +365,59 @@ describe('a stop that fires, partly fills and rests re-clamps its scope once', (
     expect(v.state.orders.get(first)?.quantity).toBe(10_000n);
     expect(v.state.orders.get(resting)?.quantity).toBe(10_000n);
   });
+
+  it('a managed stop-loss that partly fills is not amended; the take-profit it cuts is, once', () => {
+    goLong('2');
+    const sl = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+        managed: true,
+      }),
+    );
+    const tp = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '2', trigger: '70000', type: 'TakeProfit' }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61500' }));
+    // mark = mean(59,000, median(bid 61,500, last 65,000)) = 61,125: the stop-loss, sized by
+    // the position, sells 0.5 and rests 1.5, which is what is left of the position.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('61125'));
+    expect(kinds(fired, A)).toEqual([
+      `OrderTriggered#${sl}`,
+      `OrderPartiallyFilled#${sl}`,
+      `OrderReplaced:ReduceOnly#${tp}`,
+    ]);
+    expect(replacedOf(fired, tp)[0]!.previous.quantity).toBe(20_000n);
+    expect(v.state.orders.get(sl)).toMatchObject({ quantity: 20_000n, cumQty: 5_000n });
+    expect(v.state.orders.get(tp)?.quantity).toBe(15_000n);
+  });
+
+  it('a stop whose remainder and sweep still fit the position is rested with no amend', () => {
+    goLong('3');
+    const tp = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '70000', type: 'TakeProfit' }),
+    );
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '2',
+        trigger: '62000',
+        price: '61000',
+        type: 'StopLoss',
+      }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1', price: '61500' }));
+    // mark 61,125: the stop sells 1 (position 2) and rests 1; the upward sweep is 1 + 1 = 2,
+    // exactly the position, so nothing is resized and nothing is reported for it.
+    const fired = v.oracle({ [BTC]: '59000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('61125'));
+    expect(kinds(fired, A)).toEqual([`OrderTriggered#${stop}`, `OrderPartiallyFilled#${stop}`]);
+    expect(v.state.orders.get(tp)?.quantity).toBe(10_000n);
+  });
 });
 
 describe('a managed stop-loss on a position', () => {
