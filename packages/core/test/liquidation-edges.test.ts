@@ -11,6 +11,7 @@ import {
   type ExecutionReport,
   liveAuctions,
   type OrderReport,
+  solvencyReport,
 } from '../src/index.js';
 import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
 
@@ -298,5 +299,111 @@ describe('an order from a scope being liquidated', () => {
     expect(rejected.map((r) => [r.kind, (r as OrderReport).order.reason])).toEqual([
       ['OrderRejected', 'Liquidation'],
     ]);
+  });
+});
+
+describe('the solvency report', () => {
+  const LO = wallet(0x10);
+
+  /**
+   * Golden case C with LO (an address below GOLD's) long 20 cross in ISO-PERP, long 10 isolated
+   * in ISO-PERP and long 20 isolated in X-PERP, each at 100 with 10 of margin per lot (20x, no
+   * fees). At mark 92 on a book bidding 89.5, under every bankruptcy price (90), all four scopes
+   * go to auction; the mark then falls to 85 while they run. LO's X-PERP pool is funded first,
+   * so its pools are not in market order.
+   */
+  function fourAuctions(): TestVenue {
+    const v = venueC();
+    listX(v);
+    v.open(LO);
+    v.fund(LO, '200', 'X-PERP');
+    v.fund(LO, '200');
+    v.fund(LO, '100', 'ISO-PERP');
+    for (const [market, mode] of [
+      [3, 'Cross'],
+      [3, 'Isolated'],
+      [4, 'Isolated'],
+    ] as const) {
+      v.expectOk(v.run({ type: 'updateLeverage', account: LO, market, mode, leverage: 2000 }));
+    }
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '30', price: '100' }));
+    v.expectOk(v.place(LO, 'ISO-PERP', { side: 'Buy', qty: '20', price: '100' }));
+    v.expectOk(v.place(LO, 'ISO-PERP', { side: 'Buy', qty: '10', price: '100', isolated: true }));
+    v.expectOk(v.place(MM, 'X-PERP', { side: 'Sell', qty: '20', price: '100' }));
+    v.expectOk(v.place(LO, 'X-PERP', { side: 'Buy', qty: '20', price: '100', isolated: true }));
+    for (const symbol of ['ISO-PERP', 'X-PERP']) {
+      v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '1', price: '89.5' }));
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: '94.5' }));
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: '99' }));
+    }
+    v.run({
+      type: 'oracle',
+      time: T0 + 10 * 60_000,
+      prices: [
+        { market: 3, price: px('92') },
+        { market: 4, price: px('92') },
+      ],
+    });
+    expect(v.state.markets.get(3)!.prices.mark).toBe(px('92'));
+    expect(v.state.markets.get(4)!.prices.mark).toBe(px('92'));
+    expect(liveAuctions(v.state)).toHaveLength(4);
+    // Equity at 92 is still positive everywhere (GOLD 1,000 - 800): nothing is owed yet.
+    expect(solvencyReport(v.state).debts).toEqual([]);
+    markTo(v, 'ISO-PERP', '85', '0.5');
+    markTo(v, 'X-PERP', '85', '0.5');
+    expect(liveAuctions(v.state)).toHaveLength(4);
+    return v;
+  }
+
+  /** The ledger's own sum: every pool, the fee pool and the insurance fund. */
+  function pools(v: TestVenue): bigint {
+    let total = v.state.insuranceFund + v.state.feePool;
+    v.state.accounts.forEach((a) => {
+      total += a.crossCash;
+      for (const p of a.isolated) total += p.cash;
+    });
+    return total;
+  }
+
+  it('lists the scopes below zero during their auctions by account, cross first, then isolated by market', () => {
+    const v = fourAuctions();
+    // No fees and no liquidation fill yet: each pool holds its deposit less what its long cost,
+    // and equity is that plus size x 85. LO cross 200 - 2,000 + 1,700 = -100, LO ISO-PERP
+    // -50, LO X-PERP -100, GOLD ISO-PERP 1,000 - 10,000 + 8,500 = -500. LO's address sorts
+    // before GOLD's whatever the accounts' map order, and the amounts are in no order of their
+    // own.
+    expect(v.state.accounts.get(LO)!.crossCash).toBe(usd('-1800'));
+    expect(isoCash(v, GOLD)).toBe(usd('-9000'));
+    const r = solvencyReport(v.state);
+    expect(r.debts).toEqual([
+      { account: LO, marginMode: 'Cross', market: 0, debt: usd('100'), inAuction: true },
+      { account: LO, marginMode: 'Isolated', market: 3, debt: usd('50'), inAuction: true },
+      { account: LO, marginMode: 'Isolated', market: 4, debt: usd('100'), inAuction: true },
+      { account: GOLD, marginMode: 'Isolated', market: 3, debt: usd('500'), inAuction: true },
+    ]);
+    expect(r.totalDebt).toBe(usd('750'));
+    // The pools it reports are the ledger's, and they hold every deposit (none withdrawn).
+    expect(r).toMatchObject({
+      insuranceFund: v.state.insuranceFund,
+      feePool: v.state.feePool,
+      totalDeposits: v.state.totalDeposits,
+      totalWithdrawals: 0n,
+    });
+    expect(r.totalDeposits - r.totalWithdrawals).toBe(pools(v));
+  });
+
+  it('drops each scope once its auction has ended and ADL at the bankruptcy price left it at zero', () => {
+    const v = fourAuctions();
+    const before = solvencyReport(v.state);
+    v.run({ type: 'tick', time: liveAuctions(v.state)[0]!.endTime });
+    expect(liveAuctions(v.state)).toEqual([]);
+    // Each scope is flat at exactly zero (no scope is listed with a debt of zero), the venue's
+    // pools paid nothing, and no money entered or left the venue.
+    expect(v.state.accounts.get(LO)!.positions).toEqual([]);
+    expect(v.state.accounts.get(LO)!.crossCash).toBe(0n);
+    expect(isoCash(v, GOLD)).toBe(0n);
+    const r = solvencyReport(v.state);
+    expect(r).toEqual({ ...before, debts: [], totalDebt: 0n });
+    expect(r.totalDeposits - r.totalWithdrawals).toBe(pools(v));
   });
 });

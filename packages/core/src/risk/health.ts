@@ -93,7 +93,10 @@ export interface SolvencyReport {
   readonly feePool: bigint;
   readonly totalDeposits: bigint;
   readonly totalWithdrawals: bigint;
-  /** Scopes with negative equity, by account then cross before isolated by market. */
+  /**
+   * Scopes with negative equity, by account address (ascending), then cross before isolated by
+   * market id.
+   */
   readonly debts: readonly ScopeDebt[];
   /** Sum of `debts`, micro-units. */
   readonly totalDebt: bigint;
