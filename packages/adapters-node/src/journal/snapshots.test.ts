@@ -24,9 +24,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
 import {
+  JournalBehindSnapshotError,
   listSnapshotFiles,
   loadNewestSnapshot,
   readSnapshotFile,
+  readSnapshotHeader,
   SnapshotFileError,
   Snapshotter,
   snapshotFileName,
@@ -195,6 +197,122 @@ describe('snapshot files', () => {
       /snapshot at seq 3 failed and was abandoned \(the journal is unaffected\): EIO/,
     );
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('snapshot file checks', () => {
+  /** Rewrites the header line of a snapshot file (the body is left as it is). */
+  function editHeader(path: string, edit: (header: Record<string, unknown>) => unknown): void {
+    const data = readFileSync(path);
+    const nl = data.indexOf(10);
+    const header = JSON.parse(data.toString('utf8', 0, nl)) as Record<string, unknown>;
+    const line = JSON.stringify(edit(header));
+    writeFileSync(
+      path,
+      Buffer.concat([Buffer.from(`${line.padEnd(511, ' ')}\n`, 'utf8'), data.subarray(nl + 1)]),
+    );
+  }
+
+  it('lays the file out as a 512-byte header line, then the body', async () => {
+    const dir = tempDir();
+    const state = sampleState().state;
+    const written = await new Snapshotter({ dir, log: () => {} }).write(state, 3);
+    const data = readFileSync(written?.path as string);
+    // Files already on disk have this layout: rotation reads their bodies from byte 512.
+    expect(data.indexOf(10)).toBe(511);
+    const header = JSON.parse(data.toString('utf8', 0, 511)) as { bodyBytes: number };
+    expect(data.length).toBe(512 + header.bodyBytes);
+    expect(data.toString('utf8', 512)).toBe(encodeSnapshot(state));
+  });
+
+  it('refuses a header that is not an object, of another format or version, or of another state', async () => {
+    const dir = tempDir();
+    const s = new Snapshotter({ dir, log: () => {} });
+    const path = (await s.write(sampleState().state, 7))?.path as string;
+    const good = readFileSync(path);
+    const refused = (edit: (h: Record<string, unknown>) => unknown): string => {
+      writeFileSync(path, good);
+      editHeader(path, edit);
+      try {
+        readSnapshotFile(path);
+      } catch (e) {
+        expect(e).toBeInstanceOf(SnapshotFileError);
+        return (e as Error).message;
+      }
+      throw new Error('not refused');
+    };
+    expect(refused(() => null)).toBe(
+      `snapshot ${path} is invalid: the header is not a JSON object`,
+    );
+    expect(refused(() => 7)).toContain('the header is not a JSON object');
+    expect(refused((h) => ({ ...h, format: 'other' }))).toContain('unknown format other v1');
+    expect(refused((h) => ({ ...h, version: 2 }))).toContain(
+      'unknown format perp-engine-snapshot v2',
+    );
+    // Body length and CRC intact, but the state is not the one the header recorded.
+    const other = 'f'.repeat(64);
+    expect(refused((h) => ({ ...h, stateHash: other }))).toMatch(
+      new RegExp(`decoded state hash \\S+ differs from the recorded ${other}$`),
+    );
+    // Rotation sees no snapshot in a file of another format.
+    writeFileSync(path, good);
+    expect(readSnapshotHeader(path)?.seq).toBe(7);
+    editHeader(path, (h) => ({ ...h, format: 'other' }));
+    expect(readSnapshotHeader(path)).toBeNull();
+  });
+
+  it('a state hash that does not match is skipped like any damage, falling back to the previous', async () => {
+    const dir = tempDir();
+    const s = new Snapshotter({ dir, log: () => {} });
+    await s.write(sampleState().state, 4);
+    const newest = (await s.write(sampleState().state, 6))?.path as string;
+    editHeader(newest, (h) => ({ ...h, stateHash: '0'.repeat(64) }));
+    const lines: string[] = [];
+    expect(loadNewestSnapshot(dir, { log: (l) => lines.push(l) })?.seq).toBe(4);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`snapshot ${newest} is invalid: decoded state hash`);
+    expect(lines[0]).toContain(
+      `; skipped, using the previous snapshot ${join(dir, snapshotFileName(4))}`,
+    );
+  });
+
+  it('with maxSeq: a valid snapshot past the journal throws, naming the journal, its size and end', async () => {
+    const dir = tempDir();
+    const s = new Snapshotter({ dir, log: () => {} });
+    const path = (await s.write(sampleState().state, 9))?.path as string;
+    const journal = join(dir, 'journal.log');
+    writeFileSync(journal, Buffer.alloc(123));
+    // A snapshot of the journal's last record is not past it.
+    expect(loadNewestSnapshot(dir, { maxSeq: 9, log: () => {} })?.seq).toBe(9);
+    const error = (() => {
+      try {
+        loadNewestSnapshot(dir, { maxSeq: 8, log: () => {} });
+      } catch (e) {
+        return e as JournalBehindSnapshotError;
+      }
+      throw new Error('not refused');
+    })();
+    expect(error).toBeInstanceOf(JournalBehindSnapshotError);
+    expect(error.file).toBe(journal);
+    expect(error.offset).toBe(123);
+    expect(error.snapshot).toBe(path);
+    expect(error.message).toMatch(
+      new RegExp(
+        `^journal ${journal} ends at seq 8 \\(byte 123\\), but the valid snapshot ${path} covers records up to seq 9 \\(hash `,
+      ),
+    );
+  });
+
+  it('a body longer than one write piece (1 MB) is written whole and reads back', async () => {
+    const dir = tempDir();
+    const t = Date.now();
+    const commands: Command[] = [];
+    for (let i = 0; i < 4000; i++)
+      commands.push({ type: 'openAccount', time: t, account: wallet(1000 + i) });
+    const state = reduceAll(createEngineState({}, t), commands).state;
+    const written = await new Snapshotter({ dir, log: () => {} }).write(state, 4000);
+    expect(written?.bytes).toBeGreaterThan(1 << 20);
+    expect(readSnapshotFile(written?.path as string).hash).toBe(stateHash(state));
   });
 });
 
