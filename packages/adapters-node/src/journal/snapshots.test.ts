@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { MemoryJournal } from '@perp/adapters-memory';
 import {
   type Command,
   createEngineState,
@@ -21,6 +22,8 @@ import {
 } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../engine/clock.js';
+import { EngineHost } from '../engine/host.js';
 import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
 import {
@@ -313,6 +316,175 @@ describe('snapshot file checks', () => {
     const written = await new Snapshotter({ dir, log: () => {} }).write(state, 4000);
     expect(written?.bytes).toBeGreaterThan(1 << 20);
     expect(readSnapshotFile(written?.path as string).hash).toBe(stateHash(state));
+  });
+});
+
+describe('the snapshotter', () => {
+  /** A promise and the function that resolves it. */
+  function gate(): { opened: Promise<void>; open: () => void } {
+    let open = (): void => {};
+    const opened = new Promise<void>((r) => {
+      open = r;
+    });
+    return { opened, open };
+  }
+
+  it('one write at a time: a second call while one runs writes nothing', async () => {
+    const dir = tempDir();
+    const s = new Snapshotter({ dir, log: () => {} });
+    const state = sampleState().state;
+    const first = s.write(state, 1);
+    expect(await s.write(state, 2)).toBeNull();
+    expect((await first)?.seq).toBe(1);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([1]);
+  });
+
+  it('close() abandons a write in progress and removes its tmp file', async () => {
+    const dir = tempDir();
+    const lines: string[] = [];
+    const s = new Snapshotter({ dir, log: (l) => lines.push(l) });
+    const state = sampleState().state;
+    const writing = s.write(state, 5);
+    await s.close();
+    expect(await writing).toBeNull();
+    expect(readdirSync(dir)).toEqual([]);
+    expect(lines).toEqual([
+      'snapshot at seq 5 failed and was abandoned (the journal is unaffected): the venue is closing',
+    ]);
+    expect(await s.writeFinal(state, 6)).toBeNull();
+  });
+
+  it("a clean stop's snapshot waits for the write in progress, and is not repeated", async () => {
+    const dir = tempDir();
+    const held = gate();
+    const reached = gate();
+    let holds = 1;
+    const s = new Snapshotter({
+      dir,
+      log: () => {},
+      hooks: {
+        beforeRename: async () => {
+          if (holds-- <= 0) return;
+          reached.open();
+          await held.opened;
+        },
+      },
+    });
+    const state = sampleState().state;
+    const periodic = s.write(state, 5);
+    await reached.opened;
+    const final = s.writeFinal(state, 8);
+    held.open();
+    expect((await periodic)?.seq).toBe(5);
+    expect((await final)?.seq).toBe(8);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([8, 5]);
+    // Nothing after record 8: no second snapshot of it.
+    expect(await s.writeFinal(state, 8)).toBeNull();
+  });
+
+  it('keeps at least one snapshot whatever keep says', async () => {
+    const dir = tempDir();
+    const s = new Snapshotter({ dir, log: () => {}, policy: { keep: 0 } });
+    const state = sampleState().state;
+    expect(state.rulesVersion).toBeNull(); // so no snapshot is kept for its rules version
+    for (const seq of [1, 2]) await s.write(state, seq);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([2]);
+  });
+});
+
+describe('snapshot policy on a running host', () => {
+  function newHost(): EngineHost {
+    const t = Date.now();
+    return new EngineHost({
+      state: createEngineState({}, t),
+      journal: new MemoryJournal(),
+      clock: new ManualClock(t),
+    });
+  }
+  let next = 0;
+  async function submit(host: EngineHost, count: number): Promise<void> {
+    for (let i = 0; i < count; i++)
+      await host.submit({ type: 'openAccount', account: wallet(5000 + next++) });
+  }
+
+  it('snapshots once everyRecords records were written, not before', async () => {
+    const dir = tempDir();
+    const host = newHost();
+    const s = new Snapshotter({ dir, log: () => {}, policy: { everyRecords: 3, everyMs: 0 } });
+    const detach = s.attach(host);
+    await submit(host, 2);
+    expect(s.inProgress).toBeNull();
+    await submit(host, 1);
+    expect((await s.inProgress)?.seq).toBe(3);
+    detach();
+    await s.close();
+  });
+
+  it('records written during a snapshot start the next one when it ends, with no new record', async () => {
+    const dir = tempDir();
+    const host = newHost();
+    let release = (): void => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let holds = 1;
+    const s = new Snapshotter({
+      dir,
+      log: () => {},
+      policy: { everyRecords: 2, everyMs: 0 },
+      hooks: {
+        beforeRename: async () => {
+          if (holds-- > 0) await held;
+        },
+      },
+    });
+    s.attach(host);
+    await submit(host, 2);
+    const first = s.inProgress;
+    await submit(host, 3);
+    // Still the first write: the policy waits for it.
+    expect(s.inProgress).toBe(first);
+    release();
+    expect((await first)?.seq).toBe(2);
+    expect((await s.inProgress)?.seq).toBe(5);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([5, 2]);
+    await s.close();
+  });
+
+  it('after a failed write, the policy waits before the next attempt', async () => {
+    const dir = tempDir();
+    const host = newHost();
+    const lines: string[] = [];
+    const s = new Snapshotter({
+      dir,
+      log: (l) => lines.push(l),
+      policy: { everyRecords: 2, everyMs: 0 },
+      hooks: { sync: () => Promise.reject(new Error('EIO')) },
+    });
+    s.attach(host);
+    await submit(host, 2);
+    expect(await s.inProgress).toBeNull();
+    // Due again at once, but a failing disk is not hammered on every batch.
+    await submit(host, 4);
+    expect(s.inProgress).toBeNull();
+    expect(lines.filter((l) => l.includes('failed and was abandoned'))).toHaveLength(1);
+    await s.close();
+  });
+
+  it('the timer snapshots once minRecords records were written', async () => {
+    const dir = tempDir();
+    const host = newHost();
+    const s = new Snapshotter({
+      dir,
+      log: () => {},
+      policy: { everyRecords: 0, everyMs: 10, minRecords: 2 },
+    });
+    s.attach(host);
+    await submit(host, 2);
+    for (let i = 0; i < 100 && listSnapshotFiles(dir).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([2]);
+    await s.close();
   });
 });
 
