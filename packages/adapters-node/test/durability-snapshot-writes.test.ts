@@ -4,7 +4,7 @@
  * `snapshot …: seq 80, 4351 bytes` for files of 4,096 bytes, and the rotation deleted the
  * older, valid snapshots.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readlinkSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,5 +110,35 @@ describe('snapshot writes that write less than asked', () => {
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([2, 1]);
     for (const f of listSnapshotFiles(dir))
       expect(readSnapshotFile(f.path).hash).toBe(stateHash(state));
+  });
+});
+
+describe('a snapshot becomes visible only whole and durable', () => {
+  it('fsyncs the tmp file before the rename, and the directory after it', async () => {
+    const dir = tempDir();
+    const state = sampleState();
+    const final = join(dir, snapshotFileName(4));
+    const probe = await open(join(tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const original = proto.sync;
+    const syncs: { file: string; finalExists: boolean; tmpExists: boolean }[] = [];
+    vi.spyOn(proto, 'sync').mockImplementation(function (this: { fd: number }) {
+      syncs.push({
+        file: readlinkSync(`/proc/self/fd/${this.fd}`),
+        finalExists: existsSync(final),
+        tmpExists: existsSync(`${final}.tmp`),
+      });
+      return original.call(this);
+    });
+    const written = await new Snapshotter({ dir, log: () => {} }).write(state, 4);
+    vi.restoreAllMocks();
+    expect(written?.path).toBe(final);
+    expect(syncs).toEqual([
+      // The complete file, under its temporary name: the final name does not exist yet.
+      { file: `${final}.tmp`, finalExists: false, tmpExists: true },
+      // The rename made durable.
+      { file: dir, finalExists: true, tmpExists: false },
+    ]);
   });
 });
