@@ -294,5 +294,15 @@ describe('the refusal names every rules version and the way out that works', () 
     expect(() => checkReplayRules('j', OTHER, log, 1, false)).toThrow(
       `j: records 1..3 include records written under engine rules ${OTHER} and ${OTHER + 1} that would be replayed under rules ${E} (this build), which can change their outcomes. They were written by builds with different rules, so no single build replays them all as they were`,
     );
+    expect(() => checkReplayRules('j', OTHER, log, 1, false)).toThrow(
+      expect.objectContaining({ version: OTHER, versions: [OTHER, OTHER + 1] }),
+    );
+  });
+
+  it('a declaration alone after them is no later record: the old build can still replay them', () => {
+    const declaration: Command = { type: 'declareRules', time: t, version: E };
+    expect(() => checkReplayRules('j', OTHER, [cmd, declaration], 3, false)).toThrow(
+      `j: records 3..3 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes. Start the build with rules ${OTHER} on this data directory`,
+    );
   });
 });
