@@ -171,6 +171,16 @@ describe('engine rules in the journal', () => {
     await expect(start(dir, [])).rejects.toThrow(
       `records 2..4 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes. Records after them were written by another build, so no single build replays them all as they were: restore a snapshot taken at or after seq 4`,
     );
+
+    // The operator's word, though the state it reaches already declares this build's rules: it
+    // is journaled, so the next start replays them without asking again.
+    const replayed = await start(dir, [], { replayUnderNewRules: true });
+    expect(replayed.context.host.state.rulesVersion).toBe(E);
+    const hash = stateHash(replayed.context.host.state);
+    await replayed.close();
+    const again = await start(dir, []);
+    expect(stateHash(again.context.host.state)).toBe(hash);
+    await again.close();
   });
 
   it('an accepted replay onto a snapshot vouches only for the records it replayed', async () => {
