@@ -637,6 +637,42 @@ describe('venue recovery from snapshot + journal tail', () => {
     }
     // Nothing new since: the stop writes no second snapshot of the same record.
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([seq]);
+    expect(lines.filter((l) => l.startsWith('snapshot '))).toEqual([]);
+  });
+
+  it('a restart from a snapshot of record 1 rebuilds the history before it too', async () => {
+    const dir = tempDir();
+    const time = Date.now() - 60_000;
+    const commands: Command[] = [{ type: 'declareRules', time, version: ENGINE_RULES_VERSION }];
+    commands.push({ type: 'openAccount', time, account: wallet(7) });
+    const j = FileJournal.open(join(dir, 'journal.log'), { log: () => {} });
+    await j.append(commands);
+    await j.close();
+    const at1 = reduceAll(createEngineState({}, time), commands.slice(0, 1)).state;
+    expect(await new Snapshotter({ dir, log: () => {} }).write(at1, 1)).not.toBeNull();
+    const venue = await launch(dir);
+    try {
+      expect(venue.historyBackfill).not.toBeNull();
+      expect(await venue.historyBackfill?.done).toBe('complete');
+    } finally {
+      await venue.close();
+    }
+  });
+
+  it('a closed venue writes no snapshot afterwards, though its timer was due', async () => {
+    const dir = tempDir();
+    const venue = await launch(dir, {
+      snapshots: { everyRecords: 0, everyMs: 150, minRecords: 1, atClose: false },
+    });
+    await drive(venue, 0, 2);
+    await venue.close();
+    // The lock is released: another venue may own the directory now.
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+    const snapshots = () => readdirSync(dir).filter((n) => n.startsWith('snapshot-'));
+    // Normally none (the timer was not due yet when the venue closed).
+    const atClose = snapshots();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(snapshots()).toEqual(atClose);
   });
 
   it('a venue stopped by a fatal error writes no snapshot at its stop', async () => {
@@ -697,6 +733,9 @@ describe('venue recovery from snapshot + journal tail', () => {
         `snapshot ${join(dir, snapshotFileName(6))} is of version 5; converted to version ${SNAPSHOT_VERSION} on reading (hash ${stateHash(at6)})`,
       );
       expect(lines).toContain('replayed 4 journal records after seq 6');
+      expect(lines).toContain(
+        `engine rules ${ENGINE_RULES_VERSION} declared in the journal (records before were written under undeclared rules)`,
+      );
       expect(venue.context.host.state.rulesVersion).toBe(ENGINE_RULES_VERSION);
       // The history before the snapshot is rebuilt against the converted state's hash.
       expect(await venue.historyBackfill?.done).toBe('complete');
