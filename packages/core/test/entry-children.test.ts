@@ -158,6 +158,26 @@ describe('a managed child of an entry order', () => {
     expect(kinds(v.oracle({ [BTC]: '50000' }), A)).not.toContain(`OrderTriggered#${child}`);
   });
 
+  it("ended with its entry's last fill, it is reported sized by that fill", () => {
+    // A is long 1; the entry sells 1 (to flat), its child a buy SL for the short that never comes.
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const X = cloid(23);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Sell', qty: '1', price: '66000', cloid: X }));
+    const child = orderIdOf(stopOf('Buy', '1', '70000', X));
+    v.place(C, BTC, { side: 'Buy', qty: '0.4', price: '66000' }); // the child is sized 0.4
+    expect(v.state.orders.get(child)?.quantity).toBe(4_000n);
+    // The entry's last fill leaves A flat: the child ends, sized by the entry's whole fill (1),
+    // as the entry's OrderFilled just before it says (research 6.4.3 invariant 4).
+    const last = reports(v.place(C, BTC, { side: 'Buy', qty: '0.6', price: '66000' }), A);
+    expect(last.map((r) => `${r.kind}#${r.order.orderId}`)).toEqual([
+      `OrderFilled#${entry}`,
+      `OrderCancelled#${child}`,
+    ]);
+    expect(last[0]!.order.cumQty).toBe(10_000n);
+    expect(last[1]!.order).toMatchObject({ reason: 'PositionClosed', quantity: 10_000n });
+  });
+
   it('fires in the command that arms it when the mark is already past its trigger', () => {
     const X = cloid(11);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: X }));

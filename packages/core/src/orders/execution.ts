@@ -647,10 +647,12 @@ function settleFill(
     takerSide: taker.side,
     time: ctx.time,
   });
-  if (makerDone) afterOrderEnded(ctx, retire(ctx, makerId));
-  if (takerDone) afterOrderEnded(ctx, retire(ctx, takerId));
+  // Children are sized by this fill before a filled entry's follow-ups may end them, so their
+  // final report carries the size the entry's report just implied.
   activateChildren(ctx, maker);
   activateChildren(ctx, taker);
+  if (makerDone) afterOrderEnded(ctx, retire(ctx, makerId));
+  if (takerDone) afterOrderEnded(ctx, retire(ctx, takerId));
   ctx.accountChanged(maker.account);
   ctx.accountChanged(taker.account);
   if (hasGuarded(makerAccount, spec.id, maker.marginMode)) {
@@ -740,8 +742,8 @@ export function fillRestingMaker(
     maker,
     makeFill(tradeId, spec.id, maker, qty, price, quote, leg, makerFee, 'Maker', ctx.time),
   );
+  activateChildren(ctx, maker); // before the follow-ups, as in a normal fill
   if (done) afterOrderEnded(ctx, retire(ctx, makerId));
-  activateChildren(ctx, maker);
   ctx.accountChanged(maker.account);
   if (hasGuarded(ctx.account(maker.account)!, spec.id, maker.marginMode)) {
     ctx.positionChanged(maker.account, spec.id, maker.marginMode);
