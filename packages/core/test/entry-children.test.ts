@@ -178,6 +178,22 @@ describe('a managed child of an entry order', () => {
     expect(last[1]!.order).toMatchObject({ reason: 'PositionClosed', quantity: 10_000n });
   });
 
+  it('is sized by the fills a bust leaves its entry (as if the busted fill never happened)', () => {
+    const X = cloid(24);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '1', '60000', X));
+    const first = v.place(B, BTC, { side: 'Sell', qty: '0.4', price: '65000' });
+    v.place(C, BTC, { side: 'Sell', qty: '0.2', price: '65000' });
+    expect(v.state.orders.get(child)?.quantity).toBe(6_000n);
+    const trade = first.find((e) => e.type === 'trade');
+    if (trade?.type !== 'trade') throw new Error('no trade');
+    const bust = v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'test' });
+    v.expectOk(bust);
+    // The entry keeps working with 0.2 filled (engine-rules 8): the child protects that 0.2.
+    expect(v.state.orders.get(entry)).toMatchObject({ cumQty: 2_000n, quantity: 6_000n });
+    expect(v.state.orders.get(child)).toMatchObject({ ordStatus: 'Untriggered', quantity: 2_000n });
+  });
+
   it('fires in the command that arms it when the mark is already past its trigger', () => {
     const X = cloid(11);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: X }));

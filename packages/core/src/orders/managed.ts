@@ -69,6 +69,26 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
 }
 
 /**
+ * Re-sizes the armed, waiting managed children of an entry order whose fill was busted by the
+ * fills it has left (engine-rules 8: as if the busted fill never happened). An entry left with no
+ * fill keeps its children as they are (the size they were placed with is gone).
+ */
+export function resizeChildrenAfterBust(ctx: Ctx, parent: Order): void {
+  if (parent.cloid === null || parent.managed || parent.cumQty === 0n) return;
+  const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
+  for (const child of guardedOrders(ctx, scope)) {
+    if (
+      child.managed &&
+      child.entryOrderId === parent.orderId &&
+      child.ordStatus === 'Untriggered' &&
+      child.armed &&
+      child.quantity !== parent.cumQty
+    )
+      ctx.writableOrder(child.orderId).quantity = parent.cumQty;
+  }
+}
+
+/**
  * Applies the position-following rules to every scope whose position changed in this command.
  * `skip` is an order still being executed: it handles its own reduce-only clamp and is left out
  * of the re-clamp below. With `clampLater`, the caller re-clamps skip's scope with skip in it

@@ -26,7 +26,7 @@ import { InvariantError, reject } from '../errors.js';
 import { type Instrument, notionalScale } from '../instruments/instrument.js';
 import { addHolder, entryNotionalAt } from '../margin/ledger.js';
 import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
-import { reconcileScopes } from '../orders/managed.js';
+import { reconcileScopes, resizeChildrenAfterBust } from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
 import { coverDeficit } from './liquidation.js';
 import { FLAT, storedOfTrade, tradeOfStored, tradeRecordOf } from './trades.js';
@@ -227,6 +227,7 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
       const w = ctx.writableOrder(leg.orderId);
       Object.assign(w, orderAfterBust(w, qty, rec.price));
       w.updatedTime = ctx.time;
+      resizeChildrenAfterBust(ctx, w);
       working = viewOf(w);
     }
     const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
