@@ -130,6 +130,26 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
       events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
     },
   },
+  // 5: execution reports of managed and reduce-only orders (a triggered stop that partly fills
+  // and rests re-clamps its scope once, so no order is amended twice for one fill; a managed
+  // child that its entry's last fill ends is sized by that fill first) and a bust of an entry's
+  // fill re-sizing its armed children by the fills left (order-follow-edges.test.ts,
+  // entry-children.test.ts, execution-reports.prop.test.ts). The three logs reach none of them:
+  // the hashes are version 4's.
+  5: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0x75d51de676b98eed8b125c974783b1fb8bf57f5e5d4419924f7d4600acd1be25',
+      events: '0x488b3468fc09fb1780870cf62dc98ee02cabb6a24733cb4cffddbcc4b9b61654',
+    },
+    edges: {
+      state: '0x7ec44de2a533d1f2dceb851d1408fef08aa1405c7694441e5c2008e68d70c7de',
+      events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
+    },
+  },
 };
 
 interface Hashes {
