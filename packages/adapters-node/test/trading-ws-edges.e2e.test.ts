@@ -546,3 +546,95 @@ describe('per-second rate on an authenticated connection', () => {
     expect((await c.request({ type: 'ping' })).code).toBe(4029);
   });
 });
+
+describe('wire details', () => {
+  it('ids of 1 to 64 characters of [A-Za-z0-9_-] are echoed; pong and authenticateSuccess carry serverTime', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const c = await WsClient.connect(t.venue.ws);
+    for (const id of ['x', '-', '_', 'a-b_C9', 'z'.repeat(64)]) {
+      c.ws.send(JSON.stringify({ type: 'ping', id }));
+      const pong = await c.waitFor((m) => m.id === id);
+      expect(pong).toEqual({ type: 'pong', serverTime: expect.any(Number), id });
+    }
+    // One character more is refused, and the refusal carries no id (the id is not echoed).
+    c.inbox.length = 0;
+    c.ws.send(JSON.stringify({ type: 'ping', id: 'z'.repeat(65) }));
+    const refused = await c.waitFor((m) => m.type === 'error' || m.type === 'pong');
+    expect(refused).toEqual({
+      type: 'error',
+      code: 4000,
+      message: 'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]',
+    });
+    const before = Date.now();
+    const auth = await c.request({ type: 'authenticate', signature: await alice.authenticate() });
+    expect(auth).toEqual({
+      type: 'authenticateSuccess',
+      account: alice.address,
+      serverTime: expect.any(Number),
+      id: expect.any(String),
+    });
+    expect(Math.abs(Number(auth.serverTime) - before)).toBeLessThan(5_000);
+  });
+
+  it('a rate-limit refusal echoes the request id', async () => {
+    t = await startTestVenue({ config: withLimits({ walletRequestsPerSecond: 2 }) });
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    await sleep(1_100);
+    const c = await t.connect(alice);
+    expect((await c.request({ type: 'ping' })).type).toBe('pong');
+    c.ws.send(JSON.stringify({ type: 'ping', id: 'over' }));
+    expect(await c.waitFor((m) => m.id === 'over')).toMatchObject({
+      type: 'error',
+      code: 4029,
+      retryAfterMs: expect.any(Number),
+    });
+  });
+
+  it('a negative fromSeq is 4000 and subscribes nothing', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const c = await t.connect(alice);
+    const r = await c.request({ type: 'subscribeTrading', fromSeq: -1 });
+    expect(r).toMatchObject({ type: 'error', code: 4000 });
+    expect(String(r.message)).toMatch(/fromSeq/);
+    expect(await c.request({ type: 'subscribeTrading' })).toMatchObject({
+      type: 'subscribeTradingSuccess',
+    });
+  });
+});
+
+describe('transferMargin body agreement', () => {
+  it('each unsigned field that disagrees with the signed payload is 4000 and changes nothing', async () => {
+    const { alice, c } = await twoTraders();
+    const good = await transfer(alice, 100);
+    const zero = {
+      ...(await transfer(alice, 0)),
+      amount: '0',
+    };
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ ...good, amount: 100 }, /amount must be a decimal string/],
+      [zero, /is not a positive decimal/],
+      [{ ...good, amount: '100.0000001' }, /is not a positive decimal/],
+      [{ ...good, amount: '50' }, /does not match the signed amount 100/],
+      [{ ...good, direction: 'sideways' }, /direction must be/],
+      [{ ...good, direction: 'isolatedToCross' }, /direction does not match flags/],
+      [{ ...good, instrument: 'ETH-PERP' }, /instrument does not name the signed market/],
+      [{ ...good, instrument: undefined }, /instrument does not name the signed market/],
+    ];
+    const before = await t!.stateHash();
+    for (const [m, pattern] of cases) {
+      const r = await c.request(m);
+      expect(r).toMatchObject({ type: 'error', code: 4000 });
+      expect(String(r.message)).toMatch(pattern);
+    }
+    expect(await t!.stateHash()).toEqual(before);
+    expect(await c.request(good)).toMatchObject({
+      type: 'marginTransferred',
+      status: 'Submitted',
+    });
+  });
+});
