@@ -7,8 +7,15 @@
 import { connect as tcpConnect } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-/** Holds the next signature recovery back until released (a slow verification worker). */
-const gate: { holdNext: boolean; held: (() => void)[] } = { holdNext: false, held: [] };
+/**
+ * Holds the next signature recovery back until released (a slow verification worker), or fails
+ * every recovery (a dead worker).
+ */
+const gate: { holdNext: boolean; held: (() => void)[]; fail: boolean } = {
+  holdNext: false,
+  held: [],
+  fail: false,
+};
 
 vi.mock('../src/verify/pool.js', async (original) => {
   const mod = (await original()) as typeof import('../src/verify/pool.js');
@@ -24,6 +31,7 @@ vi.mock('../src/verify/pool.js', async (original) => {
           return inner.workers;
         },
         recover(digest: Uint8Array, signature: never) {
+          if (gate.fail) return Promise.reject(new Error('verification worker 0 exited'));
           const answer = inner.recover(digest, signature);
           if (!gate.holdNext) return answer;
           gate.holdNext = false;
@@ -50,6 +58,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let t: TestVenue | undefined;
 afterEach(async () => {
+  gate.fail = false;
   gate.holdNext = false;
   for (const release of gate.held.splice(0)) release();
   await t?.close();
@@ -635,6 +644,26 @@ describe('transferMargin body agreement', () => {
     expect(await c.request(good)).toMatchObject({
       type: 'marginTransferred',
       status: 'Submitted',
+    });
+  });
+});
+
+describe('authenticate whose signature check could not run', () => {
+  it('is 5000 with retryAfterMs and consumes nothing: the same message then succeeds', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    const c = await WsClient.connect(t.venue.ws);
+    const signature = await alice.authenticate();
+    gate.fail = true;
+    expect(await c.request({ type: 'authenticate', signature })).toMatchObject({
+      type: 'error',
+      code: 5000,
+      retryAfterMs: 1000,
+    });
+    gate.fail = false;
+    expect(await c.request({ type: 'authenticate', signature })).toMatchObject({
+      type: 'authenticateSuccess',
     });
   });
 });
