@@ -667,3 +667,15 @@ describe('authenticate whose signature check could not run', () => {
     });
   });
 });
+
+describe('connections per address', () => {
+  it('a closed trading socket gives its per-address slot back', async () => {
+    t = await startTestVenue({ config: withLimits({ connectionsPerIp: 2 }) });
+    for (let round = 0; round < 3; round++) {
+      const open = [await WsClient.connect(t.venue.ws), await WsClient.connect(t.venue.ws)];
+      for (const c of open) expect((await c.request({ type: 'ping' })).type).toBe('pong');
+      for (const c of open) await c.close();
+      await sleep(50);
+    }
+  });
+});
