@@ -678,4 +678,18 @@ describe('connections per address', () => {
       await sleep(50);
     }
   });
+
+  it('a closed socket frees exactly one slot', async () => {
+    t = await startTestVenue({ config: withLimits({ connectionsPerIp: 2 }) });
+    const a = await WsClient.connect(t.venue.ws);
+    await WsClient.connect(t.venue.ws);
+    await a.close();
+    await sleep(50);
+    await WsClient.connect(t.venue.ws);
+    const refused = await WsClient.connect(t.venue.ws).then(
+      () => 'open',
+      (e: unknown) => String(e),
+    );
+    expect(refused).toMatch(/429/);
+  });
 });
