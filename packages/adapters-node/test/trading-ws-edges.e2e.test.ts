@@ -601,6 +601,23 @@ describe('wire details', () => {
     });
   });
 
+  it('a fromSeq with nothing missed answers replay null', async () => {
+    t = await startTestVenue();
+    const alice = t.wallet(0);
+    await t.invite(alice);
+    await t.fund(alice, '100');
+    const first = await t.connect(alice);
+    const seq = Number((await first.request({ type: 'subscribeTrading' })).seq);
+    expect(seq).toBeGreaterThan(0);
+    const c = await t.connect(alice);
+    expect(await c.request({ type: 'subscribeTrading', fromSeq: seq })).toMatchObject({
+      type: 'subscribeTradingSuccess',
+      seq,
+      replay: null,
+      resyncRequired: false,
+    });
+  });
+
   it('a negative fromSeq is 4000 and subscribes nothing', async () => {
     t = await startTestVenue();
     const alice = t.wallet(0);
