@@ -378,7 +378,9 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       });
     }
     const refused = engineRefusal(r);
-    if (refused !== undefined) outcomeError(s, id, refused);
+    if (refused !== undefined) return outcomeError(s, id, refused);
+    // As for orders and claims: a request is never left without an answer.
+    error(s, id, 5001, 'EXCHANGE_ERROR: unexpected engine answer');
   };
 
   /** Answers a request whose handling threw: the host's stop code, else a retryable 5000. */
