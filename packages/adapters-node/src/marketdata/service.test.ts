@@ -1289,24 +1289,29 @@ describe('slow consumers', () => {
     slow.ws.terminate();
   });
 
+  /** Auction events, which are never skipped: `perBatch` of them for each batch that moves a book. */
+  const auctionFlood =
+    (perBatch: number): NonNullable<MarketDataOptions['auctionEvents']> =>
+    (events) =>
+      events.some((e) => e.type === 'bookChanged')
+        ? Array.from({ length: perBatch }, (_, k) => ({
+            auctionId: k + 1,
+            market: 1,
+            side: 'Sell' as const,
+            remaining: 10_000n,
+            price: px('59000'),
+            startPrice: px('61000'),
+            endPrice: px('58000'),
+            endTime: T0 + 600_000,
+            status: 'Live' as const,
+          }))
+        : [];
+
   it('terminates a socket above the hard cap on messages that cannot be skipped', async () => {
     const perBatch = 100;
     const v = await venue({
       limits: { softBufferBytes: 64 * 1024, hardBufferBytes: 256 * 1024 },
-      auctionEvents: (events) =>
-        events.some((e) => e.type === 'bookChanged')
-          ? Array.from({ length: perBatch }, (_, k) => ({
-              auctionId: k + 1,
-              market: 1,
-              side: 'Sell' as const,
-              remaining: 10_000n,
-              price: px('59000'),
-              startPrice: px('61000'),
-              endPrice: px('58000'),
-              endTime: T0 + 600_000,
-              status: 'Live' as const,
-            }))
-          : [],
+      auctionEvents: auctionFlood(perBatch),
     });
     const healthy = await v.connect();
     const slow = await v.connect();
@@ -1324,6 +1329,51 @@ describe('slow consumers', () => {
     await eventually(() =>
       expect(healthy.all('liquidationAuction').length).toBe(batches * perBatch),
     );
+    slow.ws.terminate();
+  });
+
+  it('at the default caps, which the venue runs on: snapshots skipped above 1 MiB unsent, terminated above 4 MiB', async () => {
+    const v = await venue({
+      // Every book change pushes a snapshot; the paused socket is not shed by the heartbeat.
+      pacing: { orderbookMinIntervalMs: 0, orderbookKeepAliveMs: 600_000 },
+      limits: { pingIntervalMs: 600_000, idleTimeoutMs: 600_000 },
+      auctionEvents: auctionFlood(100),
+    });
+    const healthy = await v.connect();
+    const slow = await v.connect();
+    for (const c of [healthy, slow]) {
+      await c.request({ type: 'subscribe', id: 'l', channel: 'liquidations' });
+      await c.request({
+        type: 'subscribe',
+        id: 'b',
+        channel: 'orderbook',
+        instrument: 'BTC-PERP',
+        depth: 50,
+      });
+    }
+    // What the service had for each subscriber: the healthy one reads all of it.
+    let bytes = 0;
+    healthy.ws.on('message', (data: Buffer) => {
+      bytes += data.length;
+    });
+    slow.ws.pause();
+    let batches = 0;
+    while (v.service.cutOff === 0 && batches < 3_000) {
+      await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.001', price: '59000' });
+      batches++;
+    }
+    expect(v.service.cutOff, `not cut off after ${bytes} bytes`).toBe(1);
+    // Snapshots to it were skipped on the way, between the two caps.
+    expect(v.service.skipped).toBeGreaterThan(0);
+    expect(v.service.connections).toBe(1);
+    await eventually(() => expect(healthy.all('liquidationAuction').length).toBe(batches * 100));
+    // Not before the hard cap: more than 4 MiB was made for each subscriber before the cut-off.
+    expect(bytes).toBeGreaterThan(4 * 1024 * 1024);
+    await eventually(() => {
+      const books = healthy.all('orderbook');
+      expect(books[books.length - 1]!.bids).toEqual(v.levels('BTC-PERP', 50).bids);
+    });
+    expect(healthy.ws.readyState).toBe(WebSocket.OPEN);
     slow.ws.terminate();
   });
 });
