@@ -114,6 +114,33 @@ describe('snapshot writes that write less than asked', () => {
 });
 
 describe('a snapshot becomes visible only whole and durable', () => {
+  it('says so when the snapshot is in place but the directory fsync after the rename failed', async () => {
+    const dir = tempDir();
+    const state = sampleState();
+    const probe = await open(join(tempDir(), 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    const original = proto.sync;
+    vi.spyOn(proto, 'sync').mockImplementation(function (this: { fd: number }) {
+      // The file's own fsync passes; the directory's (after the rename) fails.
+      if (readlinkSync(`/proc/self/fd/${this.fd}`) === dir)
+        return Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+      return original.call(this);
+    });
+    const lines: string[] = [];
+    const written = await new Snapshotter({ dir, log: (l) => lines.push(l) }).write(state, 5);
+    vi.restoreAllMocks();
+    expect(written).toBeNull();
+    // Not "abandoned": the whole file is under its final name, and a restart may use it.
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /snapshot .*5\.snap at seq 5 is in place, but the fsync of its directory failed .*EIO/,
+    );
+    expect(lines[0]).not.toMatch(/abandoned/);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([5]);
+    expect(readSnapshotFile(join(dir, snapshotFileName(5))).hash).toBe(stateHash(state));
+  });
+
   it('fsyncs the tmp file before the rename, and the directory after it', async () => {
     const dir = tempDir();
     const state = sampleState();

@@ -459,6 +459,8 @@ export class Snapshotter {
     const started = performance.now();
     const path = join(this.dir, snapshotFileName(seq));
     const tmp = `${path}.tmp`;
+    /** Once the file is renamed into place: the step that failed after it, for the log. */
+    let placed: string | null = null;
     try {
       // The body streams to the file in ~1 MB pieces after a reserved header block, so no slice
       // ever joins or copies the whole snapshot; the header is written last, once its length
@@ -518,9 +520,11 @@ export class Snapshotter {
       }
       await this.hooks.beforeRename?.(tmp);
       await rename(tmp, path);
+      placed = 'the fsync of its directory';
       this.checked.set(path, true);
       await syncDir(this.dir);
       this.lastSeq = Math.max(this.lastSeq, seq);
+      placed = 'removing older snapshots';
       await this.prune();
       const ms = performance.now() - started;
       this.log(`snapshot ${path}: seq ${seq}, ${bytes} bytes, ${ms.toFixed(0)} ms`);
@@ -529,9 +533,12 @@ export class Snapshotter {
       await rm(tmp, { force: true }).catch(() => {});
       this.retryAt = performance.now() + RETRY_AFTER_MS;
       // Not fatal: the journal (with the kept snapshots of older rules) recovers everything; the
-      // next snapshot tries again.
+      // next snapshot tries again. After the rename the file is whole under its final name and a
+      // restart may use it: "abandoned" would send an operator looking for a loss there is not.
       this.log(
-        `snapshot at seq ${seq} failed and was abandoned (the journal is unaffected): ${(e as Error).message}`,
+        placed === null
+          ? `snapshot at seq ${seq} failed and was abandoned (the journal is unaffected): ${(e as Error).message}`
+          : `snapshot ${path} at seq ${seq} is in place, but ${placed} failed (the journal is unaffected; the next snapshot tries again): ${(e as Error).message}`,
       );
       return null;
     }
