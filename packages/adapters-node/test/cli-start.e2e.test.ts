@@ -8,8 +8,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { ENGINE_RULES_VERSION } from '@perp/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
+import { FileJournal } from '../src/journal/file-journal.js';
 
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
@@ -166,6 +168,50 @@ describe('a bad --config or data file: one line naming the file and the cause, e
       await run(['--port', '0', '--data', data]),
       new RegExp(`^failed to start: .*${escaped(join(data, 'journal.log'))}.*damaged at byte 0`),
     );
+  });
+
+  it('a journal of other engine rules: refused by name, started with --replay-under-new-rules', async () => {
+    const data = join(dir, 'other-rules');
+    mkdirSync(data);
+    const journal = FileJournal.open(join(data, 'journal.log'));
+    const time = Date.now() - 60_000;
+    await journal.append([
+      { type: 'declareRules', time, version: ENGINE_RULES_VERSION + 1 },
+      { type: 'tick', time: time + 1 },
+    ]);
+    await journal.close();
+    expectOneLine(
+      await run(['--port', '0', '--data', data]),
+      new RegExp(
+        `^failed to start: .*records 2\\.\\.2 include records written under engine rules ${ENGINE_RULES_VERSION + 1}.*--replay-under-new-rules`,
+      ),
+    );
+    // The flag reaches the venue: it replays them and starts.
+    const venue = spawn(
+      process.execPath,
+      [CLI, '--price-feed', 'none', '--port', '0', '--data', data, '--replay-under-new-rules'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = once(venue, 'exit');
+    let stdout = '';
+    let stderr = '';
+    venue.stdout.on('data', (d) => {
+      stdout += String(d);
+    });
+    venue.stderr.on('data', (d) => {
+      stderr += String(d);
+    });
+    const deadline = setTimeout(() => venue.kill('SIGKILL'), 20_000);
+    try {
+      while (!stdout.includes('perp venue ready') && venue.exitCode === null)
+        await new Promise((r) => setTimeout(r, 20));
+      expect(stdout, stderr).toContain('perp venue ready');
+      expect(stderr).toMatch(/under rules .*--replay-under-new-rules/);
+    } finally {
+      venue.kill('SIGTERM');
+      await exited;
+      clearTimeout(deadline);
+    }
   });
 
   it('a data directory another venue holds', async () => {
