@@ -23,6 +23,7 @@ import type { Duplex } from 'node:stream';
 import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
+import { clientAddress } from '../http/client-address.js';
 import type { ProjectionRebuild } from '../read/backfill.js';
 import { ConnectionSlots } from '../ws/connection-slots.js';
 import { armIdle } from '../ws/idle.js';
@@ -235,9 +236,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   wss.on('error', () => {});
   const sessions = new Set<Session>();
   const slots = options.connectionSlots ?? new ConnectionSlots(limits.maxConnectionsPerIp);
-  const clientAddress =
-    options.clientAddress ??
-    ((request: IncomingMessage): string => request.socket.remoteAddress ?? 'unknown');
+  const clientAddressOf =
+    options.clientAddress ?? ((request: IncomingMessage): string => clientAddress(request, null));
   const channels = new Map<string, Channel>();
   let closing = false;
   let skipped = 0;
@@ -611,7 +611,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     handleUpgrade(request, socket, head) {
       socket.on('error', () => {});
       if (closing) return refuse(socket, '503 Service Unavailable');
-      const ip = clientAddress(request);
+      const ip = clientAddressOf(request);
       if (!slots.take(ip)) return refuse(socket, '429 Too Many Requests');
       let attached = false;
       // A handshake that fails never reaches the callback: give its slot back.

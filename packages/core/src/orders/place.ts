@@ -179,8 +179,9 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
   // over the position: it is re-clamped below with this order in it, and the fills' re-clamp
   // leaves its scope to that, so no order is amended twice for one fill. (A limit order passed
   // the sweep check at placement or replace, against these same orders.) Decided before that
-  // re-clamp, which moves no position.
+  // re-clamp, which moves no position (so `reducible` still holds after it).
   const matched = ctx.order(orderId);
+  const reducible = matched?.reduceOnly === true ? reducibleBy(ctx, matched) : 0n;
   const clampsWith =
     matched !== undefined &&
     limit === undefined &&
@@ -189,7 +190,7 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     matched.reduceOnly &&
     !matched.managed &&
     matched.orderType !== 'Limit' &&
-    reducibleBy(ctx, matched) > 0n;
+    reducible > 0n;
   reconcileScopes(ctx, orderId, clampsWith);
   const after = ctx.order(orderId);
   if (after === undefined) return; // filled, or ended by a rule
@@ -197,7 +198,7 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
     cancelOrder(ctx, orderId, after.timeInForce === 'FOK' ? 'FOK' : 'IOC');
     return;
   }
-  if (after.reduceOnly && reducibleBy(ctx, after) === 0n) {
+  if (after.reduceOnly && reducible === 0n) {
     const size = sizeOf(ctx.account(after.account)!, after.market, after.marginMode);
     cancelOrder(ctx, orderId, size === 0n ? 'PositionClosed' : 'ReduceOnly');
     return;
