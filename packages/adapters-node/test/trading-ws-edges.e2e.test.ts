@@ -213,37 +213,40 @@ const fresh = (): { nonce: bigint; deadline: bigint } => ({
 });
 
 describe('every signed message', () => {
+  /** One signed message of each kind but orders, all by `wallet`. */
+  const signedMessages = async (wallet: Wallet): Promise<Record<string, unknown>[]> => [
+    {
+      type: 'cancelOrder',
+      signature: await wallet.sign('Cancel', { market: 1, orderId: 1n, ...fresh() }),
+    },
+    {
+      type: 'replaceOrder',
+      signature: await wallet.sign('Replace', {
+        market: 1,
+        orderId: 1n,
+        price: px(60000),
+        quantity: btc(0.01),
+        ...fresh(),
+      }),
+    },
+    { type: 'cancelAll', signature: await wallet.sign('CancelAll', { market: 1, ...fresh() }) },
+    {
+      type: 'claimLiquidation',
+      signature: await wallet.sign('ClaimLiquidation', {
+        auctionId: 1n,
+        quantity: btc(0.01),
+        maxPrice: px(60000),
+        ...fresh(),
+      }),
+    },
+    await transfer(wallet),
+  ];
+
   it('is 4003 before authentication and changes nothing', async () => {
     const { bob } = await twoTraders();
     const anon = await WsClient.connect(t!.venue.ws);
     const before = await t!.stateHash();
-    const messages: Record<string, unknown>[] = [
-      {
-        type: 'cancelOrder',
-        signature: await bob.sign('Cancel', { market: 1, orderId: 1n, ...fresh() }),
-      },
-      {
-        type: 'replaceOrder',
-        signature: await bob.sign('Replace', {
-          market: 1,
-          orderId: 1n,
-          price: px(60000),
-          quantity: btc(0.01),
-          ...fresh(),
-        }),
-      },
-      { type: 'cancelAll', signature: await bob.sign('CancelAll', { market: 1, ...fresh() }) },
-      {
-        type: 'claimLiquidation',
-        signature: await bob.sign('ClaimLiquidation', {
-          auctionId: 1n,
-          quantity: btc(0.01),
-          maxPrice: px(60000),
-          ...fresh(),
-        }),
-      },
-      await transfer(bob),
-    ];
+    const messages = await signedMessages(bob);
     for (const m of messages)
       expect(await anon.request(m)).toMatchObject({ type: 'error', code: 4003 });
     expect(await t!.stateHash()).toEqual(before);
@@ -253,33 +256,7 @@ describe('every signed message', () => {
   it('signed by another wallet is 4004 and changes nothing', async () => {
     const { bob, c } = await twoTraders();
     const before = await t!.stateHash();
-    const messages: Record<string, unknown>[] = [
-      {
-        type: 'cancelOrder',
-        signature: await bob.sign('Cancel', { market: 1, orderId: 1n, ...fresh() }),
-      },
-      {
-        type: 'replaceOrder',
-        signature: await bob.sign('Replace', {
-          market: 1,
-          orderId: 1n,
-          price: px(60000),
-          quantity: btc(0.01),
-          ...fresh(),
-        }),
-      },
-      { type: 'cancelAll', signature: await bob.sign('CancelAll', { market: 1, ...fresh() }) },
-      {
-        type: 'claimLiquidation',
-        signature: await bob.sign('ClaimLiquidation', {
-          auctionId: 1n,
-          quantity: btc(0.01),
-          maxPrice: px(60000),
-          ...fresh(),
-        }),
-      },
-      await transfer(bob),
-    ];
+    const messages = await signedMessages(bob);
     for (const m of messages)
       expect(await c.request(m)).toMatchObject({ type: 'error', code: 4004 });
     expect(await t!.stateHash()).toEqual(before);
