@@ -6,42 +6,21 @@
  */
 import { connect as tcpConnect } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openGate, type RecoveryGate, recoveryGate } from './support/recovery-gate.js';
 
 /**
  * Holds the next signature recovery back until released (a slow verification worker), or fails
  * every recovery (a dead worker).
  */
-const gate: { holdNext: boolean; held: (() => void)[]; fail: boolean } = {
-  holdNext: false,
-  held: [],
-  fail: false,
-};
+const gate: RecoveryGate = recoveryGate();
 
 vi.mock('../src/verify/pool.js', async (original) => {
   const mod = (await original()) as typeof import('../src/verify/pool.js');
+  const { gatedRecovery } = await import('./support/recovery-gate.js');
   return {
     ...mod,
-    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) => {
-      const inner = mod.createSignatureRecovery(options);
-      return {
-        get backend() {
-          return inner.backend;
-        },
-        get workers() {
-          return inner.workers;
-        },
-        recover(digest: Uint8Array, signature: never) {
-          if (gate.fail) return Promise.reject(new Error('verification worker 0 exited'));
-          const answer = inner.recover(digest, signature);
-          if (!gate.holdNext) return answer;
-          gate.holdNext = false;
-          return new Promise((resolve, reject) => {
-            gate.held.push(() => answer.then(resolve, reject));
-          });
-        },
-        close: () => inner.close(),
-      };
-    },
+    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) =>
+      gatedRecovery(mod.createSignatureRecovery(options), gate),
   };
 });
 
@@ -58,9 +37,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let t: TestVenue | undefined;
 afterEach(async () => {
-  gate.fail = false;
-  gate.holdNext = false;
-  for (const release of gate.held.splice(0)) release();
+  openGate(gate);
   await t?.close();
   t = undefined;
 });

@@ -5,29 +5,17 @@
  * and the request consumed nothing, so the same signed request succeeds when sent again.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openGate, type RecoveryGate, recoveryGate } from './support/recovery-gate.js';
 
-const gate = { fail: false };
+const gate: RecoveryGate = recoveryGate();
 
 vi.mock('../src/verify/pool.js', async (original) => {
   const mod = (await original()) as typeof import('../src/verify/pool.js');
+  const { gatedRecovery } = await import('./support/recovery-gate.js');
   return {
     ...mod,
-    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) => {
-      const inner = mod.createSignatureRecovery(options);
-      return {
-        get backend() {
-          return inner.backend;
-        },
-        get workers() {
-          return inner.workers;
-        },
-        recover(digest: Uint8Array, signature: never) {
-          if (gate.fail) return Promise.reject(new Error('verification worker 0 exited'));
-          return inner.recover(digest, signature);
-        },
-        close: () => inner.close(),
-      };
-    },
+    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) =>
+      gatedRecovery(mod.createSignatureRecovery(options), gate),
   };
 });
 
@@ -35,7 +23,7 @@ import { btc, cloid, limitOrder, px, startTestVenue, type TestVenue } from './su
 
 let t: TestVenue | undefined;
 afterEach(async () => {
-  gate.fail = false;
+  openGate(gate);
   await t?.close();
   t = undefined;
 });

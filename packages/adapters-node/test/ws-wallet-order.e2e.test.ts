@@ -5,38 +5,17 @@
  * which the requests were applied.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openGate, type RecoveryGate, recoveryGate } from './support/recovery-gate.js';
 
-const gate: { holdNext: boolean; held: (() => void)[]; started: number } = {
-  holdNext: false,
-  held: [],
-  started: 0,
-};
+const gate: RecoveryGate = recoveryGate();
 
 vi.mock('../src/verify/pool.js', async (original) => {
   const mod = (await original()) as typeof import('../src/verify/pool.js');
+  const { gatedRecovery } = await import('./support/recovery-gate.js');
   return {
     ...mod,
-    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) => {
-      const inner = mod.createSignatureRecovery(options);
-      return {
-        get backend() {
-          return inner.backend;
-        },
-        get workers() {
-          return inner.workers;
-        },
-        recover(digest: Uint8Array, signature: never) {
-          gate.started++;
-          const answer = inner.recover(digest, signature);
-          if (!gate.holdNext) return answer;
-          gate.holdNext = false;
-          return new Promise((resolve, reject) => {
-            gate.held.push(() => answer.then(resolve, reject));
-          });
-        },
-        close: () => inner.close(),
-      };
-    },
+    createSignatureRecovery: (options: Parameters<typeof mod.createSignatureRecovery>[0]) =>
+      gatedRecovery(mod.createSignatureRecovery(options), gate),
   };
 });
 
@@ -46,8 +25,7 @@ import { btc, cloid, limitOrder, px, startTestVenue, type TestVenue } from './su
 
 let t: TestVenue | undefined;
 afterEach(async () => {
-  gate.holdNext = false;
-  for (const release of gate.held.splice(0)) release();
+  openGate(gate);
   await t?.close();
   t = undefined;
 });
