@@ -194,6 +194,26 @@ describe('a managed child of an entry order', () => {
     expect(v.state.orders.get(child)).toMatchObject({ ordStatus: 'Untriggered', quantity: 2_000n });
   });
 
+  it('placed after its entry has filled in part, is sized by those fills, armed and fires', () => {
+    const X = cloid(25);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));
+    v.place(B, BTC, { side: 'Sell', qty: '0.3', price: '65000' }); // the entry fills 0.3
+    const placed = stopOf('Sell', '1', '63000', X);
+    const child = orderIdOf(placed);
+    const accepted = reports(placed, A).find((r) => r.kind === 'OrderAccepted');
+    expect(accepted?.order?.quantity).toBe(3_000n);
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 3_000n });
+    // The entry fills 0.2 more: the child follows it (0.5).
+    v.place(C, BTC, { side: 'Sell', qty: '0.2', price: '65000' });
+    expect(v.state.orders.get(entry)?.cumQty).toBe(5_000n);
+    expect(v.state.orders.get(child)?.quantity).toBe(5_000n);
+    // Armed, it fires at the first mark at its trigger, without another fill of its entry.
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '55000' });
+    const fired = v.oracle({ [BTC]: '58000' });
+    expect(v.state.markets.get(1)!.prices.mark! <= px('63000')).toBe(true);
+    expect(kinds(fired, A)).toContain(`OrderTriggered#${child}`);
+  });
+
   it('fires in the command that arms it when the mark is already past its trigger', () => {
     const X = cloid(11);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: X }));

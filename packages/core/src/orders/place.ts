@@ -77,6 +77,10 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
     const size = sizeOf(account, order.market, order.marginMode);
     if (size !== 0n) order.quantity = size < 0n ? -size : size;
   }
+  // A child of an entry order that has filled already is sized by those fills, as its siblings
+  // placed before the first fill are (research 6.4.3 rule 4), and arms below.
+  const entryFilled = entryFillsOf(ctx, order);
+  if (entryFilled > 0n) order.quantity = entryFilled;
   const problem =
     (market.status === 'Paused'
       ? {
@@ -133,8 +137,9 @@ export function placeOrder(ctx: Ctx, cmd: PlaceOrderCommand): void {
     ctx.state.expiries = addTimeId(ctx.state.expiries, ctx.edit, order.expireTime, orderId);
   }
   if (isTrigger) {
-    // Children of an entry order arm on its first fill (managed.ts); the rest arm now.
-    if (!(order.managed && order.parentCloid !== null)) {
+    // Children of an entry order arm on its first fill (managed.ts); the rest arm now. The
+    // mark has not reached the trigger (checkRiskAndSize), so nothing fires yet.
+    if (!(order.managed && order.parentCloid !== null) || entryFilled > 0n) {
       order.armed = true;
       addTrigger(ctx.writableMarket(order.market), order);
     }
@@ -238,4 +243,11 @@ function sameState(view: OrderView, order: Order): boolean {
     view.reason === order.reason &&
     view.updatedTime === order.updatedTime
   );
+}
+
+/** The filled quantity of a managed child's working entry order (0 for any other order). */
+function entryFillsOf(ctx: Ctx, order: Order): bigint {
+  if (!order.managed || order.entryOrderId === null) return 0n;
+  const entry = ctx.order(order.entryOrderId);
+  return entry === undefined || entry.managed ? 0n : entry.cumQty;
 }
