@@ -7,10 +7,12 @@
  * working orders must be the engine state's, field by field (the state is read for that
  * comparison only). The checks on each report are listed in `report-mirror.ts`.
  *
- * Two generators: the robustness fuzzer over every user and operator command
+ * Three generators: the robustness fuzzer over every user and operator command
  * (`command-fuzz.ts`: orders of all types and flags, managed TP/SL, replaces, cancels,
- * liquidations, auctions, busts, ticks across expiry, ...) and the book-only model commands
- * (`book-model.ts`). `FC_NUM_RUNS` raises the run count, `FC_MAX_STEPS` the sequence length.
+ * liquidations, auctions, busts, ticks across expiry, ...), the book-only model commands
+ * (`book-model.ts`), and the risk properties' markets and steps (`risk-fuzz.ts`: many small
+ * accounts, price shocks, liquidations, auctions, claims and ADL, which the fuzzer seldom
+ * reaches). `FC_NUM_RUNS` raises the run count, `FC_MAX_STEPS` the fuzzer's sequence length.
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,6 +27,7 @@ import {
 import { bookVenue, commands, newModel } from './book-model.js';
 import { settingsArb, setup, stepArb, venueSettingsArb } from './command-fuzz.js';
 import { ReportMirror } from './report-mirror.js';
+import * as risk from './risk-fuzz.js';
 
 /** About 15 s for the fuzzer's property at the default on two cores. */
 const runs = Number(process.env.FC_NUM_RUNS ?? 300);
@@ -95,6 +98,37 @@ describe('execution reports reconstruct the engine orders', () => {
       }),
       { numRuns: runs, endOnFailure, ...replay },
     );
+  });
+
+  it('over the risk model: liquidations, auctions, claims, ADL, busts and funding', () => {
+    const reached = { Liquidation: 0, TradeBust: 0 };
+    const riskRuns = Math.max(1, Math.floor(runs / 3));
+    fc.assert(
+      fc.property(
+        fc.array(risk.marketArb, { minLength: 2, maxLength: 2 }),
+        fc.array(fc.integer({ min: 200, max: 20_000 }), {
+          minLength: risk.N_TRADERS,
+          maxLength: risk.N_TRADERS,
+        }),
+        fc.array(risk.stepArb, { minLength: 30, maxLength: 120, size: 'max' }),
+        (params, funds, steps) => {
+          const v = risk.setup(params, funds, mirrored) as MirroredVenue;
+          for (const s of steps) risk.runStep(v, s);
+          // Every auction ends and a funding hour passes.
+          v.advance(2 * risk.HOUR);
+          v.advance(31_000);
+          v.tally();
+          reached.Liquidation += v.mirror.kinds.get('Liquidation') ?? 0;
+          reached.TradeBust += v.mirror.kinds.get('TradeBust') ?? 0;
+        },
+      ),
+      { numRuns: riskRuns, endOnFailure, ...replay },
+    );
+    // Not vacuous: the mirror followed liquidations and busts.
+    if (riskRuns >= 50 && process.env.FC_SEED === undefined) {
+      expect(reached.Liquidation).toBeGreaterThan(0);
+      expect(reached.TradeBust).toBeGreaterThan(0);
+    }
   });
 
   it('through a liquidation that ends in ADL (the fuzzers seldom reach ADL)', () => {
