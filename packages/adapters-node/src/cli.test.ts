@@ -52,11 +52,16 @@ describe('pnpm start --trust-proxy', () => {
       'loopback',
       '::1',
     ]);
+    // Every hop: the two /0 ranges, which proxy-addr itself would refuse.
+    expect(parseArgs(['--trust-proxy', '0.0.0.0/0,::/0']).trustProxy).toEqual([
+      '0.0.0.0/0',
+      '::/0',
+    ]);
   });
 
   it('refuses a malformed entry, naming it', () => {
     expect(() => parseArgs(['--trust-proxy', 'loopback,10.0.0.0/33'])).toThrow(
-      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/0, ::/0) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
     );
     expect(() => parseArgs(['--trust-proxy', 'loopback,'])).toThrow(/, not ""$/);
     expect(() => parseArgs(['--trust-proxy'])).toThrow('--trust-proxy needs a value');

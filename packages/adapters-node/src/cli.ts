@@ -62,8 +62,9 @@ data at /marketdata, all on one port.
                              start replays the whole journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
   --trust-proxy <list>       comma-separated proxies (addresses, CIDR ranges, loopback, linklocal,
-                             uniquelocal) whose X-Forwarded-For names the client for the per-IP
-                             limits; replaces the config's trustProxy (default: trust nobody)
+                             uniquelocal; 0.0.0.0/0,::/0 trusts every hop) whose X-Forwarded-For
+                             names the client for the per-IP limits; replaces the config's
+                             trustProxy (default: trust nobody)
   --replay-under-new-rules   replay journal records written by a build with other engine rules
                              under this build's rules (their outcomes may change) instead of
                              refusing to start; see docs/durability.md, "Upgrades"

@@ -153,8 +153,13 @@ describe('--config as a whole', () => {
       mergeConfig(mergeConfig(DEFAULT_CONFIG, { trustProxy: proxies }), { trustProxy: [] })
         .trustProxy,
     ).toEqual([]);
+    // Every hop, as 0.0.0.0/0 and ::/0 (proxy-addr alone refuses a /0 range).
+    expect(mergeConfig(DEFAULT_CONFIG, { trustProxy: ['0.0.0.0/0', '::/0'] }).trustProxy).toEqual([
+      '0.0.0.0/0',
+      '::/0',
+    ]);
     expect(merged({ trustProxy: ['loopback', '10.0.0.0/33'] })).toThrow(
-      'trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+      'trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/0, ::/0) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
     );
     expect(merged({ trustProxy: ['localhost'] })).toThrow(
       /^trustProxy\[0\] must be .*, not "localhost"$/,

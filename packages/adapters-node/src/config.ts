@@ -100,8 +100,9 @@ export interface VenueConfig {
    */
   readonly verifyWorkers: number | 'auto';
   /**
-   * Proxies whose `X-Forwarded-For` names the client: IP addresses, CIDR ranges and the
-   * keywords `loopback`, `linklocal`, `uniquelocal`. The per-IP limits key on the client address
+   * Proxies whose `X-Forwarded-For` names the client: IP addresses, CIDR ranges (`0.0.0.0/0` and
+   * `::/0` included: both together trust every hop) and the keywords `loopback`, `linklocal`,
+   * `uniquelocal`. The per-IP limits key on the client address
    * that header gives through these (`http/client-address.ts`), and their own connections are not
    * capped per address. Empty (the default): nobody is trusted and the TCP peer is the client.
    */

@@ -279,7 +279,7 @@ describe('--trust-proxy', () => {
     const r = await run(['--memory', '--port', '0', '--trust-proxy', 'loopback,10.0.0.0/33']);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr.split('\n')[0]).toBe(
-      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+      '--trust-proxy entries must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/0, ::/0) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
     );
   });
 

@@ -55,7 +55,7 @@ describe('startVenue checks the config it is given', () => {
       "startVenue config: verifyWorkers must be 'auto' or an integer 0..64",
     );
     expect(await refusal(configWith({ trustProxy: ['loopback', '10.0.0.0/33'] }))).toBe(
-      'startVenue config: trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
+      'startVenue config: trustProxy[1] must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/0, ::/0) or one of loopback, linklocal, uniquelocal, not "10.0.0.0/33"',
     );
   });
 

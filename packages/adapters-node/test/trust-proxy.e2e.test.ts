@@ -3,9 +3,12 @@
  * `X-Forwarded-For` names, walking from the right to the first untrusted hop: the public-read
  * budget of REST, the WebSocket connection cap and the unsigned-message budget of both sockets
  * (one key for all three, so a client's REST reads and socket messages share its budget). Without
- * trust, or from a peer that is not trusted, the header changes nothing. The plain HTTP
- * connection cap's exemption of trusted peers is in http-connections-per-ip.e2e.test.ts.
+ * trust, or from a peer that is not trusted, the header changes nothing. One client is one
+ * address whichever form it arrives in: a dual-stack listener's `::ffff:a.b.c.d` peer and a proxy's
+ * `a.b.c.d` share every limit. The plain HTTP connection cap's exemption of trusted peers is in
+ * http-connections-per-ip.e2e.test.ts.
  */
+import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, type LimitsConfig, type VenueConfig } from '../src/index.js';
 import { http, type Msg, WsClient } from './support/client.js';
@@ -200,4 +203,87 @@ describe('WebSockets without a trusted proxy: X-Forwarded-For changes nothing', 
       );
     });
   }
+});
+
+describe('a client seen as ::ffff:a.b.c.d and as a.b.c.d is one client', () => {
+  // The venue listens on an IPv4-mapped address, as a dual-stack (`::`) listener does: its IPv4
+  // peers are ::ffff:127.0.0.x. The proxy at 127.0.0.2 writes the client's address as IPv4.
+  const PROXY = '127.0.0.2';
+  const CLIENT = '127.0.0.1';
+  let t: TestVenue;
+  const open: WsClient[] = [];
+  beforeAll(async () => {
+    t = await startTestVenue({
+      host: '::ffff:127.0.0.1',
+      config: configWith([PROXY], { connectionsPerIp: 2 }),
+    });
+  });
+  afterAll(async () => {
+    for (const c of open) await c.close();
+    await t.close();
+  });
+  const origin = (): string => `127.0.0.1:${t.venue.port}`;
+
+  /** `GET /api/time` from `localAddress` with `headers`; the status. */
+  const getTime = (localAddress: string, headers: Record<string, string> = {}): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = request(
+        `http://${origin()}/api/time`,
+        { localAddress, headers, agent: false },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+
+  it('the public-read budget: direct reads and reads through the proxy take from one', async () => {
+    // A fresh second: the fixture's own GET /network was charged to the client's address.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const statuses = await Promise.all([
+      ...times(PER_SECOND / 2, 0).map(() => getTime(CLIENT)),
+      ...times(PER_SECOND / 2, 0).map(() => getTime(PROXY, from(CLIENT))),
+      ...times(PER_SECOND / 2, 0).map(() => getTime(PROXY, from(`::ffff:${CLIENT}`))),
+    ]);
+    // Two keys (::ffff:127.0.0.1 and 127.0.0.1) would have answered all 15.
+    expect(count(statuses, 200)).toBe(PER_SECOND);
+    expect(count(statuses, 429)).toBe(PER_SECOND / 2);
+  });
+
+  it('the WebSocket connection cap: a direct socket and one through the proxy hold one', async () => {
+    const connect = async (path: string, localAddress: string, headers = {}) => {
+      const c = await WsClient.connect(`ws://${origin()}${path}`, headers, localAddress);
+      open.push(c);
+      return c;
+    };
+    await connect('/ws', CLIENT);
+    await connect('/marketdata', PROXY, from(CLIENT));
+    // The client's two are taken, in either form and on either path ...
+    await expect(connect('/ws', CLIENT)).rejects.toThrow('429');
+    await expect(connect('/marketdata', PROXY, from(CLIENT))).rejects.toThrow('429');
+    await expect(connect('/ws', PROXY, from(`::ffff:${CLIENT}`))).rejects.toThrow('429');
+    // ... while another client behind the proxy has its own.
+    await connect('/ws', PROXY, from('203.0.113.9'));
+  });
+});
+
+describe('trusting every hop (trustProxy: 0.0.0.0/0, ::/0)', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue({ config: configWith(['0.0.0.0/0', '::/0']) });
+  });
+  afterAll(async () => t.close());
+
+  it('keys on the leftmost X-Forwarded-For entry, through any chain of hops', async () => {
+    // A's requests come through different edge proxies; B's name A's proxies but not A.
+    const a = Array.from({ length: PER_SECOND + 5 }, (_, i) => from(`203.0.113.1, 10.0.0.${i}`));
+    const b = times(PER_SECOND, from('2001:db8::b, 203.0.113.1'));
+    const statuses = await burst(t, [...a, ...b]);
+    const ofA = statuses.slice(0, a.length);
+    expect(count(ofA, 200)).toBeLessThanOrEqual(PER_SECOND);
+    expect(count(ofA, 429)).toBeGreaterThanOrEqual(5);
+    expect(statuses.slice(a.length)).toEqual(times(PER_SECOND, 200));
+  });
 });

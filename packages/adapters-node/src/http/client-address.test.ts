@@ -1,7 +1,12 @@
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { clientAddress, compileProxyTrust, trustProxyEntryError } from './client-address.js';
+import {
+  clientAddress,
+  compileProxyTrust,
+  normalizeAddress,
+  trustProxyEntryError,
+} from './client-address.js';
 
 /** A request from `peer` (undefined: a socket that closed) with an `X-Forwarded-For` header. */
 function request(peer: string | undefined, forwardedFor?: string): IncomingMessage {
@@ -62,9 +67,72 @@ describe('clientAddress', () => {
     expect(clientAddress(request('::1', '2001:db8::1'), trust)).toBe('2001:db8::1');
     // A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; loopback still matches.
     expect(clientAddress(request('::ffff:127.0.0.1', '203.0.113.7'), trust)).toBe('203.0.113.7');
-    expect(clientAddress(request('::ffff:192.0.2.1', '203.0.113.7'), trust)).toBe(
-      '::ffff:192.0.2.1',
-    );
+    // An untrusted mapped peer is the client, keyed as the IPv4 address it maps.
+    expect(clientAddress(request('::ffff:192.0.2.1', '203.0.113.7'), trust)).toBe('192.0.2.1');
+  });
+
+  it('gives one client one address, whichever form the peer or the header wrote it in', () => {
+    const none = compileProxyTrust([]);
+    const trust = compileProxyTrust(['loopback']);
+    for (const [peer, header] of [
+      ['::ffff:203.0.113.7', undefined],
+      ['203.0.113.7', undefined],
+      ['127.0.0.1', '::ffff:203.0.113.7'],
+      ['::1', '203.0.113.7'],
+      ['::ffff:127.0.0.1', '0:0:0:0:0:FFFF:cb00:7107'],
+    ] as const) {
+      const req = request(peer, header);
+      expect(clientAddress(req, header === undefined ? none : trust), `${peer} ${header}`).toBe(
+        '203.0.113.7',
+      );
+    }
+    expect(clientAddress(request('2001:DB8:0:0::1'), none)).toBe('2001:db8::1');
+    expect(clientAddress(request('127.0.0.1', '2001:db8:0::0:1'), trust)).toBe('2001:db8::1');
+  });
+
+  it('0.0.0.0/0 trusts every IPv4 hop, ::/0 every IPv6 one; together every hop', () => {
+    const v4 = compileProxyTrust(['0.0.0.0/0']);
+    const v6 = compileProxyTrust(['::/0']);
+    const all = compileProxyTrust(['0.0.0.0/0', '::/0']);
+    const chain = '192.0.2.66, 2001:db8::7, 198.51.100.1';
+    // IPv4 only: the walk stops at the IPv6 hop.
+    expect(clientAddress(request('203.0.113.1', chain), v4)).toBe('2001:db8::7');
+    expect(clientAddress(request('::ffff:203.0.113.1', chain), v4)).toBe('2001:db8::7');
+    // IPv6 only: an IPv4 peer, in either form, is not trusted and is the client.
+    expect(clientAddress(request('2001:db8::1', '203.0.113.7'), v6)).toBe('203.0.113.7');
+    expect(clientAddress(request('2001:db8::1', chain), v6)).toBe('198.51.100.1');
+    expect(clientAddress(request('::ffff:203.0.113.1', chain), v6)).toBe('203.0.113.1');
+    // Every hop: the leftmost entry, whatever wrote it.
+    expect(clientAddress(request('203.0.113.1', chain), all)).toBe('192.0.2.66');
+    expect(clientAddress(request('2001:db8::1', chain), all)).toBe('192.0.2.66');
+    // A prefix of zero on any address of the family means the same.
+    expect(compileProxyTrust(['10.0.0.0/0'])!('8.8.8.8', 0)).toBe(true);
+    expect(compileProxyTrust(['10.0.0.0/0'])!('2001:db8::1', 0)).toBe(false);
+  });
+});
+
+describe('normalizeAddress', () => {
+  it('writes an IPv4-mapped address as its IPv4 address', () => {
+    expect(normalizeAddress('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(normalizeAddress('::FFFF:203.0.113.7')).toBe('203.0.113.7');
+    expect(normalizeAddress('::ffff:cb00:7107')).toBe('203.0.113.7');
+    expect(normalizeAddress('0:0:0:0:0:ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(normalizeAddress('::ffff:0.0.0.0')).toBe('0.0.0.0');
+    expect(normalizeAddress('::ffff:255.255.255.255')).toBe('255.255.255.255');
+  });
+
+  it('writes other IPv6 addresses canonically (RFC 5952)', () => {
+    expect(normalizeAddress('2001:DB8:0:0:0:0:0:1')).toBe('2001:db8::1');
+    expect(normalizeAddress('::1')).toBe('::1');
+    // Not mapped: the IPv4-compatible and NAT64 forms are other addresses.
+    expect(normalizeAddress('::203.0.113.7')).toBe('::cb00:7107');
+    expect(normalizeAddress('64:ff9b::203.0.113.7')).toBe('64:ff9b::cb00:7107');
+    expect(normalizeAddress('::fffe:203.0.113.7')).toBe('::fffe:cb00:7107');
+  });
+
+  it('keeps IPv4 addresses, scoped addresses and non-addresses as they are', () => {
+    for (const a of ['203.0.113.7', 'fe80::1%eth0', 'unknown', 'not an address', '', '1.2.3.4:80'])
+      expect(normalizeAddress(a)).toBe(a);
   });
 });
 
@@ -79,14 +147,26 @@ describe('trustProxyEntryError', () => {
       'loopback',
       'linklocal',
       'uniquelocal',
+      '0.0.0.0/0',
+      '::/0',
     ])
       expect(trustProxyEntryError(entry), entry).toBeNull();
   });
 
   it('names a malformed entry and what would be accepted', () => {
-    for (const entry of ['10.0.0.0/33', '10.0.0.256', 'localhost', '', '10.0.0.0/', '::1/129'])
+    for (const entry of [
+      '10.0.0.0/33',
+      '10.0.0.256',
+      'localhost',
+      '',
+      '10.0.0.0/',
+      '::1/129',
+      'localhost/0',
+      '/0',
+      '10.0.0.0/-0',
+    ])
       expect(trustProxyEntryError(entry)).toBe(
-        `must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal, not ${JSON.stringify(entry)}`,
+        `must be an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/0, ::/0) or one of loopback, linklocal, uniquelocal, not ${JSON.stringify(entry)}`,
       );
     expect(trustProxyEntryError(8)).toMatch(/, not 8$/);
   });

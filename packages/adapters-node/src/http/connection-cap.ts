@@ -22,7 +22,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ConnectionSlots } from '../ws/connection-slots.js';
-import type { ProxyTrust } from './client-address.js';
+import { normalizeAddress, type ProxyTrust } from './client-address.js';
 
 /** How long a connection over the cap may take to send the request it is refused, ms. */
 export const OVER_CAP_LEASE_MS = 1_000;
@@ -71,7 +71,9 @@ export class HttpConnectionCap {
 
   private admit(socket: Socket): void {
     socket.once('close', () => this.release(socket));
-    const ip = socket.remoteAddress ?? 'unknown';
+    // In the one form the other per-IP limits key on too (client-address.ts).
+    const ip =
+      socket.remoteAddress === undefined ? 'unknown' : normalizeAddress(socket.remoteAddress);
     // A trusted proxy is not counted. Its pooled keep-alive connections carry many clients'
     // requests, any socket any client's, so a client address (X-Forwarded-For) belongs to a
     // request, never to a socket: counted under the proxy's own address, the pool would reach the

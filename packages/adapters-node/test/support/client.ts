@@ -312,10 +312,20 @@ export class WsClient {
     });
   }
 
-  /** Connects, sending `headers` with the upgrade request (an `X-Forwarded-For`, say). */
-  static connect(url: string, headers: Record<string, string> = {}): Promise<WsClient> {
+  /**
+   * Connects, sending `headers` with the upgrade request (an `X-Forwarded-For`, say), from
+   * `localAddress` when given (any 127.x.y.z is this host).
+   */
+  static connect(
+    url: string,
+    headers: Record<string, string> = {},
+    localAddress?: string,
+  ): Promise<WsClient> {
     return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { headers });
+      const ws = new WebSocket(url, {
+        headers,
+        ...(localAddress === undefined ? {} : { localAddress }),
+      });
       ws.once('open', () => resolve(new WsClient(ws)));
       ws.once('error', reject);
     });
