@@ -103,6 +103,14 @@ describe('--config as a whole', () => {
     expect(
       mergeConfig(DEFAULT_CONFIG, { limits: { maxWorkingOrdersPerAccount: 200 } }).limits,
     ).toMatchObject({ maxWorkingOrdersPerAccount: 200 });
+    // The trading socket's slow-consumer bound: 4 MiB unless set, never 0.
+    expect(DEFAULT_CONFIG.limits.slowConsumerBytes).toBe(4 * 1024 * 1024);
+    expect(
+      mergeConfig(DEFAULT_CONFIG, { limits: { slowConsumerBytes: 1 << 20 } }).limits,
+    ).toMatchObject({ slowConsumerBytes: 1 << 20 });
+    expect(merged({ limits: { slowConsumerBytes: 0 } })).toThrow(
+      'limits.slowConsumerBytes must be an integer >= 1, not 0',
+    );
     // No coalescing window is a choice: each summary goes out on the next turn.
     expect(mergeConfig(DEFAULT_CONFIG, { limits: { summaryCoalesceMs: 0 } }).limits).toMatchObject({
       summaryCoalesceMs: 0,

@@ -54,6 +54,13 @@ export interface LimitsConfig {
   readonly idleTimeoutMs: number;
   /** Account-summary pushes are coalesced within this window, ms (protocol.md: 50). */
   readonly summaryCoalesceMs: number;
+  /**
+   * Unsent bytes a trading WebSocket may have, its queue and its socket's buffer together (a
+   * `fromSeq` replay still to format not counted); above it the connection is closed with 1008
+   * `slow consumer` (reports are never dropped: the client resyncs with `fromSeq`), and its
+   * socket terminated once the close frame cannot get out.
+   */
+  readonly slowConsumerBytes: number;
   /** Requests per rolling second per wallet, REST and WebSocket together (spec: 20). */
   readonly walletRequestsPerSecond: number;
   /** Signed requests per rolling 5 minutes per wallet (protocol.md: 3,000; cancels get twice). */
@@ -160,6 +167,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     pingIntervalMs: 15_000,
     idleTimeoutMs: 30_000,
     summaryCoalesceMs: 50,
+    slowConsumerBytes: 4 * 1024 * 1024,
     walletRequestsPerSecond: 20,
     signedRequestsPer5Minutes: 3_000,
     referralTimeoutMs: 10_000,

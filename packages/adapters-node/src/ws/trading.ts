@@ -49,12 +49,16 @@ export const CloseCode = {
   POLICY: 1008,
 } as const;
 /**
- * A connection whose unsent messages (queued behind the socket, a `fromSeq` replay not counted)
- * exceed this is closed (1008 `slow consumer`); its client resyncs with `fromSeq`.
+ * Above this many bytes in the socket's buffer (or a quarter of `limits.slowConsumerBytes`, when
+ * less), messages wait in the connection's queue, and a `fromSeq` replay is formatted no further.
  */
-const HARD_BUFFER = 4 * 1024 * 1024;
-/** Above this many bytes in the socket's buffer, messages wait in the connection's queue. */
 const SOFT_BUFFER = 256 * 1024;
+/**
+ * A cut-off socket still open this long after its close is terminated, ms: its close frame waits
+ * behind everything the socket holds, and a client that reads nothing would otherwise keep its
+ * socket for `ws`'s 30 s close timeout.
+ */
+export const CUT_OFF_GRACE_MS = 2_000;
 
 /**
  * A `fromSeq` replay still to send: formatted one report at a time as the socket drains, so a
@@ -105,6 +109,10 @@ export interface TradingService {
 /** Creates the trading WebSocket service. */
 export function createTradingService(ctx: VenueContext, requests: SignedRequests): TradingService {
   const limits = ctx.config.limits;
+  // A connection with more than this unsent (its queue and its socket's buffer; a `fromSeq`
+  // replay still to format not counted) is closed (1008 `slow consumer`) and resyncs by seq.
+  const hardBuffer = limits.slowConsumerBytes;
+  const softBuffer = Math.min(SOFT_BUFFER, Math.floor(hardBuffer / 4));
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: limits.maxMessageBytes,
@@ -121,21 +129,28 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   // as it drains (a send callback fires once a frame has been handed to the kernel).
   const enqueue = (s: Session, item: string | ReplayCursor): void => {
     if (s.closed) return;
-    if (s.queue.length === s.queueHead && typeof item === 'string') {
-      if (s.ws.bufferedAmount < SOFT_BUFFER) {
-        s.ws.send(item);
-        return;
-      }
+    if (
+      s.queue.length === s.queueHead &&
+      typeof item === 'string' &&
+      s.ws.bufferedAmount < softBuffer
+    ) {
+      s.ws.send(item);
+    } else {
+      s.queue.push(item);
+      if (typeof item === 'string') s.queuedBytes += item.length;
     }
-    s.queue.push(item);
-    if (typeof item === 'string') s.queuedBytes += item.length;
-    if (s.queuedBytes > HARD_BUFFER) {
-      // Reports are never dropped: a consumer this far behind is cut off and resyncs by seq.
-      s.ws.close(CloseCode.POLICY, 'slow consumer');
-      detach(s);
-      return;
-    }
+    // Reports are never dropped: a consumer this far behind is cut off and resyncs by seq. What
+    // it has not taken is the queue and what the socket buffers, frames sent straight included.
+    if (s.queuedBytes + s.ws.bufferedAmount > hardBuffer) return cutOff(s);
     pump(s);
+  };
+  const cutOff = (s: Session): void => {
+    s.ws.close(CloseCode.POLICY, 'slow consumer');
+    detach(s);
+    // The close frame waits behind what the socket holds (the queue is dropped): a client that
+    // reads gets it within the grace, and one that does not loses its socket then, not after
+    // `ws`'s 30 s close timeout (terminating a socket that closed does nothing).
+    setTimeout(() => s.ws.terminate(), CUT_OFF_GRACE_MS).unref();
   };
   const pump = (s: Session): void => {
     if (s.draining) return;
@@ -159,7 +174,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
         s.queue.splice(0, s.queueHead);
         s.queueHead = 0;
       }
-      if (s.ws.bufferedAmount < SOFT_BUFFER) {
+      if (s.ws.bufferedAmount < softBuffer) {
         s.ws.send(frame);
         continue;
       }
@@ -213,6 +228,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     logout(s);
     sessions.delete(s);
     ctx.connectionSlots.release(s.ip);
+    // Nothing more is sent: what was queued is garbage now, not after the socket has gone.
+    s.queue.length = 0;
+    s.queueHead = 0;
+    s.queuedBytes = 0;
   };
 
   const pushSummary = (s: Session): void => {
