@@ -125,8 +125,8 @@ export interface MarketDataOptions {
   readonly connectionSlots?: ConnectionSlots;
   /**
    * The client IP of an upgrade request, which the connection slots and the message budget key
-   * on; default: the TCP peer. The venue passes its trusted-proxy aware one
-   * (`http/client-address.ts`), the same REST and the trading socket use.
+   * on; default: the TCP peer, in `clientAddress`'s one form. The venue passes its trusted-proxy
+   * aware one (`http/client-address.ts`), the same REST and the trading socket use.
    */
   readonly clientAddress?: (request: IncomingMessage) => string;
 }
