@@ -58,7 +58,7 @@ const SOFT_BUFFER = 256 * 1024;
  * behind everything the socket holds, and a client that reads nothing would otherwise keep its
  * socket for `ws`'s 30 s close timeout.
  */
-export const CUT_OFF_GRACE_MS = 2_000;
+export const CUT_OFF_GRACE_MS = 5_000;
 
 /**
  * A `fromSeq` replay still to send: formatted one report at a time as the socket drains, so a
