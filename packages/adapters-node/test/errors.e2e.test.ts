@@ -775,7 +775,11 @@ describe('rate limits and time-dependent limits', () => {
   });
 
   it('signed REST writes count against their address budget first: forged floods get 429', async () => {
-    const t = await startTestVenue();
+    // A small budget, so the flood outruns it even when a loaded machine spreads it over a
+    // second or two (40 requests in under 2 s: at most 20 admitted).
+    const t = await startTestVenue({
+      config: { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, publicReadsPerSecond: 10 } },
+    });
     try {
       const mallory = t.wallet(4);
       const forged = async () => {
@@ -789,7 +793,7 @@ describe('rate limits and time-dependent limits', () => {
         // A valid signature by mallory over another payload: it recovers someone else.
         return { ...sig, payload: `${sig.payload.slice(0, -2)}00` };
       };
-      const bodies = await Promise.all(Array.from({ length: 130 }, forged));
+      const bodies = await Promise.all(Array.from({ length: 40 }, forged));
       const before = await t.stateHash();
       const answers = await Promise.all(
         bodies.map((signature) =>
@@ -802,7 +806,7 @@ describe('rate limits and time-dependent limits', () => {
         ),
       );
       const statuses = answers.map((r) => r.status);
-      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(30);
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(10);
       expect(statuses.every((s) => s === 429 || s === 400)).toBe(true);
       const limited = answers.find((r) => r.status === 429)!;
       expect(String(limited.body.error)).toMatch(/^too many requests from this address/);
