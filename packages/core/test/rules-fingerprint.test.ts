@@ -11,7 +11,9 @@
  * included. Both use in-house PRNGs, so no library upgrade moves them.
  *
  * A third log, seeded cases at the margin rules' edges, exists because random flow never reached
- * the maker re-check of a flip (this week's rule change there moved neither of the other two).
+ * the maker re-check of a flip (this week's rule change there moved neither of the other two). A
+ * fourth, `followers` (from version 6), covers the orders that follow a position or an entry
+ * order: managed children armed, busted, placed late and fired, and a reduce-only stop that rests.
  *
  * It is a coarse guard, not a proof: by mutation it catches a changed fee rounding, liquidation
  * step and the old maker-flip rule, but a narrow enough rule can pass unseen. Whoever changes a
@@ -51,7 +53,10 @@ import {
  * - if it only changes the state's layout or the events' form (same results), replace the line
  *   of the current version (and bump SNAPSHOT_VERSION if a snapshot's meaning changed).
  */
-const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Hashes }> = {
+const FINGERPRINTS: Record<
+  number,
+  { simulation: Hashes; tour: Hashes; edges: Hashes; followers?: Hashes }
+> = {
   1: {
     simulation: {
       state: '0x84bbe27f40a3ac0d9df609c2f6922ca996f75e268d7cc73c8e4c7a862594edd8',
@@ -148,6 +153,28 @@ const FINGERPRINTS: Record<number, { simulation: Hashes; tour: Hashes; edges: Ha
     edges: {
       state: '0x7ec44de2a533d1f2dceb851d1408fef08aa1405c7694441e5c2008e68d70c7de',
       events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
+    },
+  },
+  // 6: a managed child placed after its entry's first fill is sized by those fills and armed at
+  // once (entry-children.test.ts). A fourth log, `followers`, joins here: the three others reach
+  // none of rules 5's and 6's changes, and it moves under each of the four (checked by reverting
+  // each fix). The three others' hashes are version 5's.
+  6: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0x75d51de676b98eed8b125c974783b1fb8bf57f5e5d4419924f7d4600acd1be25',
+      events: '0x488b3468fc09fb1780870cf62dc98ee02cabb6a24733cb4cffddbcc4b9b61654',
+    },
+    edges: {
+      state: '0x7ec44de2a533d1f2dceb851d1408fef08aa1405c7694441e5c2008e68d70c7de',
+      events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
+    },
+    followers: {
+      state: '0x2ec6731fc9af916b63cd293477ca17d58933c1af2bc26393bc2b716e4d3b81bb',
+      events: '0x0444f8f6924b6580f20f6f57aa206a5b3e32b06444d23a55cafa809ea9c82742',
     },
   },
 };
@@ -327,6 +354,93 @@ function edges(seed: number, cases: number): TestVenue {
   return v;
 }
 
+/**
+ * Seeded cases for the orders that follow a position or an entry order, where the rule changes
+ * of versions 5 and 6 moved none of the other logs. Each case is one of: an entry order that
+ * closes a position while its managed stop waits; an entry's managed stop armed by two fills,
+ * one of them busted, then fired; a managed child placed after its entry's first fill, then
+ * fired; a reduce-only stop that fires, partly fills and rests beside a reduce-only limit.
+ */
+function followers(seed: number, cases: number): TestVenue {
+  const r = prng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  const BTC = 'BTC-PERP';
+  const [maker, taker] = [wallet(950), wallet(951)];
+  for (const w of [maker, taker]) {
+    v.open(w);
+    v.fund(w, '10000000');
+  }
+  for (let n = 0; n < cases; n++) {
+    const P = pick([60_000, 65_000, 70_000]);
+    v.oracle({ [BTC]: String(P) });
+    const at = (pct: number) => String(Math.round((P * (1000 + pct)) / 1000));
+    const a = wallet(2000 + n);
+    v.open(a);
+    v.fund(a, '100000');
+    const long = r() < 0.5;
+    const [open, close] = long ? (['Buy', 'Sell'] as const) : (['Sell', 'Buy'] as const);
+    const s = long ? 1 : -1; // the side's sign: prices at s * pct move in the position's favour
+    const entry = cloid(5000 + n);
+    const stopChild = () =>
+      v.place(a, BTC, {
+        side: close,
+        qty: '1',
+        type: 'StopLoss',
+        trigger: at(-s * pick([20, 40])),
+        managed: true,
+        parentCloid: entry,
+      });
+    const fire = () => v.oracle({ [BTC]: at(-s * 60) });
+    const kind = pick(['closing entry', 'bust', 'child after fill', 'stop rests'] as const);
+    if (kind === 'closing entry') {
+      // a holds the other side; its entry order closes it while a managed stop waits.
+      v.place(maker, BTC, { side: open, qty: '1', price: at(0) });
+      v.place(a, BTC, { side: close, qty: '1', price: at(0) });
+      v.place(a, BTC, { side: open, qty: '1', price: at(0), cloid: entry });
+      stopChild();
+      v.place(maker, BTC, { side: close, qty: pick(['0.4', '0.6']), price: at(0) });
+      v.place(taker, BTC, { side: close, qty: '1', price: at(0), tif: 'IOC' });
+    } else if (kind === 'bust' || kind === 'child after fill') {
+      v.place(a, BTC, { side: open, qty: '1', price: at(0), cloid: entry });
+      if (kind === 'bust') stopChild();
+      const first = v.place(maker, BTC, { side: close, qty: pick(['0.3', '0.5']), price: at(0) });
+      if (kind === 'child after fill') stopChild();
+      v.place(taker, BTC, { side: close, qty: '0.2', price: at(0) });
+      const trade = first.find((e) => e.type === 'trade');
+      if (kind === 'bust' && trade?.type === 'trade')
+        v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'followers' });
+      v.place(maker, BTC, { side: open, qty: '2', price: at(-s * 80) });
+      fire();
+    } else {
+      v.place(maker, BTC, { side: close, qty: '0.5', price: at(0) });
+      v.place(a, BTC, { side: open, qty: '0.5', price: at(0) });
+      v.place(a, BTC, { side: close, qty: '0.45', price: at(s * 30), reduceOnly: true });
+      v.place(a, BTC, {
+        side: close,
+        qty: '0.3',
+        type: 'StopLimit',
+        trigger: at(-s * 10),
+        price: at(-s * 10),
+        reduceOnly: true,
+      });
+      v.place(taker, BTC, { side: open, qty: pick(['0.1', '0.2']), price: at(-s * 10) });
+      v.oracle({ [BTC]: at(-s * 15) });
+    }
+    for (const w of [a, maker, taker]) v.run({ type: 'cancelAll', account: w, market: 1 });
+    // a's position is closed, so the next case starts from an empty book.
+    const size = v.state.accounts.get(a)?.positions.find((p) => p.market === 1)?.size ?? 0n;
+    if (size !== 0n) {
+      const side = size > 0n ? 'Sell' : 'Buy';
+      v.place(maker, BTC, { side: size > 0n ? 'Buy' : 'Sell', qty: '10', price: at(0) });
+      v.place(a, BTC, { side, qty: '10', price: at(0), reduceOnly: true, tif: 'IOC' });
+      v.run({ type: 'cancelAll', account: maker, market: 1 });
+    }
+  }
+  return v;
+}
+
 function tourHashes(): Hashes & { commands: readonly Command[]; venue: TestVenue } {
   const v = tour(11, 1_500);
   return { state: stateHash(v.state), events: eventsHash(v.history), commands: v.log, venue: v };
@@ -392,6 +506,25 @@ describe('engine rules fingerprint', () => {
         }
     expect(refused).toBeGreaterThan(0);
     expect(filled).toBeGreaterThan(0);
+
+    // The followers: children fire and are ended with their position, fills are busted, and
+    // reduce-only orders are cut.
+    const followed = new Set<string>();
+    for (const events of followers(3, 60).history)
+      for (const x of events)
+        if (x.type === 'executionReport' && 'order' in x && x.order.managed)
+          followed.add(`managed ${x.kind} ${x.order.reason ?? ''}`.trim());
+        else if (x.type === 'executionReport' && x.kind === 'OrderReplaced')
+          followed.add(`OrderReplaced ${x.order.reason ?? ''}`.trim());
+        else if (x.type === 'executionReport' && x.kind === 'TradeBust') followed.add('TradeBust');
+    expect(
+      [
+        'managed OrderTriggered',
+        'managed OrderCancelled PositionClosed',
+        'OrderReplaced ReduceOnly',
+        'TradeBust',
+      ].filter((k) => !followed.has(k)),
+    ).toEqual([]);
   });
 
   it(`matches the fingerprint of rules version ${ENGINE_RULES_VERSION}`, () => {
@@ -405,10 +538,12 @@ describe('engine rules fingerprint', () => {
     });
     const t = tourHashes();
     const e = edges(5, 80);
+    const f = followers(3, 60);
     const got = {
       simulation: { state: sim.stateHash, events: sim.eventsHash },
       tour: { state: t.state, events: t.events },
       edges: { state: stateHash(e.state), events: eventsHash(e.history) },
+      followers: { state: stateHash(f.state), events: eventsHash(f.history) },
     };
     expect(
       got,
