@@ -107,6 +107,32 @@ describe('CandleProjection', () => {
     expect(p.current(1, '1m')).toMatchObject({ openTime: T0 + M, open: 120n, trades: 1 });
   });
 
+  it('busting a trade that counted in a later candle restates that candle, not its own minute', () => {
+    const p = new CandleProjection();
+    p.trade(1, print(100n, 1n, 100n, T0 + 1_000), changes());
+    const [first] = p.advance(T0 + M);
+    const before = { ...first };
+    // Stamped in the first minute, published after it closed: it counts in the second.
+    const late = print(120n, 2n, 240n, T0 + 59_000);
+    p.trade(1, late, changes());
+    p.trade(1, print(110n, 1n, 110n, T0 + M + 5_000), changes());
+    const out = changes();
+    p.bust(1, late.tradeId, out);
+    // The closed minute never held it: not restated, unchanged.
+    expect(out.restated).toEqual([]);
+    expect(first).toEqual(before);
+    expect(p.current(1, '1m')).toMatchObject({
+      openTime: T0 + M,
+      open: 110n,
+      high: 110n,
+      low: 110n,
+      close: 110n,
+      volume: 1n,
+      trades: 1,
+    });
+    expect(out.busts).toMatchObject([{ print: { ...late, at: T0 + M } }]);
+  });
+
   it('keeps a bounded history and skips what a long gap would evict at once', () => {
     const F = 5 * M;
     const p = new CandleProjection(5);
