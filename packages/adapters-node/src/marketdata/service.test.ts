@@ -958,6 +958,34 @@ describe('candles', () => {
   });
 });
 
+describe('default pacing', () => {
+  it('an open candle at most every 250 ms and a ticker at most once a second, the latest values winning', async () => {
+    const v = await venue();
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    const c = await v.connect();
+    const candle = { channel: 'candles', instrument: 'BTC-PERP', interval: '1m' };
+    await c.request({ type: 'subscribe', id: 'c', ...candle });
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    await c.waitFor((m) => m.type === 'ticker');
+    const candles = c.all('candle').length;
+    const tickers = c.all('ticker').length;
+    // Twenty trades spread over more than 600 ms.
+    const started = performance.now();
+    for (let i = 1; i <= 20; i++) {
+      await v.trade('BTC-PERP', String(60_000 + i), '0.1');
+      await sleep(30);
+    }
+    const elapsed = performance.now() - started;
+    await c.waitFor((m) => m.type === 'candle' && m.trades === 21, 0, 2_000);
+    await c.waitFor((m) => m.type === 'ticker' && m.last === '60020', 0, 3_000);
+    // Leading edge, then at most one per interval (the last a trailing flush).
+    expect(c.all('candle').length - candles).toBeLessThanOrEqual(Math.ceil(elapsed / 250) + 1);
+    expect(c.all('ticker').length - tickers).toBeLessThanOrEqual(Math.ceil(elapsed / 1_000) + 1);
+    expect(c.all('candle').at(-1)).toMatchObject({ close: '60020', volume: '2.1', closed: false });
+  });
+});
+
 describe('liquidation auctions', () => {
   it('the subscribe snapshot prices a live auction now, not at the engine’s last event', async () => {
     const v = await venue({ auctions: liveAuctions, auctionEvents });
@@ -1175,6 +1203,18 @@ describe('errors and limits', () => {
     expect(e.retryAfterMs as number).toBeGreaterThan(0);
   });
 
+  it('malformed frames count against the per-IP budget too', async () => {
+    const v = await venue({ limits: { messagesPerSecondPerIp: 5 } });
+    const c = await v.connect();
+    for (let i = 0; i < 5; i++) c.send('{"type":');
+    c.send({ type: 'ping', id: 'p' });
+    c.send('{"type":');
+    for (let i = 0; i < 5; i++) expect(await c.next()).toMatchObject({ type: 'error', code: 4000 });
+    expect(await c.next()).toMatchObject({ type: 'error', id: 'p', code: 4029 });
+    // Over the budget, a malformed frame gets 4029 too: the budget is checked first.
+    expect(await c.next()).toMatchObject({ type: 'error', code: 4029 });
+  });
+
   it('refuses connections above the per-IP cap at upgrade with HTTP 429', async () => {
     const v = await venue({ limits: { maxConnectionsPerIp: 3 } });
     const open = [await v.connect(), await v.connect(), await v.connect()];
@@ -1287,6 +1327,47 @@ describe('slow consumers', () => {
     }, 5_000);
     expect(healthy.ws.readyState).toBe(WebSocket.OPEN);
     slow.ws.terminate();
+  });
+
+  it('above the soft cap only updates are skipped: replies, subscribe snapshots and candle closes still go out', async () => {
+    // A soft cap of -1 puts every socket above it, whatever it has unsent.
+    const v = await venue({ limits: { softBufferBytes: -1 }, pacing: { housekeepingMs: 20 } });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    const c = await v.connect();
+    const sub = { type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '1m' };
+    expect(await c.request({ ...sub, id: 'c' })).toMatchObject({ type: 'subscribed' });
+    expect(await c.next()).toMatchObject({
+      type: 'candle',
+      openTime: T0,
+      trades: 1,
+      closed: false,
+    });
+    const skipped = v.service.skipped;
+    v.clock.set(T0 + 20_000);
+    await v.trade('BTC-PERP', '90000', '0.1');
+    const fatFinger = v.state.counters.trade;
+    await eventually(() => expect(v.service.skipped).toBeGreaterThan(skipped));
+    v.clock.set(T0 + 60_000);
+    expect(await c.next((m) => m.type === 'candle')).toMatchObject({
+      openTime: T0,
+      high: '90000',
+      volume: '0.2',
+      trades: 2,
+      closed: true,
+    });
+    // A bust sends the restated close again, also not skipped.
+    await v.run({ type: 'bustTrade', tradeId: fatFinger, reason: 'fat finger' });
+    expect(await c.next((m) => m.type === 'candle')).toMatchObject({
+      openTime: T0,
+      high: '60000',
+      volume: '0.1',
+      trades: 1,
+      closed: true,
+    });
+    expect(await c.request({ type: 'ping', id: 'p' })).toMatchObject({ type: 'pong' });
+    // The only open candle it got is the subscribe snapshot.
+    expect(c.all('candle').filter((m) => m.closed === false)).toHaveLength(1);
   });
 
   /** Auction events, which are never skipped: `perBatch` of them for each batch that moves a book. */
