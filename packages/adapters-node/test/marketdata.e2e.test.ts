@@ -13,6 +13,8 @@ import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/f
 describe('market data through the venue', () => {
   let t: TestVenue;
   let md: WsClient;
+  /** The book's seq after the last change before the restart. */
+  let lastSeq = 0;
   const dir = mkdtempSync(join(tmpdir(), 'perp-md-'));
 
   beforeAll(async () => {
@@ -87,6 +89,7 @@ describe('market data through the venue', () => {
     );
     expect(after.bids).toEqual([['64990', '0.3']]);
     expect(after.seq as number).toBeGreaterThan(book.seq as number);
+    lastSeq = after.seq as number;
     const ticker = (await md.waitFor(
       (m) => m.type === 'ticker' && m.last === '65010',
       15_000,
@@ -120,13 +123,28 @@ describe('market data through the venue', () => {
     md = await WsClient.connect(t.venue.marketdata);
     await md.request({ type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 5 });
     await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });
+    // The book's seq is the engine's, rebuilt with it: the same book has the same seq, so a
+    // client that keeps the highest seq across its reconnect takes the next change.
     expect(await md.waitFor((m) => m.type === 'orderbook')).toMatchObject({
       bids: [['64990', '0.3']],
       asks: [],
+      seq: lastSeq,
     });
     expect(await md.waitFor((m) => m.type === 'ticker')).toMatchObject({
       last: '65010',
       volume24h: '0.2',
     });
+    const bob = t.wallet(1);
+    const b = await t.connect(bob);
+    await b.request({
+      type: 'placeOrder',
+      signature: await bob.sign('Order', limitOrder(false, px(65020), btc(0.1))),
+    });
+    const next = await md.waitFor(
+      (m) => m.type === 'orderbook' && (m.asks as unknown[]).length > 0,
+    );
+    expect(next).toMatchObject({ bids: [['64990', '0.3']], asks: [['65020', '0.1']] });
+    expect(next.seq).toBe(lastSeq + 1);
+    await b.close();
   });
 });
