@@ -133,6 +133,12 @@ describe('parseRequest', () => {
         undefined,
         /unknown instrument/,
       ],
+      // Absent (or null) means every instrument; an empty symbol is not a way to say so.
+      [
+        { type: 'subscribe', channel: 'liquidations', instrument: '' },
+        undefined,
+        /unknown instrument ""/,
+      ],
       [{ type: 'Subscribe', id: 'a', channel: 'tickers' }, 'a', /unknown message type/],
       [{ type: 'subscribe', id: '', channel: 'tickers' }, undefined, /id must be/],
       [{ type: 'subscribe', id: 'x'.repeat(65), channel: 'tickers' }, undefined, /id must be/],

@@ -958,6 +958,29 @@ describe('candles', () => {
   });
 });
 
+describe('candle snapshots', () => {
+  it('a subscriber joining after a minute ended gets the candle open now, before any housekeeping', async () => {
+    // Housekeeping would close the minute on its own: here it never runs during the test.
+    const v = await venue({ pacing: { housekeepingMs: 600_000 } });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    v.clock.set(T0 + 130_000);
+    const c = await v.connect();
+    const sub = { type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '1m' };
+    expect(await c.request({ ...sub, id: 'c' })).toMatchObject({ type: 'subscribed' });
+    // The snapshot is the candle open now, not the one open when the last trade came.
+    expect(await c.next((m) => m.type === 'candle' && m.closed === false)).toMatchObject({
+      type: 'candle',
+      openTime: T0 + 120_000,
+      open: '60000',
+      close: '60000',
+      volume: '0',
+      trades: 0,
+      closed: false,
+    });
+  });
+});
+
 describe('default pacing', () => {
   it('an open candle at most every 250 ms and a ticker at most once a second, the latest values winning', async () => {
     const v = await venue();
@@ -1022,6 +1045,42 @@ describe('liquidation auctions', () => {
       price: snapshot.price,
       remaining: '0.099',
     });
+  });
+});
+
+describe('liquidation auction events', () => {
+  it('reach the subscribers of their instrument and of every instrument, not those of another', async () => {
+    const auction: LiveAuction = {
+      auctionId: 9,
+      market: 1,
+      side: 'Sell',
+      remaining: 10_000n,
+      price: px('59000'),
+      startPrice: px('61000'),
+      endPrice: px('58000'),
+      endTime: T0 + 600_000,
+      status: 'Live',
+    };
+    const v = await venue({
+      auctionEvents: (events) => (events.some((e) => e.type === 'trade') ? [auction] : []),
+    });
+    const [btc, all, eth] = [await v.connect(), await v.connect(), await v.connect()];
+    const sub = (c: Client, instrument?: string) =>
+      c.request({ type: 'subscribe', id: 'l', channel: 'liquidations', instrument });
+    await sub(btc, 'BTC-PERP');
+    await sub(all);
+    await sub(eth, 'ETH-PERP');
+    await v.trade('BTC-PERP', '60000', '0.1');
+    for (const c of [btc, all]) {
+      expect(await c.next((m) => m.type === 'liquidationAuction')).toMatchObject({
+        auctionId: '9',
+        instrument: 'BTC-PERP',
+        remaining: '1',
+      });
+    }
+    await sleep(100);
+    expect(eth.all('liquidationAuction')).toEqual([]);
+    expect(btc.all('liquidationAuction')).toHaveLength(1);
   });
 });
 
