@@ -107,6 +107,21 @@ describe('CandleProjection', () => {
     expect(p.current(1, '1m')).toMatchObject({ openTime: T0 + M, open: 120n, trades: 1 });
   });
 
+  it('keeps the print of a trade at the prune floor itself: the engine can still bust it', () => {
+    const p = new CandleProjection();
+    const onTheMinute = print(100n, 1n, 100n, T0);
+    p.trade(1, onTheMinute, changes());
+    p.trade(1, print(101n, 1n, 101n, T0 + M), changes());
+    // The floor is the minute of the oldest trade the engine retains: this one.
+    p.prune(T0);
+    expect(p.heldPrints).toBe(2);
+    const out = changes();
+    p.bust(1, onTheMinute.tradeId, out);
+    expect(out.busts).toHaveLength(1);
+    p.prune(T0 + M + 1);
+    expect(p.heldPrints).toBe(0);
+  });
+
   it('busting a trade that counted in a later candle restates that candle, not its own minute', () => {
     const p = new CandleProjection();
     p.trade(1, print(100n, 1n, 100n, T0 + 1_000), changes());
