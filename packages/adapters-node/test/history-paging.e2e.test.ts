@@ -44,13 +44,14 @@ describe('history paging within one millisecond, default limit, status and defau
   const bids: string[] = [];
   let cancelled: string;
   let sweep: string;
+  let bobEth: string;
   let placedAt: number;
 
   beforeAll(async () => {
     placedAt = Date.now();
     clock = new ManualClock(placedAt);
     t = await startTestVenue({ clock, config: CONFIG });
-    await t.oracle({ 'BTC-PERP': '65000' });
+    await t.oracle({ 'BTC-PERP': '65000', 'ETH-PERP': '3000' });
     [alice, bob] = [t.wallet(0), t.wallet(1)];
     for (const w of [alice, bob]) {
       await t.invite(w);
@@ -90,6 +91,13 @@ describe('history paging within one millisecond, default limit, status and defau
     });
     expect(s).toMatchObject({ type: 'orderAck', order: { ordStatus: 'Filled' } });
     sweep = (s.order as Row).orderId as string;
+    // Bob also rests a bid on another market.
+    const e = await b.request({
+      type: 'placeOrder',
+      signature: await bob.sign('Order', limitOrder(true, px(2_990), 100n, { market: 2 })),
+    });
+    expect(e).toMatchObject({ type: 'orderAck', order: { instrument: 'ETH-PERP' } });
+    bobEth = (e.order as Row).orderId as string;
   });
   afterAll(async () => t.close());
 
@@ -151,6 +159,9 @@ describe('history paging within one millisecond, default limit, status and defau
     const all = await orders(alice, 'limit=500');
     expect(all.rows).toHaveLength(BIDS);
     expect(await orders(alice, 'limit=500&status=all')).toEqual(all);
+    // The wallet in any case is the same account (protocol.md section 3).
+    const upper = `0x${alice.address.slice(2).toUpperCase()}`;
+    expect(await read('/historic/orders', `wallet=${upper}&limit=500`)).toEqual(all);
     const closed = await orders(alice, 'status=closed&limit=500');
     expect(new Set(ids(closed))).toEqual(new Set([cancelled, bids[BIDS - 1], bids[BIDS - 2]]));
     expect(closed.rows.every((r) => r.closedTime === placedAt)).toBe(true);
@@ -158,6 +169,22 @@ describe('history paging within one millisecond, default limit, status and defau
     expect(open.rows).toHaveLength(BIDS - 3);
     expect(open.rows.every((r) => r.closedTime === null)).toBe(true);
     expect(ids(open)).toEqual(byIdDesc(ids(open)));
+  });
+
+  it('orderId and cloid select one order; a cloid in upper case is the same one', async () => {
+    const target = bids[41]!;
+    expect(ids(await orders(alice, `orderId=${target}`))).toEqual([target]);
+    expect(ids(await orders(alice, `cloid=${cloid(42)}`))).toEqual([target]);
+    const upper = `0x${cloid(42).slice(2).toUpperCase()}`;
+    expect(ids(await orders(alice, `cloid=${upper}`))).toEqual([target]);
+    expect((await orders(bob, `cloid=${cloid(42)}`)).rows).toEqual([]);
+  });
+
+  it('instrument selects the orders of one market', async () => {
+    expect(ids(await orders(bob))).toEqual([bobEth, sweep]);
+    expect(ids(await orders(bob, 'instrument=ETH-PERP'))).toEqual([bobEth]);
+    expect(ids(await orders(bob, 'instrument=BTC-PERP'))).toEqual([sweep]);
+    expect((await orders(alice, 'instrument=ETH-PERP')).rows).toEqual([]);
   });
 
   it('trade filters: orderId and cloid select the fills of one order', async () => {

@@ -161,6 +161,13 @@ describe('a trade bust in the order history', () => {
     // The trade rows keep the busted fill, flagged.
     const flagged = (await tradesOf(carol, taker)).filter((x) => x.busted === true);
     expect(flagged.map((x) => x.tradeId)).toEqual([first!.tradeId]);
+    expect(flagged[0]).toMatchObject({ bustReason: 'test', bustTime: expect.any(Number) });
+    expect(flagged[0]!.bustTime as number).toBeGreaterThanOrEqual(flagged[0]!.time as number);
+    const kept = (await tradesOf(carol, taker)).filter((x) => x.tradeId !== first!.tradeId);
+    expect(kept).toMatchObject([
+      { busted: false, bustTime: null, bustReason: null },
+      { busted: false, bustTime: null, bustReason: null },
+    ]);
   });
 
   it('an IOC cancelled after two fills keeps its reason until its last fill is busted', async () => {
