@@ -359,6 +359,18 @@ describe('CandleProjection', () => {
     expect(p.current(3, '1d')).toMatchObject({ openTime: T0, open: 42n });
   });
 
+  it('a bust that empties a seeded market’s first candle leaves it at the seeded price', () => {
+    // Restarted from a snapshot: the market traded at 100 before this projection saw anything.
+    const p = new CandleProjection();
+    p.seed(1, 100n, T0 + 5_000);
+    const t = print(120n, 1n, 120n, T0 + 10_000);
+    p.trade(1, t, changes());
+    p.bust(1, t.tradeId, changes());
+    for (const i of INTERVALS) {
+      expect(p.current(1, i), i).toMatchObject({ open: 100n, close: 100n, volume: 0n, trades: 0 });
+    }
+  });
+
   it('formats candles as canonical decimal strings', () => {
     const c: Candle = {
       market: 1,
