@@ -17,6 +17,7 @@ interface Page {
 }
 const WEEK = 7 * 86_400_000;
 const BIDS = 103;
+const GTD = 1;
 const IOC = 2;
 
 // The setup places over a hundred orders from one wallet: above 20 requests per second.
@@ -45,6 +46,7 @@ describe('history paging within one millisecond, default limit, status and defau
   let cancelled: string;
   let sweep: string;
   let bobEth: string;
+  let bobGtd: string;
   let placedAt: number;
 
   beforeAll(async () => {
@@ -98,6 +100,19 @@ describe('history paging within one millisecond, default limit, status and defau
     });
     expect(e).toMatchObject({ type: 'orderAck', order: { instrument: 'ETH-PERP' } });
     bobEth = (e.order as Row).orderId as string;
+    // And a GTD bid that expires an hour from now.
+    const g = await b.request({
+      type: 'placeOrder',
+      signature: await bob.sign(
+        'Order',
+        limitOrder(true, px(59_000), btc(0.01), {
+          timeInForce: GTD,
+          expiry: BigInt(Math.floor(placedAt / 1000) + 3_600),
+        }),
+      ),
+    });
+    expect(g).toMatchObject({ type: 'orderAck', order: { ordStatus: 'New' } });
+    bobGtd = (g.order as Row).orderId as string;
   });
   afterAll(async () => t.close());
 
@@ -181,9 +196,9 @@ describe('history paging within one millisecond, default limit, status and defau
   });
 
   it('instrument selects the orders of one market', async () => {
-    expect(ids(await orders(bob))).toEqual([bobEth, sweep]);
+    expect(ids(await orders(bob))).toEqual([bobGtd, bobEth, sweep]);
     expect(ids(await orders(bob, 'instrument=ETH-PERP'))).toEqual([bobEth]);
-    expect(ids(await orders(bob, 'instrument=BTC-PERP'))).toEqual([sweep]);
+    expect(ids(await orders(bob, 'instrument=BTC-PERP'))).toEqual([bobGtd, sweep]);
     expect((await orders(alice, 'instrument=ETH-PERP')).rows).toEqual([]);
   });
 
@@ -226,5 +241,21 @@ describe('history paging within one millisecond, default limit, status and defau
     expect(await at(`endTime=${placedAt + 1}`)).toBe(BIDS);
     expect(await at(`endTime=${placedAt + WEEK}`)).toBe(BIDS);
     expect(await at(`endTime=${placedAt + WEEK + 1}`)).toBe(0);
+  });
+
+  it('an expired GTD order is closed: listed by status=closed, not by status=open', async () => {
+    // The clock is past the expiry (previous test); the venue's wake-up timer expires it.
+    const end = Date.now() + 5_000;
+    let row: Row | undefined;
+    do {
+      row = (await orders(bob, `orderId=${bobGtd}&startTime=0`)).rows[0];
+      if (row?.ordStatus === 'Expired') break;
+      await new Promise((r) => setTimeout(r, 20));
+    } while (Date.now() < end);
+    expect(row).toMatchObject({ ordStatus: 'Expired', closedTime: expect.any(Number) });
+    const open = await orders(bob, 'status=open');
+    expect(ids(open)).toEqual([bobEth]);
+    const closed = await orders(bob, 'status=closed&startTime=0');
+    expect(ids(closed)).toEqual([bobGtd, sweep]);
   });
 });
