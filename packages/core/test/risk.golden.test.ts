@@ -874,6 +874,56 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(GOLD)!.isolated[0]!.cash).toBe(usd('-3540'));
   });
 
+  // Found by mutation: withdrawals and transfers ignored the claim reserve and every test passed.
+  it('keeps a live claim reserved: withdrawals and transfers out of cross stop at free less it', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: CLAIMANT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    // 10,000 of cross cash, no position: withdrawable 10,000, less the 546 reserved.
+    const free = usd('10000') - usd('546');
+    const code = (o: Outcome) => (o.ok ? 'ok' : `${o.code} ${o.message}`);
+    const withdraw = (amount: bigint) =>
+      v.outcome(
+        v.run({
+          type: 'withdraw',
+          account: CLAIMANT,
+          amount,
+          target: { mode: 'Cross', market: 0 },
+        }),
+      );
+    const transfer = (amount: bigint) =>
+      v.outcome(
+        v.run({
+          type: 'transferMargin',
+          account: CLAIMANT,
+          amount,
+          market: 3,
+          direction: 'crossToIsolated',
+        }),
+      );
+    expect(code(withdraw(free + 1n))).toBe(
+      '4100 INSUFFICIENT_MARGIN: amount 9454.000001 exceeds withdrawable 9454',
+    );
+    expect(code(transfer(free + 1n))).toBe(
+      '4100 INSUFFICIENT_MARGIN: amount 9454.000001 exceeds cross withdrawable 9454',
+    );
+    expect(code(transfer(usd('454')))).toBe('ok');
+    expect(code(withdraw(free - usd('454')))).toBe('ok');
+    expect(v.state.accounts.get(CLAIMANT)!.crossCash).toBe(usd('546'));
+    // The claim still settles in full from what was kept.
+    const end = v.run({ type: 'tick', time: start + 30_000 });
+    expect(reportsOf(end, 'LiquidationClaim', CLAIMANT).map((r) => r.status)).toEqual(['Settled']);
+  });
+
   it('sends what is unclaimed to ADL at the bankruptcy price when the scope is still unhealthy', () => {
     const { v } = auctionVenue();
     const start = v.time;
