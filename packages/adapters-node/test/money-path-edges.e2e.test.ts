@@ -243,6 +243,44 @@ describe('money-path authorisation edges', () => {
     expect([good.status, good.body.status]).toEqual([200, 'Submitted']);
   });
 
+  it('a deposit whose permit has expired is 400 INVALID_NONCE (4002) and spends neither nonce', async () => {
+    const h = t.wallet(key(10));
+    await t.invite(h);
+    await t.fund(h, '20');
+    await t.admin('POST', '/admin/faucet', { wallet: h.address, amount: '5' });
+    const chainBefore = (await t.api('GET', `/chain/token/${h.address}`)).body;
+    const deadline = Wallet.deadline();
+    const depositSignature = await h.sign('Deposit', {
+      amount: usd(5),
+      market: 0,
+      flags: 0,
+      nonce: freshNonce(),
+      deadline,
+    });
+    const permit = (permitDeadline: bigint) =>
+      h.sign('Permit', {
+        spender: t.net.vault.address,
+        value: usd(5),
+        nonce: BigInt(chainBefore.nonce as string),
+        deadline: permitDeadline,
+      });
+    const body = (permitSignature: unknown) => ({
+      amount: '5',
+      instrument: null,
+      marginMode: 'Cross',
+      permitSignature,
+      depositSignature,
+    });
+    const before = await t.stateHash();
+    const expired = await t.api('POST', '/margin/deposit', body(await permit(1n)));
+    expect(expired.status).toBe(400);
+    expect(String(expired.body.error)).toMatch(/^INVALID_NONCE: permit deadline passed: 1 s/);
+    expect(await t.stateHash()).toEqual(before);
+    expect((await t.api('GET', `/chain/token/${h.address}`)).body).toEqual(chainBefore);
+    const good = await t.api('POST', '/margin/deposit', body(await permit(deadline)));
+    expect([good.status, good.body.status]).toEqual([200, 'Submitted']);
+  });
+
   // Found by mutation: sending every answered withdrawal to the chain desk, Rejected ones
   // included, passed every test; the simulated chain would then pay out what the engine refused.
   it('a withdrawal Rejected for margin pays nothing out on chain; a Submitted one pays exactly its amount', async () => {
