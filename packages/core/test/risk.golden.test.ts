@@ -1040,6 +1040,49 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(TIGHT)!.crossCash).toBe(usd('546'));
   });
 
+  // Found by mutation: charging the cross reservation to isolated scopes too survived the suite.
+  // Claims settle into the cross pool only, so an isolated pool owes them nothing.
+  it("leaves the claimant's isolated pools out of the reservation", () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const TIGHT = wallet(0x85);
+    v.open(TIGHT);
+    v.fund(TIGHT, '600');
+    v.fund(TIGHT, '100', 'ISO-PERP');
+    ok(
+      v.run({
+        type: 'claimLiquidation',
+        time: start + 15_000,
+        account: TIGHT,
+        auctionId: 1,
+        quantity: 60n,
+        maxPrice: px('91'),
+      }),
+    );
+    expect(v.state.accounts.get(TIGHT)!.claimReserve).toBe(usd('546'));
+    // The isolated pool's 100 is all transferable, and an isolated order may use it (hold
+    // 10 x 85 / 10x = 85), though the reservation is larger than the pool.
+    const summary0 = accountSummary(v.state, TIGHT, v.time)!;
+    expect(summary0.assetPositions.map((p) => [p.marginMode, p.transferable])).toEqual([
+      ['Isolated', '100'],
+    ]);
+    expect(summary0.withdrawable).toBe('54');
+    v.expectOk(v.place(TIGHT, 'ISO-PERP', { side: 'Buy', qty: '10', price: '85', isolated: true }));
+    v.run({ type: 'cancelAll', account: TIGHT, market: 0 });
+    ok(
+      v.run({
+        type: 'transferMargin',
+        account: TIGHT,
+        market: 3,
+        amount: usd('60'),
+        direction: 'isolatedToCross',
+      }),
+    );
+    const iso = { mode: 'Isolated' as const, market: 3 };
+    ok(v.run({ type: 'withdraw', account: TIGHT, amount: usd('40'), target: iso }));
+    expect(v.state.accounts.get(TIGHT)!.isolated).toEqual([{ market: 3, cash: 0n }]);
+  });
+
   // Found by mutation: the exact placement check without the reservation survived the suite
   // (the float filter counts it, but it only ever says "surely fits").
   it('keeps margin reserved by a claim out of new orders, to the micro-unit', () => {
