@@ -40,12 +40,12 @@ function trade(v: TestVenue, seller: string, buyer: string, qty: string): void {
   v.expectOk(v.place(buyer, SYM, { side: 'Buy', qty, price: '100', isolated: buyer === GOLD }));
 }
 
-/** The gap: quotes at 79.5 / 80 put the mark exactly on the index 80. */
-function gap(v: TestVenue): EngineEvent[] {
-  v.expectOk(v.place(MM, SYM, { side: 'Buy', qty: '1', price: '79.5' }));
-  v.expectOk(v.place(MM, SYM, { side: 'Sell', qty: '1', price: '80' }));
-  const events = v.oracle({ [SYM]: '80' });
-  expect(v.state.markets.get(3)!.prices.mark).toBe(px('80'));
+/** The gap: quotes one tick under and at `mark` put the mark exactly on the index `mark`. */
+function gap(v: TestVenue, mark = 80): EngineEvent[] {
+  v.expectOk(v.place(MM, SYM, { side: 'Buy', qty: '1', price: String(mark - 0.5) }));
+  v.expectOk(v.place(MM, SYM, { side: 'Sell', qty: '1', price: String(mark) }));
+  const events = v.oracle({ [SYM]: String(mark) });
+  expect(v.state.markets.get(3)!.prices.mark).toBe(px(String(mark)));
   return events;
 }
 
@@ -121,5 +121,20 @@ describe('ADL tie-breaks', () => {
     expect(adl(events)).toEqual([[OLD, 10n, px('90'), 1]]);
     expect(v.state.accounts.get(OLD)!.positions).toEqual([]);
     expect(v.state.accounts.get(NEW)!.positions.map((p) => p.size)).toEqual([-10n]);
+  });
+});
+
+describe('a scope at exactly zero equity after the market step', () => {
+  it('goes to ADL at once (the bankruptcy price is the mark), not to an auction', () => {
+    const S = wallet(0xb7);
+    const v = venue([[S, '1000']], '100');
+    trade(v, S, GOLD, '10'); // GOLD isolated long 10, Ri = 100 - 1,000 = -900
+    // Mark 90: GOLD's equity -900 + 900 = 0 < maintenance 22.5; nothing is bid at 90.
+    const events = gap(v, 90);
+    expect(events.filter((e) => e.type === 'auction')).toEqual([]);
+    expect(v.state.auctions.size).toBe(0);
+    expect(adl(events)).toEqual([[S, 10n, px('90'), 1]]);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: 0n }]);
   });
 });
