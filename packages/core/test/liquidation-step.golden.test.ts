@@ -1,0 +1,82 @@
+/**
+ * The liquidation market step at a bankruptcy price off the tick grid, and the liquidation fee
+ * capped by what the scope has left (engine-rules 2 and 7). Golden case C's bankruptcy price
+ * (90) sits on the tick and its fee (0.5% of 9,150) is far below the 150 left, so neither the
+ * rounding of the book bound nor the cap was pinned.
+ *
+ * GOLD: isolated long 10 @ 100 with 98 of margin, Ri = 98 - 1,000 = -902, so the bankruptcy price
+ * is 90.2, between the ticks 90 and 90.5. The mark drops to 91: equity -902 + 910 = 8 is below
+ * the maintenance margin 22.75.
+ */
+import { describe, expect, it } from 'vitest';
+import { type EngineEvent, type LiquidationReport, liveAuctions } from '../src/index.js';
+import { px, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
+
+const GOLD = wallet(0xc0);
+const S = wallet(0xc1);
+const MM = wallet(0xc2);
+const SYM = 'ISO-PERP';
+
+function venue(feeRate = '0'): TestVenue {
+  const v = new TestVenue();
+  v.list({ ...wholeLotSettings(SYM, 3), liquidation: { feeRate } });
+  for (const w of [GOLD, S, MM]) v.open(w);
+  v.fund(S, '10000');
+  v.fund(MM, '100000');
+  v.fund(GOLD, '98', SYM);
+  v.oracle({ [SYM]: '100' });
+  v.expectOk(v.place(S, SYM, { side: 'Sell', qty: '10', price: '100' }));
+  v.expectOk(v.place(GOLD, SYM, { side: 'Buy', qty: '10', price: '100', isolated: true }));
+  expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: usd('-902') }]);
+  return v;
+}
+
+/** MM bids 10 at `bid` and offers 1 at 91; the index 91 puts the mark on 91. */
+function drop(v: TestVenue, bid: string): EngineEvent[] {
+  v.expectOk(v.place(MM, SYM, { side: 'Buy', qty: '10', price: bid }));
+  v.expectOk(v.place(MM, SYM, { side: 'Sell', qty: '1', price: '91' }));
+  const events = v.oracle({ [SYM]: '91' });
+  expect(v.state.markets.get(3)!.prices.mark).toBe(px('91'));
+  return events;
+}
+
+function liquidations(events: readonly EngineEvent[]): LiquidationReport[] {
+  return events.filter(
+    (e): e is LiquidationReport => e.type === 'executionReport' && e.kind === 'Liquidation',
+  );
+}
+
+describe('the market step never fills beyond the bankruptcy price', () => {
+  it('a long bankrupt at 90.2 does not sell at 90: the bound rounds up to the tick, 90.5', () => {
+    const v = venue();
+    const events = drop(v, '90');
+    expect(liquidations(events)).toEqual([]);
+    // The bid at 90 is untouched; the whole position goes to the auction, 91 down to 90.2.
+    expect(v.state.markets.get(3)!.bids.map((l) => [l.price, l.quantity])).toEqual([
+      [px('90'), 10n],
+    ]);
+    expect(liveAuctions(v.state)).toMatchObject([
+      { side: 'Buy', remaining: 10n, startPrice: px('91'), endPrice: px('90.2') },
+    ]);
+  });
+});
+
+describe('the liquidation fee', () => {
+  it('is capped by what the scope has left: 3, not 0.5% of 905', () => {
+    const v = venue('0.005');
+    const fund0 = v.state.insuranceFund;
+    // The bid at 90.5 is at the bound: GOLD sells 10 @ 90.5, leaving -902 + 905 = 3.
+    const events = drop(v, '90.5');
+    const liq = liquidations(events);
+    expect(liq.map((r) => [r.method, r.fill.quantity, r.fill.price, r.penalty])).toEqual([
+      ['Market', 10n, px('90.5'), usd('3')],
+    ]);
+    // 0.5% of 905 is 4.525, more than the 3 left: the fund takes the 3 and pays out nothing.
+    const insurance = events.filter((e) => e.type === 'insurance');
+    expect(insurance.map((e) => e.type === 'insurance' && [e.reason, e.delta])).toEqual([
+      ['LiquidationFee', usd('3')],
+    ]);
+    expect(v.state.insuranceFund - fund0).toBe(usd('3'));
+    expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: 0n }]);
+  });
+});
