@@ -470,6 +470,33 @@ describe('pre-trade checks', () => {
     expect(code(v.place(A, BTC, { side: 'Buy', qty: '0.001', price: '5000' }))).toBe(0);
   });
 
+  // Engine-rules 5: only a reduce-only order that closes the whole position is exempt. Found by
+  // mutation: exempting every reduce-only order survived the suite (its one reduce-only case
+  // closed the whole position).
+  it('4101: a reduce-only order that closes part of the position is not exempt', () => {
+    v.fund(A, '1000');
+    v.fund(B, '1000');
+    openLong('0.002');
+    // 0.001 x 4,000 = 4 USD for half of the position: refused. All of it at 2,000 (also 4 USD)
+    // is the exempt dust close.
+    const part = v.place(A, BTC, { side: 'Sell', qty: '0.001', price: '4000', reduceOnly: true });
+    expect(code(part)).toBe(4101);
+    expect(
+      code(v.place(A, BTC, { side: 'Sell', qty: '0.002', price: '2000', reduceOnly: true })),
+    ).toBe(0);
+  });
+
+  // Engine-rules 5: a market-style trigger order's notional is taken at the mark. Found by
+  // mutation: taking it at the trigger price survived the suite.
+  it('4101: a market-style stop is measured at the mark, not at its trigger price', () => {
+    v.fund(A, '1000');
+    v.fund(B, '1000');
+    openLong('0.002');
+    // Half the position at the mark 50,000 is 50 USD (at the trigger 4,000 it would be 4 USD).
+    const stop = { side: 'Sell', qty: '0.001', trigger: '4000', type: 'StopLoss' } as const;
+    expect(code(v.place(A, BTC, stop))).toBe(0);
+  });
+
   it('4102: leverage above the instrument maximum after the operator lowered it', () => {
     v.fund(A, '1000');
     v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4000 });
