@@ -531,6 +531,32 @@ describe('pre-trade checks', () => {
     expect(v.state.markets.get(1)!.openInterest).toBe(10_000n);
   });
 
+  // Found by mutation: re-checking the cap for every amend that opens anything survived the suite.
+  it('4103 at an amend only when it opens more than the version it replaces', () => {
+    v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', openInterestCap: '1.5' });
+    for (const w of [A, B, C]) v.fund(w, '100000');
+    const resting = v.place(A, BTC, { side: 'Buy', qty: '0.5', price: '49000' });
+    const id = (reports(resting, A)[0] as OrderReport).order.orderId;
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1.5', price: '50000' }));
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '1.5', price: '50000' })); // open interest 1.5
+    const amend = (price: string, qty: bigint) =>
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px(price),
+        triggerPrice: 0n,
+        quantity: qty,
+        cloid: null,
+      });
+    // At the cap, A's resting 0.5 may move (same size) or shrink, but not grow.
+    expect(code(amend('49500', 5_000n))).toBe(0);
+    expect(code(amend('49500', 4_000n))).toBe(0);
+    expect(code(amend('49500', 6_000n))).toBe(4103);
+  });
+
   it('a stop that fits the cap when placed is cancelled (OICap) if the market filled up before it fired', () => {
     v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', openInterestCap: '1.5' });
     for (const w of [A, B, C]) v.fund(w, '100000');
