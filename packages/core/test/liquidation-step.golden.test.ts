@@ -61,6 +61,36 @@ describe('the market step never fills beyond the bankruptcy price', () => {
   });
 });
 
+describe('a maker rebate on a liquidation fill', () => {
+  it('is not paid: the liquidated side pays no taker fee to fund it', () => {
+    const v = new TestVenue();
+    v.list({
+      ...wholeLotSettings(SYM, 3),
+      makerFeeRate: '-0.0001',
+      takerFeeRate: '0.0003',
+      liquidation: { feeRate: '0' },
+    });
+    for (const w of [GOLD, S, MM]) v.open(w);
+    v.fund(S, '10000');
+    v.fund(MM, '100000');
+    v.fund(GOLD, '98.3', SYM);
+    v.oracle({ [SYM]: '100' });
+    v.expectOk(v.place(S, SYM, { side: 'Sell', qty: '10', price: '100' }));
+    v.expectOk(v.place(GOLD, SYM, { side: 'Buy', qty: '10', price: '100', isolated: true }));
+    // GOLD pays the 0.3 taker fee: Ri = 98.3 - 1,000 - 0.3 = -902; S gets its 0.1 rebate.
+    expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: usd('-902') }]);
+    expect(v.state.feePool).toBe(usd('0.2'));
+    const events = drop(v, '90.5');
+    const liq = liquidations(events);
+    expect(liq.map((r) => [r.method, r.fill.quantity, r.fill.price])).toEqual([
+      ['Market', 10n, px('90.5')],
+    ]);
+    // MM buys 10 @ 90.5 for exactly 905: no rebate of 0.0905, and the fee pool is unchanged.
+    expect(v.state.accounts.get(MM)!.crossCash).toBe(usd('100000') - usd('905'));
+    expect(v.state.feePool).toBe(usd('0.2'));
+  });
+});
+
 describe('the liquidation fee', () => {
   it('is capped by what the scope has left: 3, not 0.5% of 905', () => {
     const v = venue('0.005');
