@@ -224,6 +224,33 @@ describe('golden case B: one funding hour on a cross account', () => {
     expect(reportsOf(events, 'Funding', GOLD).length).toBe(2);
     expect(nextWakeTime(v.state)).toBe(T0 + HOUR);
   });
+
+  // Found by mutation: settle-now paying the shortened first period of a lengthened interval
+  // (what the next scheduled settlement pays) survived the suite.
+  it("the operator's settle-now pays one full interval, even the first after a lengthening", () => {
+    const v = venueB();
+    v.run({ type: 'cancelAll', account: MM, market: 0 }); // no samples: the interest term alone
+    v.run({ type: 'tick', time: T0 + HOUR });
+    v.run({ type: 'tick', time: T0 + HOUR + HOUR / 2 });
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '0.5',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 40,
+      defaultLeverage: 10,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      funding: { impactNotional: '1000', intervalMs: 2 * HOUR },
+    });
+    // The next scheduled settlement (02:00) pays 01:00-02:00: one hour of 0.01% / 8 h.
+    expect(fundingInfo(v.state, 1)?.rate).toBe('0.0000125');
+    // Settle-now pays one full interval: two hours, 0.000025.
+    const now = reportsOf(v.run({ type: 'settleFunding', market: 1 }), 'Funding', GOLD);
+    expect(now.map((r) => [r.market, r.fundingRate])).toEqual([[1, 25_000_000_000_000n]]);
+  });
 });
 
 /** Case C's market and accounts: GOLD isolated long 100 @ 100, shorts S1, S2, S3, long L1. */
