@@ -110,3 +110,32 @@ describe('the liquidation fee', () => {
     expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: 0n }]);
   });
 });
+
+describe('the market step order', () => {
+  it('takes the largest notional first, the lower market id on a tie', () => {
+    // X (cross, 230) long 10 A-PERP (id 3) and 10 B-PERP (id 5) @ 100, A opened first. Both
+    // marks drop to 90: notionals 900 and 900, equity 230 - 200 = 30 below the maintenance 45.
+    // Selling A's 10 at 89.5 leaves 25 of equity against B's 22.5: healthy, B stays open.
+    const X = wallet(0xc3);
+    const v = new TestVenue();
+    v.list(wholeLotSettings('A-PERP', 3));
+    v.list(wholeLotSettings('B-PERP', 5));
+    for (const w of [X, MM]) v.open(w);
+    v.fund(X, '230');
+    v.fund(MM, '100000');
+    v.oracle({ 'A-PERP': '100', 'B-PERP': '100' });
+    for (const symbol of ['A-PERP', 'B-PERP']) {
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '10', price: '100' }));
+      v.expectOk(v.place(X, symbol, { side: 'Buy', qty: '10', price: '100' }));
+    }
+    for (const symbol of ['A-PERP', 'B-PERP']) {
+      v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '10', price: '89.5' }));
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: '90' }));
+    }
+    const events = v.oracle({ 'A-PERP': '90', 'B-PERP': '90' });
+    expect(liquidations(events).map((r) => [r.market, r.fill.quantity, r.fill.price])).toEqual([
+      [3, 10n, px('89.5')],
+    ]);
+    expect(v.state.accounts.get(X)!.positions.map((p) => [p.market, p.size])).toEqual([[5, 10n]]);
+  });
+});
