@@ -92,3 +92,33 @@ describe('an isolated pool left below zero', () => {
     expect(s.crossMarginSummary.accountValue).toBe('0');
   });
 });
+
+describe('displayed notional', () => {
+  it('positionValue and totalNtlPos round half-even: 1.0007 x 10.0009 = 10.00790063 -> 10.007901', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 1,
+      symbol: 'FINE-PERP',
+      tickSize: '0.0001',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 50,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    for (const w of [A, B]) {
+      v.open(w);
+      v.fund(w, '100');
+    }
+    v.oracle({ 'FINE-PERP': '10.0009' });
+    v.expectOk(v.place(B, 'FINE-PERP', { side: 'Sell', qty: '1.0007', price: '10.0009' }));
+    v.expectOk(v.place(A, 'FINE-PERP', { side: 'Buy', qty: '1.0007', price: '10.0009' }));
+    const s = accountSummary(v.state, A, v.time)!;
+    expect(s.assetPositions[0]!.positionValue).toBe('10.007901');
+    expect(s.crossMarginSummary.totalNtlPos).toBe('10.007901');
+    expect(s.marginSummary.totalNtlPos).toBe('10.007901');
+    // Equity rounds down: 100 - 10.007901 (the quote, half-even) + floor(10.00790063).
+    expect(s.crossMarginSummary.accountValue).toBe('99.999999');
+  });
+});
