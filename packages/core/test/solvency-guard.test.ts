@@ -30,6 +30,7 @@ import {
   TestVenue,
   usd,
   wallet,
+  wholeLotSettings,
 } from '../src/testing/index.js';
 
 const BTC = 'BTC-PERP';
@@ -376,4 +377,53 @@ describe('solventQuantity', () => {
     if (r2 < b) return q;
     return q % 2n === 0n ? q : q + 1n;
   }
+});
+
+// Found by mutation: refusing a fill that leaves equity at exactly zero (`>= 0` -> `> 0`, in the
+// rule and in the whole-fill shortcut) survived the suite, whose fills all ended above zero.
+describe('the boundary', () => {
+  /** A long 10 @ 100 with 100 (cash -900), B bidding `bids`, and the mark moved to 95. */
+  function venue(bids: [string, string][]): TestVenue {
+    const v = new TestVenue();
+    v.list(wholeLotSettings('Z-PERP')); // no fees, 2.5% maintenance
+    const MM = wallet(0xe2);
+    for (const w of [A, B, MM]) v.open(w);
+    v.fund(A, '100');
+    v.fund(B, '100000');
+    v.fund(MM, '100000');
+    v.oracle({ 'Z-PERP': '100' });
+    v.expectOk(v.place(B, 'Z-PERP', { side: 'Sell', qty: '10', price: '100' }));
+    v.expectOk(v.place(A, 'Z-PERP', { side: 'Buy', qty: '10', price: '100' }));
+    for (const [qty, price] of bids) {
+      v.expectOk(v.place(B, 'Z-PERP', { side: 'Buy', qty, price }));
+    }
+    v.expectOk(v.place(MM, 'Z-PERP', { side: 'Sell', qty: '1', price: '95' }));
+    v.oracle({ 'Z-PERP': '95' });
+    // A's equity at the mark 95: -900 + 950 = 50, above its maintenance 23.75.
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('95'));
+    return v;
+  }
+
+  it('a whole fill that leaves its scope at exactly zero equity goes through', () => {
+    const v = venue([['10', '90']]);
+    // Selling 10 @ 90 costs 50 against the mark: 50 - 50 = 0, allowed.
+    const sell = v.place(A, 'Z-PERP', { side: 'Sell', qty: '10', price: '90', tif: 'IOC' });
+    expect(filledQty(sell, A)).toBe(10n);
+    expect(v.state.accounts.get(A)!.positions).toEqual([]);
+    expect(v.state.accounts.get(A)!.crossCash).toBe(0n);
+  });
+
+  it('a clamped fill takes the lots that leave exactly zero equity', () => {
+    const v = venue([
+      ['5', '92'],
+      ['5', '77.5'],
+    ]);
+    // 5 @ 92 costs 15 (equity 35); at 77.5 each lot costs 17.5: 2 lots leave exactly 0, all 5
+    // would leave -52.5. So 7 fill and the rest of the IOC is cancelled.
+    const sell = v.place(A, 'Z-PERP', { side: 'Sell', qty: '10', price: '77.5', tif: 'IOC' });
+    expect(fills(sell, A).map((f) => [f.quantity, f.price])).toEqual([
+      [5n, px('92')],
+      [2n, px('77.5')],
+    ]);
+  });
 });
