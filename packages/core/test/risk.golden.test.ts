@@ -485,6 +485,14 @@ describe('partial market steps above the threshold', () => {
     expect(steps[0]).toBe(201n);
     const left = v.state.accounts.get(GOLD)!.positions[0]?.size ?? 0n;
     expect(steps.reduce((a, b) => a + b, 0n) + left).toBe(1001n);
+    // Found by mutation: stopping after one step per market (the rest to an auction) passed the
+    // two checks above. After 201 @ 100 the cash is 6,010 - 105,105 + 20,100 = -78,995 and the
+    // 800 left (81,000 of notional, below the threshold) have equity 2,005 < maintenance 2,025:
+    // a second step closes them all at the bid, leaving 1,005.
+    expect(steps).toEqual([201n, 800n]);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    expect(v.state.accounts.get(GOLD)!.crossCash).toBe(usd('1005'));
+    expect(liveAuctions(v.state)).toEqual([]);
   });
 
   // Engine-rules 7: only positions *above* the threshold close 20% per step. Found by mutation:
