@@ -138,3 +138,46 @@ describe('a scope at exactly zero equity after the market step', () => {
     expect(v.state.accounts.get(GOLD)!.isolated).toEqual([{ market: 3, cash: 0n }]);
   });
 });
+
+describe('a counterparty with unrealized profit but no equity', () => {
+  it('is deleveraged without a score (no division by its zero equity), capped at the mark', () => {
+    // N (cross, 100): short 10 ISO-PERP @ 100 to GOLD and long 10 OTHER-PERP @ 100 from MM. In
+    // one oracle command ISO drops to 80 and OTHER to 70: N's short gains 200, its long loses
+    // 300, so its cross equity is 100 - 800 + 700 = 0 while GOLD (first by address) is
+    // deleveraged against it. With no equity N scores nothing (a leverage over zero equity does
+    // not exist) and buys back at most at the mark: 10 @ 80, not at GOLD's bankruptcy price 90.
+    const G = wallet(0x01);
+    const N = wallet(0xf0);
+    const v = new TestVenue();
+    v.list(wholeLotSettings(SYM, 3));
+    v.list(wholeLotSettings('OTHER-PERP', 5));
+    for (const w of [G, N, MM]) v.open(w);
+    v.fund(N, '100');
+    v.fund(MM, '100000');
+    v.fund(G, '100', SYM);
+    v.oracle({ [SYM]: '100', 'OTHER-PERP': '100' });
+    v.expectOk(v.place(N, SYM, { side: 'Sell', qty: '10', price: '100' }));
+    v.expectOk(v.place(G, SYM, { side: 'Buy', qty: '10', price: '100', isolated: true }));
+    v.expectOk(v.place(MM, 'OTHER-PERP', { side: 'Sell', qty: '10', price: '100' }));
+    v.expectOk(v.place(N, 'OTHER-PERP', { side: 'Buy', qty: '10', price: '100' }));
+    for (const [symbol, mark] of [
+      [SYM, 80],
+      ['OTHER-PERP', 70],
+    ] as const) {
+      v.expectOk(v.place(MM, symbol, { side: 'Buy', qty: '1', price: String(mark - 0.5) }));
+      v.expectOk(v.place(MM, symbol, { side: 'Sell', qty: '1', price: String(mark) }));
+    }
+    const events = v.oracle({ [SYM]: '80', 'OTHER-PERP': '70' });
+    const adlOn = (market: number) =>
+      events
+        .filter((e): e is AdlReport => e.type === 'executionReport' && e.kind === 'ADL')
+        .filter((r) => r.market === market)
+        .map((r) => [r.account, r.fill.quantity, r.fill.price]);
+    expect(adlOn(3)).toEqual([[N, 10n, px('80')]]);
+    // GOLD's pool: -900 + 800 = -100, a debt nothing could pay (empty fund and fee pool).
+    expect(v.state.accounts.get(G)!.isolated).toEqual([{ market: 3, cash: usd('-100') }]);
+    // N, at zero equity, is then liquidated in turn and ends flat at zero.
+    expect(v.state.accounts.get(N)!.positions).toEqual([]);
+    expect(v.state.accounts.get(N)!.crossCash).toBe(0n);
+  });
+});
