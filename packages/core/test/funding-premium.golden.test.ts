@@ -1,8 +1,8 @@
 /**
  * Funding premium samples (engine-rules 6, research 1.8), pinned to hand-computed numbers: the
- * other funding goldens take one sample with the impact ask above the index, so a sign error on
- * the ask side, a sum of samples taken for their average, or an impact notional filled exactly by
- * the book's last level could all change without a failing test.
+ * other funding goldens take one sample with the impact ask above the index. A sign error on the
+ * ask side and a sum of samples taken for their average failed only in tests of other rules; an
+ * impact notional filled exactly by the book's last level (no sample) failed none.
  *
  * `premium = (max(impactBid - I, 0) - max(I - impactAsk, 0)) / I`, truncated toward zero at 1e18;
  * `F8 = avg premium + clamp(0.0001 - avg premium, -0.0005, 0.0005)`, the hourly rate `F8 / 8`.

@@ -226,7 +226,7 @@ describe('golden case B: one funding hour on a cross account', () => {
   });
 
   // Found by mutation: settle-now paying the shortened first period of a lengthened interval
-  // (what the next scheduled settlement pays) survived the suite.
+  // (what the next scheduled settlement pays) survived the margin and risk tests.
   it("the operator's settle-now pays one full interval, even the first after a lengthening", () => {
     const v = venueB();
     v.run({ type: 'cancelAll', account: MM, market: 0 }); // no samples: the interest term alone
@@ -1075,8 +1075,8 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(TIGHT)!.crossCash).toBe(usd('546'));
   });
 
-  // Found by mutation: charging the cross reservation to isolated scopes too survived the suite.
-  // Claims settle into the cross pool only, so an isolated pool owes them nothing.
+  // Found by mutation: charging the cross reservation to isolated scopes too survived the margin
+  // and risk tests. Claims settle into the cross pool only, so an isolated pool owes them nothing.
   it("leaves the claimant's isolated pools out of the reservation", () => {
     const { v } = auctionVenue();
     const start = v.time;
