@@ -196,8 +196,13 @@ describe('money-path authorisation edges', () => {
     expect([ok.status, ok.body.status]).toEqual([200, 'Submitted']);
   });
 
-  it('a deposit whose permit is signed under the vault domain is refused and spends neither nonce', async () => {
-    const h = t.wallet(key(6));
+  /**
+   * A funded wallet with 5 in its token balance and a signed cross deposit of 5: `body` puts a
+   * permit signature beside it, `permitFields` are a good permit's, and `refusedLeavesAll` checks
+   * that a refusal moved neither the venue's state nor the token's balance and nonce.
+   */
+  async function depositOfFive(n: number) {
+    const h = t.wallet(key(n));
     await t.invite(h);
     await t.fund(h, '20');
     await t.admin('POST', '/admin/faucet', { wallet: h.address, amount: '5' });
@@ -224,6 +229,15 @@ describe('money-path authorisation edges', () => {
       depositSignature,
     });
     const before = await t.stateHash();
+    const refusedLeavesAll = async () => {
+      expect(await t.stateHash()).toEqual(before);
+      expect((await t.api('GET', `/chain/token/${h.address}`)).body).toEqual(chainBefore);
+    };
+    return { h, permitFields, body, refusedLeavesAll };
+  }
+
+  it('a deposit whose permit is signed under the vault domain is refused and spends neither nonce', async () => {
+    const { h, permitFields, body, refusedLeavesAll } = await depositOfFive(6);
     const wrong = await h.sign('Permit', permitFields, {
       domain: {
         name: t.net.vault.name,
@@ -237,47 +251,19 @@ describe('money-path authorisation edges', () => {
     expect(String(r.body.error)).toMatch(
       /^permit: INVALID_SIGNATURE: signer 0x[0-9a-f]{40} does not match owner/,
     );
-    expect(await t.stateHash()).toEqual(before);
-    expect((await t.api('GET', `/chain/token/${h.address}`)).body).toEqual(chainBefore);
+    await refusedLeavesAll();
     const good = await t.api('POST', '/margin/deposit', body(await h.sign('Permit', permitFields)));
     expect([good.status, good.body.status]).toEqual([200, 'Submitted']);
   });
 
   it('a deposit whose permit has expired is 400 INVALID_NONCE (4002) and spends neither nonce', async () => {
-    const h = t.wallet(key(10));
-    await t.invite(h);
-    await t.fund(h, '20');
-    await t.admin('POST', '/admin/faucet', { wallet: h.address, amount: '5' });
-    const chainBefore = (await t.api('GET', `/chain/token/${h.address}`)).body;
-    const deadline = Wallet.deadline();
-    const depositSignature = await h.sign('Deposit', {
-      amount: usd(5),
-      market: 0,
-      flags: 0,
-      nonce: freshNonce(),
-      deadline,
-    });
-    const permit = (permitDeadline: bigint) =>
-      h.sign('Permit', {
-        spender: t.net.vault.address,
-        value: usd(5),
-        nonce: BigInt(chainBefore.nonce as string),
-        deadline: permitDeadline,
-      });
-    const body = (permitSignature: unknown) => ({
-      amount: '5',
-      instrument: null,
-      marginMode: 'Cross',
-      permitSignature,
-      depositSignature,
-    });
-    const before = await t.stateHash();
-    const expired = await t.api('POST', '/margin/deposit', body(await permit(1n)));
-    expect(expired.status).toBe(400);
-    expect(String(expired.body.error)).toMatch(/^INVALID_NONCE: permit deadline passed: 1 s/);
-    expect(await t.stateHash()).toEqual(before);
-    expect((await t.api('GET', `/chain/token/${h.address}`)).body).toEqual(chainBefore);
-    const good = await t.api('POST', '/margin/deposit', body(await permit(deadline)));
+    const { h, permitFields, body, refusedLeavesAll } = await depositOfFive(10);
+    const expired = await h.sign('Permit', { ...permitFields, deadline: 1n });
+    const r = await t.api('POST', '/margin/deposit', body(expired));
+    expect(r.status).toBe(400);
+    expect(String(r.body.error)).toMatch(/^INVALID_NONCE: permit deadline passed: 1 s/);
+    await refusedLeavesAll();
+    const good = await t.api('POST', '/margin/deposit', body(await h.sign('Permit', permitFields)));
     expect([good.status, good.body.status]).toEqual([200, 'Submitted']);
   });
 
