@@ -44,7 +44,10 @@ interface Mirrored {
   readonly fills: Map<number, { qty: bigint; price: bigint }>;
   fillQty: bigint;
   fillNotional: bigint;
-  /** A managed child sized by a fill of its entry since it was placed (the engine arms it then). */
+  /**
+   * A managed child sized by a fill of its entry since it was placed, or placed after one (the
+   * engine arms it then).
+   */
   armed: boolean;
   /** The reports that named the order, short (failure messages). */
   readonly log: string[];
@@ -290,6 +293,13 @@ export class ReportMirror {
         if (v.cumQty !== 0n || v.filledNotional !== 0n) this.fail('accepted with fills', r);
         if (v.quantity <= 0n) this.fail('accepted without quantity', r);
         if (v.account !== r.account) this.fail('report on another account', r);
+        // A child placed after its entry's first fill is sized by the entry's fills and armed
+        // at once (engine rules 6).
+        const entry =
+          v.managed && v.entryOrderId !== null ? this.orders.get(v.entryOrderId) : undefined;
+        const entryFilled = entry?.working === true ? entry.view.cumQty : 0n;
+        if (entryFilled > 0n && v.quantity !== entryFilled)
+          this.fail(`a child accepted at ${v.quantity}, its entry has filled ${entryFilled}`, r);
         this.orders.set(v.orderId, {
           view: v,
           working: true,
@@ -297,7 +307,7 @@ export class ReportMirror {
           fills: new Map(),
           fillQty: 0n,
           fillNotional: 0n,
-          armed: false,
+          armed: entryFilled > 0n,
           log: [],
         });
         return;
