@@ -15,7 +15,7 @@ import type { Ctx } from './context.js';
 /**
  * The rules version of this build. Bump it with any change that can make the same command log
  * reduce to another state or other events (not for pure speed-ups, which the determinism and
- * model tests hold to the old results). `test/rules-fingerprint.test.ts` pins what three fixed
+ * model tests hold to the old results). `test/rules-fingerprint.test.ts` pins what four fixed
  * logs give under each version and fails when that changes.
  */
 export const ENGINE_RULES_VERSION = 6;

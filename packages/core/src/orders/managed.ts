@@ -46,26 +46,7 @@ export function followParentCloid(ctx: Ctx, parent: Order): void {
  * filled quantity.
  */
 export function activateChildren(ctx: Ctx, parent: Order): void {
-  if (parent.cloid === null || parent.managed) return;
-  const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
-  for (const child of guardedOrders(ctx, scope)) {
-    // A child that already triggered is a working order (it may rest on the book): its size was
-    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`).
-    if (
-      !child.managed ||
-      child.entryOrderId !== parent.orderId ||
-      child.ordStatus !== 'Untriggered'
-    )
-      continue;
-    const w = ctx.writableOrder(child.orderId);
-    w.quantity = parent.cumQty;
-    if (!w.armed) {
-      w.armed = true;
-      addTrigger(ctx.writableMarket(w.market), w);
-      // The mark may already be past its trigger: it fires once the command's matching is done.
-      ctx.triggerArmed(w.market);
-    }
-  }
+  sizeChildren(ctx, parent, true);
 }
 
 /**
@@ -74,17 +55,36 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
  * fill keeps its children as they are (the size they were placed with is gone).
  */
 export function resizeChildrenAfterBust(ctx: Ctx, parent: Order): void {
-  if (parent.cloid === null || parent.managed || parent.cumQty === 0n) return;
+  if (parent.cumQty !== 0n) sizeChildren(ctx, parent, false);
+}
+
+/**
+ * Sizes the waiting managed children of an entry order by its filled quantity: with `arm`, every
+ * one (arming those not armed yet), without it only those already armed.
+ */
+function sizeChildren(ctx: Ctx, parent: Order, arm: boolean): void {
+  if (parent.cloid === null || parent.managed) return;
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
   for (const child of guardedOrders(ctx, scope)) {
+    // A child that already triggered is a working order (it may rest on the book): its size was
+    // fixed when it fired, as for a managed TP/SL on a position (`reconcileScopes`).
     if (
-      child.managed &&
-      child.entryOrderId === parent.orderId &&
-      child.ordStatus === 'Untriggered' &&
-      child.armed &&
-      child.quantity !== parent.cumQty
+      !child.managed ||
+      child.entryOrderId !== parent.orderId ||
+      child.ordStatus !== 'Untriggered' ||
+      (!arm && !child.armed)
     )
-      ctx.writableOrder(child.orderId).quantity = parent.cumQty;
+      continue;
+    const arming = !child.armed;
+    if (!arming && child.quantity === parent.cumQty) continue;
+    const w = ctx.writableOrder(child.orderId);
+    w.quantity = parent.cumQty;
+    if (arming) {
+      w.armed = true;
+      addTrigger(ctx.writableMarket(w.market), w);
+      // The mark may already be past its trigger: it fires once the command's matching is done.
+      ctx.triggerArmed(w.market);
+    }
   }
 }
 
