@@ -167,15 +167,20 @@ describe('a managed child of an entry order', () => {
     const child = orderIdOf(stopOf('Buy', '1', '70000', X));
     v.place(C, BTC, { side: 'Buy', qty: '0.4', price: '66000' }); // the child is sized 0.4
     expect(v.state.orders.get(child)?.quantity).toBe(4_000n);
-    // The entry's last fill leaves A flat: the child ends, sized by the entry's whole fill (1),
-    // as the entry's OrderFilled just before it says (research 6.4.3 invariant 4).
+    // The entry's last fill leaves A flat: the child is re-sized by the entry's whole fill (1),
+    // reported, then ends (research 6.4.3 invariant 4).
     const last = reports(v.place(C, BTC, { side: 'Buy', qty: '0.6', price: '66000' }), A);
     expect(last.map((r) => `${r.kind}#${r.order.orderId}`)).toEqual([
       `OrderFilled#${entry}`,
+      `OrderReplaced#${child}`,
       `OrderCancelled#${child}`,
     ]);
     expect(last[0]!.order.cumQty).toBe(10_000n);
-    expect(last[1]!.order).toMatchObject({ reason: 'PositionClosed', quantity: 10_000n });
+    expect(last[1]).toMatchObject({
+      order: { reason: 'ParentFilled', quantity: 10_000n, ordStatus: 'Untriggered' },
+      previous: { quantity: 4_000n },
+    });
+    expect(last[2]!.order).toMatchObject({ reason: 'PositionClosed', quantity: 10_000n });
   });
 
   it('is sized by the fills a bust leaves its entry (as if the busted fill never happened)', () => {
@@ -192,6 +197,16 @@ describe('a managed child of an entry order', () => {
     // The entry keeps working with 0.2 filled (engine-rules 8): the child protects that 0.2.
     expect(v.state.orders.get(entry)).toMatchObject({ cumQty: 2_000n, quantity: 6_000n });
     expect(v.state.orders.get(child)).toMatchObject({ ordStatus: 'Untriggered', quantity: 2_000n });
+    // A's reports say so, the bust first: a client learns the child's size without the rule.
+    const seen = bust.filter((e) => e.type === 'executionReport' && e.account === A);
+    expect(seen.map((r) => r.type === 'executionReport' && r.kind)).toEqual([
+      'TradeBust',
+      'OrderReplaced',
+    ]);
+    expect(seen[1]).toMatchObject({
+      order: { orderId: child, reason: 'ParentBust', quantity: 2_000n },
+      previous: { quantity: 6_000n },
+    });
   });
 
   it('placed after its entry has filled in part, is sized by those fills, armed and fires', () => {

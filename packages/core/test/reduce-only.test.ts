@@ -305,7 +305,20 @@ describe('the re-clamp rule', () => {
     const events = plainClose('6');
     expect(order(tp)!.quantity).toBe(4n);
     expect(order(ro)!.quantity).toBe(4n);
-    expect(kinds(events, A)).toEqual(['OrderAccepted', 'OrderFilled', 'OrderReplaced']);
+    // Both are reported: the re-clamp of the reduce-only order and the TP/SL's new size.
+    expect(kinds(events, A)).toEqual([
+      'OrderAccepted',
+      'OrderFilled',
+      'OrderReplaced',
+      'OrderReplaced',
+    ]);
+    const amends = reports(events, A).slice(2) as OrderReplacedReport[];
+    expect(
+      amends.map((r) => [r.order.orderId, r.order.reason, r.previous.quantity, r.order.quantity]),
+    ).toEqual([
+      [tp, 'PositionChanged', 10n, 4n],
+      [ro, 'ReduceOnly', 10n, 4n],
+    ]);
   });
 
   it('a triggered stop that rests joins the resting sweep: the farther order gives way', () => {

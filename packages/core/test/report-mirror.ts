@@ -12,13 +12,12 @@
  * the earlier reports left). {@link ReportMirror.compare} then checks the mirror's working orders
  * against the engine state, field by field (the state is read for that comparison only).
  *
- * What the mirror derives itself, from report data only (docs/risk-engine.md, research 6.4.3
- * invariant 4), because the engine sends no report for it:
- * - a managed TP/SL child of an entry order is sized by the entry's cumQty while it waits (on
- *   every fill of the entry, and on a bust of one that leaves the entry fills), and follows the
- *   entry's new cloid when a replace changes it;
- * - a managed TP/SL on a position is sized by the position (the `positionAfter` of the reports)
- *   while it waits.
+ * The engine's own amends are reports too: `OrderReplaced` with reason `ReduceOnly` (a re-clamp),
+ * `PositionChanged` (a waiting managed TP/SL on a position sized by it), `ParentFilled` or
+ * `ParentBust` (a waiting child sized by its entry's fills); the mirror checks each size against
+ * the rule (docs/risk-engine.md, research 6.4.3 invariant 4) from report data only. What it still
+ * derives, because no order field shows it: a fill of an entry arms its waiting children, and a
+ * replace that renames an entry renames its children's `parentCloid`.
  * A bust of a fill of an order that already ended lowers its cumQty and quantity by the fill and
  * with no fill left makes it `Cancelled` with reason `Bust` (docs/protocol-decisions.md).
  */
@@ -119,8 +118,6 @@ export class ReportMirror {
   readonly orders = new Map<number, Mirrored>();
   /** Signed position size per `account/market/mode`, from the reports' fills and busts. */
   readonly positions = new Map<string, bigint>();
-  /** Sizes each scope's position took in the current command (`apply`). */
-  private readonly sizesSeen = new Map<string, Set<bigint>>();
   private readonly seqs = new Map<string, number>();
   private lastExecId = 0;
   /** Reports seen, by kind (statistics). */
@@ -180,9 +177,6 @@ export class ReportMirror {
 
   private setPosition(key: string, size: bigint): void {
     this.positions.set(key, size);
-    const seen = this.sizesSeen.get(key) ?? new Set<bigint>();
-    seen.add(abs(size));
-    this.sizesSeen.set(key, seen);
   }
 
   private known(id: number, r: ExecutionReport): Mirrored {
@@ -227,22 +221,6 @@ export class ReportMirror {
     }
   }
 
-  /**
-   * The quantity a waiting managed TP/SL on a position may show: what the mirror holds, or a size
-   * its position took earlier in this command (the engine resizes it after each step that moves
-   * the position, so an order ended later in the command shows the size of that moment).
-   */
-  private managedQuantity(m: Mirrored, v: OrderView): bigint {
-    if (!m.view.managed || m.view.ordStatus !== 'Untriggered' || m.view.parentCloid !== null)
-      return m.view.quantity;
-    const seen = this.sizesSeen.get(this.scope(v.account, v.market, v.marginMode));
-    if (seen?.has(v.quantity) && v.quantity !== m.view.quantity) {
-      this.tally('derived: TP/SL ended sized by the position');
-      return v.quantity;
-    }
-    return m.view.quantity;
-  }
-
   private adopt(m: Mirrored, v: OrderView): void {
     m.view = v;
     if (m.fillQty !== v.cumQty || m.fillNotional !== v.filledNotional) {
@@ -254,7 +232,6 @@ export class ReportMirror {
 
   /** Applies one command's events in order, checking each report. */
   apply(events: readonly EngineEvent[]): void {
-    this.sizesSeen.clear();
     for (const e of events) {
       if (e.type === 'outcome') {
         if (e.ok && (e.kind === 'order' || e.kind === 'cancel' || e.kind === 'replace')) {
@@ -378,7 +355,7 @@ export class ReportMirror {
           m.ended = r.kind;
         }
         this.moveBy(r.account, f, r);
-        this.sizeChildren(v);
+        this.armChildren(v);
         return;
       }
       case 'OrderCancelled':
@@ -394,7 +371,7 @@ export class ReportMirror {
           this.fail(`cancelled with reason ${v.reason}`, r);
         }
         this.tally(`${r.kind}:${v.reason}`);
-        this.sameFigures(m, v, r, { ordStatus: status, quantity: this.managedQuantity(m, v) });
+        this.sameFigures(m, v, r, { ordStatus: status });
         this.adopt(m, v);
         m.working = false;
         m.ended = r.kind;
@@ -421,6 +398,13 @@ export class ReportMirror {
           // A system re-clamp: only the quantity falls.
           if (v.quantity >= p.quantity) this.fail('re-clamp without a cut', r);
           this.sameFigures(m, v, r, { quantity: v.quantity });
+        } else if (v.reason !== null) {
+          // A waiting managed TP/SL re-sized by the engine: only the quantity changes, to the size
+          // its rule gives.
+          if (!m.view.managed || m.view.ordStatus !== 'Untriggered')
+            this.fail(`${v.reason} of an order that is not a waiting managed TP/SL`, r);
+          this.sameFigures(m, v, r, { quantity: this.restatedSize(m, v.reason, r) });
+          if (v.quantity === p.quantity) this.fail('re-sized to its own size', r);
         } else {
           if (m.view.ordStatus !== 'Untriggered' && v.triggerPrice !== p.triggerPrice)
             this.fail('a working order changed its trigger price', r);
@@ -493,8 +477,6 @@ export class ReportMirror {
             ordStatus,
           });
           this.adopt(m, w);
-          // Its armed children are sized by the fills left, if any (engine-rules 8).
-          if (cumQty > 0n) this.sizeChildren(w, true);
         } else {
           if (r.workingOrder !== undefined) this.fail('bust of an ended order with an order', r);
           this.adopt(m, after);
@@ -521,44 +503,49 @@ export class ReportMirror {
   }
 
   /**
-   * A fill of an entry order sizes its waiting managed children by its cumQty (research 6.4.3
-   * invariant 4; no report carries it), and arms them; a bust (`bust`) sizes the armed ones.
+   * The size an engine re-size (`OrderReplaced` with `reason`) must give a waiting managed TP/SL:
+   * its position's for `PositionChanged`, its entry's filled quantity for `ParentFilled` (which
+   * arms it) and `ParentBust` (an armed child only).
    */
-  private sizeChildren(entry: OrderView, bust = false): void {
+  private restatedSize(m: Mirrored, reason: string, r: ExecutionReport): bigint {
+    const v = m.view;
+    if (reason === 'PositionChanged') {
+      if (v.parentCloid !== null) this.fail('a child of an entry sized by the position', r);
+      const size = abs(this.position(v.account, v.market, v.marginMode));
+      if (size === 0n) this.fail('sized to a closed position', r);
+      return size;
+    }
+    if (reason !== 'ParentFilled' && reason !== 'ParentBust') this.fail(`restated as ${reason}`, r);
+    // A fill that ends the entry still sizes its children (its report came just before).
+    const entry = v.entryOrderId === null ? undefined : this.orders.get(v.entryOrderId);
+    if (entry === undefined) this.fail(`${reason} without its entry`, r);
+    if (reason === 'ParentBust' && !entry.working) this.fail('a bust of an ended entry', r);
+    if (entry.view.cumQty === 0n) this.fail(`${reason} of an entry with no fill`, r);
+    if (reason === 'ParentBust' && !m.armed) this.fail('a bust re-sized an unarmed child', r);
+    m.armed = true;
+    this.tally(`restated: ${reason}`);
+    return entry.view.cumQty;
+  }
+
+  /**
+   * A fill of an entry order arms its waiting managed children (research 6.4.3 invariant 4: they
+   * are sized by its cumQty from then on; the sizes come as reports).
+   */
+  private armChildren(entry: OrderView): void {
     if (entry.managed || entry.cloid === null) return;
     for (const c of this.orders.values()) {
       if (
         c.working &&
-        (c.armed || !bust) &&
         c.view.managed &&
         c.view.entryOrderId === entry.orderId &&
         c.view.ordStatus === 'Untriggered'
-      ) {
-        if (c.view.quantity !== entry.cumQty)
-          this.tally(
-            bust ? 'derived: child re-sized by a bust' : 'derived: child sized by its entry',
-          );
-        c.view = { ...c.view, quantity: entry.cumQty };
+      )
         c.armed = true;
-      }
     }
   }
 
-  /**
-   * After a command: a waiting managed TP/SL on a position closes the whole position; then the
-   * mirror's working orders are exactly the engine's, field by field.
-   */
+  /** After a command: the mirror's working orders are exactly the engine's, field by field. */
   compare(state: EngineState): void {
-    for (const m of this.orders.values()) {
-      const v = m.view;
-      if (!m.working || !v.managed || v.parentCloid !== null || v.ordStatus !== 'Untriggered')
-        continue;
-      const size = abs(this.position(v.account, v.market, v.marginMode));
-      if (size !== 0n && size !== v.quantity) {
-        m.view = { ...v, quantity: size };
-        this.tally('derived: TP/SL sized by the position');
-      }
-    }
     let count = 0;
     state.orders.forEach((o, id) => {
       count++;

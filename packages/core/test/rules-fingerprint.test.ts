@@ -47,7 +47,7 @@ import {
 } from '../src/testing/index.js';
 
 /**
- * Per rules version, what the three logs give. When this test fails:
+ * Per rules version, what the logs give. When this test fails:
  * - if the change alters what some command does (a fill, a refusal, a rounding, an order of
  *   work), bump ENGINE_RULES_VERSION in src/engine/rules.ts and add the new line here;
  * - if it only changes the state's layout or the events' form (same results), replace the line
@@ -175,6 +175,28 @@ const FINGERPRINTS: Record<
     followers: {
       state: '0x2ec6731fc9af916b63cd293477ca17d58933c1af2bc26393bc2b716e4d3b81bb',
       events: '0x0444f8f6924b6580f20f6f57aa206a5b3e32b06444d23a55cafa809ea9c82742',
+    },
+  },
+  // 7: the engine reports its re-sizing of a waiting managed TP/SL (`OrderReplaced` with reason
+  // `PositionChanged`, `ParentFilled` or `ParentBust`, and the order's updatedTime), and a bust
+  // re-sizes an entry's children after its `TradeBust` report (reduce-only.test.ts,
+  // entry-children.test.ts, execution-reports.prop.test.ts). The tour and followers move.
+  7: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0xc6d6103e051f324e433b5ae16132af7e572175dd656bcdc3a44807039cb296a7',
+      events: '0x367f34059acfacd0699c4f1b91c4dc821e7c1c27549ad6e46154399f29fa635d',
+    },
+    edges: {
+      state: '0x7ec44de2a533d1f2dceb851d1408fef08aa1405c7694441e5c2008e68d70c7de',
+      events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
+    },
+    followers: {
+      state: '0x49b368153abb15c17368700271b3245ae3d180f6b42ac9171307904a2013086c',
+      events: '0x05aeb441e83a42e008ff1615d1ed3dc4d520f01b11df1738cb1388571330edd8',
     },
   },
 };

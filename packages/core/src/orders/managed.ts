@@ -3,7 +3,8 @@
  * the position shrinks (see {@link clampReduceOnly}) and cancelled when it closes or flips to
  * their side; managed TP/SL on a position are resized with it and cancelled when it closes;
  * managed TP/SL attached to an entry order arm on its first fill and are sized by its filled
- * quantity.
+ * quantity. Every change of an order's size made here is reported (`OrderReplaced` with the
+ * reason of a {@link RestateReason}).
  *
  * @module
  */
@@ -78,7 +79,8 @@ function sizeChildren(ctx: Ctx, parent: Order, arm: boolean): void {
     const arming = !child.armed;
     if (!arming && child.quantity === parent.cumQty) continue;
     const w = ctx.writableOrder(child.orderId);
-    w.quantity = parent.cumQty;
+    if (w.quantity !== parent.cumQty)
+      resize(ctx, w, parent.cumQty, arm ? 'ParentFilled' : 'ParentBust');
     if (arming) {
       w.armed = true;
       addTrigger(ctx.writableMarket(w.market), w);
@@ -121,7 +123,7 @@ export function reconcileScopes(ctx: Ctx, skip = 0, clampLater = false): void {
       }
       if (o.managed && !attachedToEntry && o.ordStatus === 'Untriggered' && o.quantity !== abs) {
         // A managed TP/SL on a position closes whatever the position is.
-        ctx.writableOrder(o.orderId).quantity = abs;
+        resize(ctx, ctx.writableOrder(o.orderId), abs, 'PositionChanged');
       }
       if (!o.managed) closing.push(o.orderId);
     }
@@ -177,10 +179,37 @@ function shrinkOrder(ctx: Ctx, orderId: number, cut: bigint): void {
   const w = ctx.writableOrder(orderId);
   const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
   shrinkInPlace(ctx, w, cut);
+  reportRestated(ctx, w, previous, 'ReduceOnly');
+}
+
+/** Why the engine changed an order's size by itself: the `reason` of its `OrderReplaced`. */
+export type RestateReason = 'ReduceOnly' | 'PositionChanged' | 'ParentFilled' | 'ParentBust';
+
+/**
+ * Sets a waiting managed TP/SL's quantity to `quantity` (it is not on the book, so nothing else
+ * moves) and reports it ({@link reportRestated}): a client learns its order's size from the
+ * reports, never by re-implementing the sizing rules.
+ */
+function resize(ctx: Ctx, w: Order, quantity: bigint, reason: RestateReason): void {
+  const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
+  w.quantity = quantity;
+  reportRestated(ctx, w, previous, reason);
+}
+
+/**
+ * Reports an amend the engine made by itself as `OrderReplaced` (FIX would say Restated) whose
+ * order carries `reason`, `previous` the figures before and `origCloid` the unchanged cloid.
+ */
+function reportRestated(
+  ctx: Ctx,
+  w: Order,
+  previous: { price: bigint; triggerPrice: bigint; quantity: bigint },
+  reason: RestateReason,
+): void {
   w.updatedTime = ctx.time;
   ctx.report(w.account, {
     kind: 'OrderReplaced',
-    order: viewAs(w, w.ordStatus, 'ReduceOnly', ctx.time),
+    order: viewAs(w, w.ordStatus, reason, ctx.time),
     origCloid: w.cloid,
     previous,
   });

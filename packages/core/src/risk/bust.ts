@@ -222,13 +222,13 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     }
     writePosition(account, market, leg.mode, pos);
     let working: ReturnType<typeof viewOf> | undefined;
+    let entry: Order | undefined;
     if (leg.orderId !== 0 && ctx.order(leg.orderId) !== undefined) {
       const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
-      const w = ctx.writableOrder(leg.orderId);
-      Object.assign(w, orderAfterBust(w, qty, rec.price));
-      w.updatedTime = ctx.time;
-      resizeChildrenAfterBust(ctx, w);
-      working = viewOf(w);
+      entry = ctx.writableOrder(leg.orderId);
+      Object.assign(entry, orderAfterBust(entry, qty, rec.price));
+      entry.updatedTime = ctx.time;
+      working = viewOf(entry);
     }
     const qty = leg.signedQty < 0n ? -leg.signedQty : leg.signedQty;
     ctx.report(leg.account, {
@@ -256,6 +256,9 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
       bustReason: cmd.reason,
       positionAfter: pos.size,
     });
+    // After the bust's report, so a client reads the entry's new fills before its children's
+    // re-sizing.
+    if (entry !== undefined) resizeChildrenAfterBust(ctx, entry);
     ctx.accountChanged(leg.account);
     ctx.positionChanged(leg.account, spec.id, leg.mode);
   }
