@@ -72,7 +72,7 @@ import {
   type SnapshotPolicy,
   Snapshotter,
 } from './journal/snapshots.js';
-import { createMarketDataService } from './marketdata/index.js';
+import { createMarketDataService, DEFAULT_MARKET_DATA_LIMITS } from './marketdata/index.js';
 import { RandomWalkFeed } from './price-feed.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './read/backfill.js';
 import { HistoryStore } from './read/history.js';
@@ -499,6 +499,12 @@ async function startLocked(
       messagesPerSecondPerIp: config.limits.publicReadsPerSecond,
       pingIntervalMs: config.limits.pingIntervalMs,
       idleTimeoutMs: config.limits.idleTimeoutMs,
+      // One slow-consumer bound for both sockets; snapshot pushes are skipped from a quarter of it.
+      hardBufferBytes: config.limits.slowConsumerBytes,
+      softBufferBytes: Math.min(
+        DEFAULT_MARKET_DATA_LIMITS.softBufferBytes,
+        Math.floor(config.limits.slowConsumerBytes / 4),
+      ),
     },
   });
   // After a snapshot, the read models get the history before it in the background: the backfill

@@ -6,10 +6,10 @@
  * @module
  */
 import type { WebSocket } from 'ws';
+import { closeWithin } from './close.js';
 
 /** Close code of an idle connection (protocol.md section 5). */
 export const IDLE_CLOSE_CODE = 4408;
-const TERMINATE_AFTER_MS = 1_000;
 
 /** What the deadline needs of a connection. */
 export interface IdleTracked {
@@ -36,9 +36,8 @@ export function armIdle<S extends IdleTracked>(
     if (s.closed) return;
     const left = s.lastActivity + idleTimeoutMs - performance.now();
     if (left > 0) return armIdle(s, idleTimeoutMs, detach, left);
-    s.ws.close(IDLE_CLOSE_CODE, 'idle timeout');
+    closeWithin(s.ws, IDLE_CLOSE_CODE, 'idle timeout');
     detach(s);
-    setTimeout(() => s.ws.terminate(), TERMINATE_AFTER_MS).unref();
   }, delayMs);
   s.idleTimer.unref();
 }

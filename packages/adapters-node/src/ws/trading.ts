@@ -38,6 +38,7 @@ import {
 } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
+import { closeWithin } from './close.js';
 import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -145,12 +146,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     pump(s);
   };
   const cutOff = (s: Session): void => {
-    s.ws.close(CloseCode.POLICY, 'slow consumer');
-    detach(s);
     // The close frame waits behind what the socket holds (the queue is dropped): a client that
-    // reads gets it within the grace, and one that does not loses its socket then, not after
-    // `ws`'s 30 s close timeout (terminating a socket that closed does nothing).
-    setTimeout(() => s.ws.terminate(), CUT_OFF_GRACE_MS).unref();
+    // reads gets it within the grace, and one that does not loses its socket then.
+    closeWithin(s.ws, CloseCode.POLICY, 'slow consumer', CUT_OFF_GRACE_MS);
+    detach(s);
   };
   const pump = (s: Session): void => {
     if (s.draining) return;
@@ -490,7 +489,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
             5000,
             `INTERNAL_ERROR: ${account} already has ${limits.connectionsPerAccount} authenticated connections`,
           );
-          s.ws.close(CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
+          closeWithin(s.ws, CloseCode.TOO_MANY_CONNECTIONS, 'too many connections');
           detach(s);
           return;
         }
@@ -788,7 +787,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       clearInterval(heartbeat);
       unsubscribeBatches();
       for (const s of [...sessions]) {
-        s.ws.close(CloseCode.SHUTDOWN, 'server shutting down');
+        closeWithin(s.ws, CloseCode.SHUTDOWN, 'server shutting down');
         detach(s);
       }
       await new Promise<void>((resolve) => wss.close(() => resolve()));
