@@ -2,7 +2,8 @@
  * The history reads on a venue whose clock the test holds still and then moves (research 6.7,
  * protocol-decisions "History paging"): rows of the same millisecond come newest (highest id)
  * first and page by id; `limit` defaults to 100; `status` selects open, closed or all; without
- * `startTime` a read covers the 7 days up to now, both ends included to the millisecond.
+ * `startTime` a read covers the 7 days up to now, both ends included to the millisecond, except
+ * `status=open` and a read by `orderId` or `cloid`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/config.js';
@@ -222,7 +223,7 @@ describe('history paging within one millisecond, default limit, status and defau
   });
 
   // Last: the clock moves past the nonce window, so no signed request can follow.
-  it('the default window is the 7 days up to now, both ends included; status=open ignores it', async () => {
+  it('the default window is the 7 days up to now, both ends included; status=open and lookups by id ignore it', async () => {
     const counts = async () => ({
       orders: (await orders(alice, 'limit=500')).rows.length,
       trades: (await trades(alice)).rows.length,
@@ -235,6 +236,16 @@ describe('history paging within one millisecond, default limit, status and defau
     expect(await counts()).toEqual({ orders: BIDS, trades: 2, open: BIDS - 3, since0: BIDS });
     clock.set(placedAt + WEEK);
     expect(await counts()).toEqual({ orders: 0, trades: 0, open: BIDS - 3, since0: BIDS });
+    // A read that names its order finds it however old, unless it gives a window of its own.
+    const lifted = bids[BIDS - 1]!;
+    expect(ids(await orders(alice, `orderId=${cancelled}`))).toEqual([cancelled]);
+    expect(ids(await orders(alice, `cloid=${cloid(BIDS)}`))).toEqual([lifted]);
+    expect(ids(await orders(alice, `status=closed&orderId=${lifted}`))).toEqual([lifted]);
+    expect((await trades(alice, `orderId=${lifted}`)).rows).toHaveLength(1);
+    expect((await trades(alice, `cloid=${cloid(BIDS)}`)).rows).toHaveLength(1);
+    const since = `startTime=${placedAt + 1}`;
+    expect((await orders(alice, `orderId=${cancelled}&${since}`)).rows).toEqual([]);
+    expect((await trades(alice, `orderId=${lifted}&${since}`)).rows).toEqual([]);
     // An explicit endTime is exclusive; the 7 days run back from it.
     const at = (q: string) => orders(alice, `limit=500&${q}`).then((p) => p.rows.length);
     expect(await at(`endTime=${placedAt}`)).toBe(0);

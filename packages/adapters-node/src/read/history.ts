@@ -319,8 +319,9 @@ export class HistoryStore {
     // Paged by creation time and order id, which never change: an order updated while a client
     // pages (filled, cancelled, busted) keeps its place and is neither skipped nor repeated.
     // The open view has no default window: a GTC order placed weeks ago is still working, and a
-    // client rebuilding its state (after resyncRequired) must see it.
-    const window = status === 'open' && q.startTime === undefined ? { ...q, startTime: 0 } : q;
+    // client rebuilding its state (after resyncRequired) must see it. Nor has a lookup by id.
+    const unbounded = status === 'open' || isLookup(q);
+    const window = unbounded && q.startTime === undefined ? { ...q, startTime: 0 } : q;
     return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), window, now);
   }
 
@@ -335,8 +336,17 @@ export class HistoryStore {
       return true;
     });
     // Fill time and execId never change (a bust only flags the row).
-    return page('trades', rows, (t) => ({ t: t.time, id: t.execId }), q, now);
+    const window = isLookup(q) && q.startTime === undefined ? { ...q, startTime: 0 } : q;
+    return page('trades', rows, (t) => ({ t: t.time, id: t.execId }), window, now);
   }
+}
+
+/**
+ * Whether a read names its order (`orderId` or `cloid`): the client asks for that order however
+ * old it is, so the default 7-day window does not apply (an explicit `startTime` still does).
+ */
+function isLookup(q: HistoryQuery): boolean {
+  return q.orderId !== undefined || q.cloid !== undefined;
 }
 
 /**
