@@ -304,6 +304,10 @@ describe('snapshot file checks', () => {
         `^journal ${journal} ends at seq 8 \\(byte 123\\), but the valid snapshot ${path} covers records up to seq 9 \\(hash `,
       ),
     );
+    // A caller that knows where the last whole record ends (before a torn tail) names that.
+    expect(() => loadNewestSnapshot(dir, { maxSeq: 8, journalEnd: 100, log: () => {} })).toThrow(
+      /ends at seq 8 \(byte 100\)/,
+    );
   });
 
   it('a body longer than one write piece (1 MB) is written whole and reads back', async () => {

@@ -252,6 +252,11 @@ export interface LoadOptions {
    * the journal against it (start-up does, before the journal's torn tail may be cut).
    */
   readonly maxSeq?: number;
+  /**
+   * Where the journal's last whole record ends, bytes, named in that error. Default: the file's
+   * size, which also counts a torn tail the journal's open would cut.
+   */
+  readonly journalEnd?: number;
   readonly log?: (line: string) => void;
   /** The journal file, named in errors (default: `journal.log` in the snapshot directory). */
   readonly journal?: string;
@@ -301,13 +306,12 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
         continue;
       }
       const journal = options.journal ?? join(dir, 'journal.log');
-      let size = 0;
-      try {
-        size = statSync(journal).size;
-      } catch {
-        // A missing journal ends at byte 0.
-      }
-      throw new JournalBehindSnapshotError(journal, size, options.maxSeq, ahead);
+      throw new JournalBehindSnapshotError(
+        journal,
+        options.journalEnd ?? fileSize(journal),
+        options.maxSeq,
+        ahead,
+      );
     }
     try {
       const loaded = readSnapshotFile(f.path);
@@ -321,6 +325,15 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
     }
   }
   return null;
+}
+
+/** The size of `path`, bytes; 0 when it does not exist. */
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** File system steps of a snapshot write that tests may fail or interrupt. */
