@@ -23,6 +23,7 @@ import {
   ratio,
   rcmp,
   solvencyReport,
+  stateHash,
   tradeRecordOf,
 } from '../src/index.js';
 import { px, T0, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
@@ -1422,6 +1423,42 @@ describe('trade bust', () => {
       expect(v.outcome(v.run({ type: 'bustTrade', tradeId: id, reason: 'x' })).ok).toBe(true);
     }
     expect([snapshot(BUYER), snapshot(SELLER)]).toEqual(before);
+  });
+
+  it('refuses to bust a fill when a forced fill after it would then open or flip a position', () => {
+    const v = venueC();
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '100', price: '91.5' }));
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Sell', qty: '1', price: '92.5' }));
+    const liquidation = reportsOf(v.oracle({ 'ISO-PERP': '92' }), 'Liquidation', GOLD)[0]!;
+    expect(liquidation.fill.quantity).toBe(100n);
+    expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
+    // Trade 1 is GOLD's buy of 50 from S1. Without it GOLD was long 50 when the liquidation sold
+    // 100: that final fill would leave it short 50, a position it never chose.
+    const before = stateHash(v.state);
+    const refused = v.run({ type: 'bustTrade', tradeId: 1, reason: 'price error' });
+    const o = v.outcome(refused);
+    expect(o).toMatchObject({ ok: false, code: 4000 });
+    expect(!o.ok && o.message).toBe(
+      `INVALID_REQUEST: trade 1 cannot be busted: without it, the Liquidation fill of trade ${liquidation.fill.tradeId} would flip the Isolated position of ${GOLD} in ISO-PERP instead of reducing it, and that fill is final`,
+    );
+    expect(refused.filter((e) => e.type === 'executionReport')).toEqual([]);
+    expect(stateHash(v.state)).toBe(before);
+    // A fill of another scope is busted as before: trade 3 is S2's sale of 80 to L1.
+    expect(v.outcome(v.run({ type: 'bustTrade', tradeId: 3, reason: 'x' })).ok).toBe(true);
+  });
+
+  it('busts a fill whose scope a later forced fill still only reduces', () => {
+    // GOLD is long 100 from trades 1 and 2 (50 each). A forced liquidation finds one bid of 20:
+    // the market step sells GOLD 20 and the scope is healthy again.
+    const v = venueC();
+    v.expectOk(v.place(MM, 'ISO-PERP', { side: 'Buy', qty: '20', price: '99' }));
+    v.run({ type: 'liquidate', account: GOLD, mode: 'Isolated', market: 3, force: true });
+    const size = () =>
+      v.state.accounts.get(GOLD)!.positions.find((p) => p.mode === 'Isolated')?.size;
+    expect(size()).toBe(80n);
+    // Without trade 1, that sale of 20 still reduces a long of 50: the bust goes through.
+    expect(v.outcome(v.run({ type: 'bustTrade', tradeId: 1, reason: 'x' })).ok).toBe(true);
+    expect(size()).toBe(30n);
   });
 
   it('refuses to bust a liquidation fill', () => {

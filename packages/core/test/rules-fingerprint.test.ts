@@ -180,7 +180,9 @@ const FINGERPRINTS: Record<
   // 7: the engine reports its re-sizing of a waiting managed TP/SL (`OrderReplaced` with reason
   // `PositionChanged`, `ParentFilled` or `ParentBust`, and the order's updatedTime), and a bust
   // re-sizes an entry's children after its `TradeBust` report (reduce-only.test.ts,
-  // entry-children.test.ts, execution-reports.prop.test.ts). The tour and followers move.
+  // entry-children.test.ts, execution-reports.prop.test.ts). The tour and followers move. A bust
+  // is refused when a later forced fill would then open or flip a position (risk.golden.test.ts,
+  // "trade bust"); no log reaches that.
   7: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',

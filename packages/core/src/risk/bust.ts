@@ -147,6 +147,47 @@ function rebuild(ctx: Ctx, market: Market, bustedId: number, leg: TradeLeg): Pos
   return pos;
 }
 
+/** Whether a fill of signed size `d` on a position of `size` reduces it (closing it counts). */
+function reduces(size: bigint, d: bigint): boolean {
+  if (size === 0n || size > 0n === d > 0n) return false;
+  return (d < 0n ? -d : d) <= (size < 0n ? -size : size);
+}
+
+/**
+ * The first later forced leg in `leg`'s scope that a bust of `rec` would turn from a reduction
+ * into an opening or a flip, if any. A forced leg is one the engine made, not an order: the
+ * liquidated account's side of a liquidation, auction or ADL fill, and an ADL counterparty's.
+ * Those fills are final and were taken because of the position the busted fill helped build;
+ * replayed on the position without it they would hand the account exposure it never chose.
+ * (A maker's or claimant's leg of such a fill came from its own order or claim, and is replayed
+ * like any order fill.) Read-only: a refusal must change nothing.
+ */
+function forcedFillBrokenBy(
+  state: Ctx['state'],
+  rec: TradeRecord,
+  leg: TradeLeg,
+): { tradeId: number; source: string; opens: boolean } | undefined {
+  let size = leg.before.size;
+  let broken: { tradeId: number; source: string; opens: boolean } | undefined;
+  state.trades.forEach((stored, id) => {
+    if (broken !== undefined || id <= rec.tradeId || stored.busted) return;
+    if (stored.market !== rec.market || !touchesScope(stored, leg)) return;
+    const r = tradeOfStored(stored);
+    for (let i = 0; i < 2; i++) {
+      const l = r.legs[i as 0 | 1];
+      if (l.account !== leg.account || l.mode !== leg.mode) continue;
+      // Legs: the liquidated account second; an ADL's counterparty, first, is forced too.
+      const isForced = r.source !== 'Order' && (i === 1 || r.source === 'ADL');
+      if (isForced && reduces(l.before.size, l.signedQty) && !reduces(size, l.signedQty)) {
+        broken = { tradeId: r.tradeId, source: r.source, opens: size === 0n };
+        return;
+      }
+      size += l.signedQty;
+    }
+  });
+  return broken;
+}
+
 function touchesScope(t: StoredTrade, leg: TradeLeg): boolean {
   return (
     (t.account0 === leg.account && t.mode0 === leg.mode) ||
@@ -203,6 +244,16 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
   if (rec.source !== 'Order') {
     const r = reject('INVALID_REQUEST', `a ${rec.source} fill is final and cannot be busted`);
     return ctx.fail(r.code, r.message);
+  }
+  for (const leg of rec.legs) {
+    const forced = forcedFillBrokenBy(ctx.state, rec, leg);
+    if (forced !== undefined) {
+      const r = reject(
+        'INVALID_REQUEST',
+        `trade ${cmd.tradeId} cannot be busted: without it, the ${forced.source} fill of trade ${forced.tradeId} would ${forced.opens ? 'open' : 'flip'} the ${leg.mode} position of ${leg.account} in ${ctx.state.markets.get(rec.market)?.spec.symbol ?? rec.market} instead of reducing it, and that fill is final`,
+      );
+      return ctx.fail(r.code, r.message);
+    }
   }
   const market = ctx.writableMarket(rec.market);
   const spec = market.spec;
