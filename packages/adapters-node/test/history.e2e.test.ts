@@ -8,7 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshNonce, Wallet, type WsClient } from './support/client.js';
-import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import {
+  btc,
+  limitOrder,
+  placeOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+} from './support/fixture.js';
 
 type Row = Record<string, unknown>;
 const IOC = 2;
@@ -45,18 +52,7 @@ describe('a trade bust in the order history', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const order = async (w: Wallet, ws: WsClient, fields: Record<string, bigint | number>) => {
-    const { isBuy, price, quantity, ...extra } = fields;
-    const r = await ws.request({
-      type: 'placeOrder',
-      signature: await w.sign(
-        'Order',
-        limitOrder(isBuy === 1, price as bigint, quantity as bigint, extra),
-      ),
-    });
-    expect(r.type).toBe('orderAck');
-    return (r.order as Row).orderId as string;
-  };
+  const order = placeOrder;
   const row = async (w: Wallet, orderId: string): Promise<Row> => {
     const r = await t.api('GET', `/historic/orders?wallet=${w.address}&orderId=${orderId}`);
     return (r.body.orders as Row[])[0] as Row;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshNonce, Wallet, type WsClient } from './support/client.js';
-import { btc, cloid, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import { btc, cloid, placeOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
 type Row = Record<string, unknown>;
 const STOP_LOSS = 2;
@@ -32,22 +32,7 @@ describe('managed TP/SL re-sizing over the wire', () => {
   });
   afterAll(async () => t.close());
 
-  const order = async (
-    w: Wallet,
-    ws: WsClient,
-    fields: Record<string, bigint | number | string>,
-  ) => {
-    const { isBuy, price, quantity, ...extra } = fields;
-    const r = await ws.request({
-      type: 'placeOrder',
-      signature: await w.sign(
-        'Order',
-        limitOrder(isBuy === 1, price as bigint, quantity as bigint, extra),
-      ),
-    });
-    expect(r.type).toBe('orderAck');
-    return (r.order as Row).orderId as string;
-  };
+  const order = placeOrder;
   const row = async (orderId: string): Promise<Row> => {
     const r = await t.api('GET', `/historic/orders?wallet=${carol.address}&orderId=${orderId}`);
     return (r.body.orders as Row[])[0] as Row;

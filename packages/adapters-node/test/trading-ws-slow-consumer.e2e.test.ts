@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { CUT_OFF_GRACE_MS } from '../src/ws/trading.js';
 import type { Msg, WsClient } from './support/client.js';
-import { btc, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import { btc, px, startTestVenue, type TestVenue, withVenueEnd } from './support/fixture.js';
 
 /** The default `limits.slowConsumerBytes`: unsent live bytes above which a client is cut off. */
 const CUT_OFF_BYTES = 4 * 1024 * 1024;
@@ -193,19 +193,10 @@ describe('a configured bound, against a client that never reads again', () => {
     // The venue's end of the slow client's connection: corked, it hands the kernel nothing, as
     // when a client reads nothing and the kernel's buffers are full. Frames stay in the socket's
     // buffer (`bufferedAmount`); the connection's queue takes the rest once that is 256 KiB.
-    const server = t.venue.app.server;
-    const accepted: Socket[] = [];
-    const onConnection = (s: Socket): void => {
-      accepted.push(s);
-    };
-    server.on('connection', onConnection);
-    const slow = await t.connect(alice);
-    server.off('connection', onConnection);
+    const { client: slow, venueEnd } = await withVenueEnd(t, () => t.connect(alice));
     expect(await slow.request({ type: 'subscribeTrading' })).toMatchObject({
       type: 'subscribeTradingSuccess',
     });
-    const venueEnd = accepted.find((s) => s.remotePort === socketOf(slow).localPort);
-    if (venueEnd === undefined) throw new Error("the slow client's connection was not seen");
     const closed = closeOf(slow, 60_000);
     const first = host.state.accounts.get(alice.address)!.reportSeq + 1;
     venueEnd.cork();
@@ -282,16 +273,7 @@ describe('a bound smaller than a replay', () => {
     await host.submit({ type: 'cancelAll', account: alice.address, market: 0 });
     const replayed = host.state.accounts.get(alice.address)!.reportSeq;
 
-    const server = t.venue.app.server;
-    const accepted: Socket[] = [];
-    const onConnection = (s: Socket): void => {
-      accepted.push(s);
-    };
-    server.on('connection', onConnection);
-    const client = await t.connect(alice);
-    server.off('connection', onConnection);
-    const venueEnd = accepted.find((s) => s.remotePort === socketOf(client).localPort);
-    if (venueEnd === undefined) throw new Error("the client's connection was not seen");
+    const { client, venueEnd } = await withVenueEnd(t, () => t.connect(alice));
     // Nothing reaches the kernel until the client is said to read again: the replay's frames
     // pile up in the socket's buffer, as far as the venue lets them.
     venueEnd.cork();

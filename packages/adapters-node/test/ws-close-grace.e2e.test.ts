@@ -6,12 +6,11 @@
  * corked, as when a client reads nothing and the kernel's buffers are full: nothing it sends
  * gets out.
  */
-import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { CLOSE_GRACE_MS } from '../src/ws/close.js';
 import { WsClient } from './support/client.js';
-import { startTestVenue, type TestVenue } from './support/fixture.js';
+import { startTestVenue, type TestVenue, withVenueEnd } from './support/fixture.js';
 
 /** `ws`'s own wait for the peer's close frame, which the venue must not take. */
 const WS_CLOSE_TIMEOUT_MS = 30_000;
@@ -27,20 +26,10 @@ const closeOf = (c: WsClient, ms: number): Promise<{ code: number; at: number }>
   });
 
 /** Connects to `url` and returns the client with the venue's end of its TCP connection. */
-async function connectSeen(t: TestVenue, url: string): Promise<{ c: WsClient; venueEnd: Socket }> {
-  const server = t.venue.app.server;
-  const accepted: Socket[] = [];
-  const onConnection = (s: Socket): void => {
-    accepted.push(s);
-  };
-  server.on('connection', onConnection);
-  const c = await WsClient.connect(url);
-  server.off('connection', onConnection);
-  const local = (c.ws as unknown as { _socket: Socket })._socket.localPort;
-  const venueEnd = accepted.find((s) => s.remotePort === local);
-  if (venueEnd === undefined) throw new Error('the connection was not seen');
-  return { c, venueEnd };
-}
+const connectSeen = async (t: TestVenue, url: string) => {
+  const { client, venueEnd } = await withVenueEnd(t, () => WsClient.connect(url));
+  return { c: client, venueEnd };
+};
 
 describe('the connection-cap close (4429)', () => {
   let t: TestVenue;

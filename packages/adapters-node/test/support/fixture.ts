@@ -2,6 +2,7 @@
  * A venue on 127.0.0.1 (port 0, in memory, no price feed) and the steps every end-to-end test
  * needs: onboarding a wallet, funding it through the simulated chain, signing orders.
  */
+import type { Socket } from 'node:net';
 import { type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
 import {
   freshNonce,
@@ -183,4 +184,52 @@ export function limitOrder(
 /** A 16-byte cloid from a small number. */
 export function cloid(n: number): string {
   return `0x${n.toString(16).padStart(32, '0')}`;
+}
+
+/**
+ * Runs `connect` and returns the client it opened with the venue's end of its TCP connection.
+ * Corking that end makes the client look like one that reads nothing while the kernel's buffers
+ * are full: nothing the venue sends gets out.
+ */
+export async function withVenueEnd(
+  t: TestVenue,
+  connect: () => Promise<WsClient>,
+): Promise<{ client: WsClient; venueEnd: Socket }> {
+  const server = t.venue.app.server;
+  const accepted: Socket[] = [];
+  const onConnection = (s: Socket): void => {
+    accepted.push(s);
+  };
+  server.on('connection', onConnection);
+  let client: WsClient;
+  try {
+    client = await connect();
+  } finally {
+    server.off('connection', onConnection);
+  }
+  const local = (client.ws as unknown as { _socket: Socket })._socket.localPort;
+  const venueEnd = accepted.find((s) => s.remotePort === local);
+  if (venueEnd === undefined) throw new Error("the client's connection was not seen");
+  return { client, venueEnd };
+}
+
+/**
+ * Places an order on the trading socket `ws` signed by `w` (a GTC limit unless `fields` say
+ * otherwise; `isBuy` 1 buys), expects the ack and returns the order id.
+ */
+export async function placeOrder(
+  w: Wallet,
+  ws: WsClient,
+  fields: Record<string, bigint | number | string>,
+): Promise<string> {
+  const { isBuy, price, quantity, ...extra } = fields;
+  const r = await ws.request({
+    type: 'placeOrder',
+    signature: await w.sign(
+      'Order',
+      limitOrder(isBuy === 1, price as bigint, quantity as bigint, extra),
+    ),
+  });
+  if (r.type !== 'orderAck') throw new Error(`order refused: ${JSON.stringify(r)}`);
+  return (r.order as { orderId: string }).orderId;
 }
