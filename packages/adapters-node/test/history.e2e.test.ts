@@ -7,9 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshNonce, Wallet, type WsClient } from './support/client.js';
+import type { Wallet, WsClient } from './support/client.js';
 import {
   btc,
+  cancelOrder,
   limitOrder,
   placeOrder,
   px,
@@ -264,18 +265,7 @@ describe('paging the history', () => {
   });
   afterAll(async () => t.close());
 
-  const cancel = async (orderId: string) => {
-    const r = await a.request({
-      type: 'cancelOrder',
-      signature: await alice.sign('Cancel', {
-        market: 1,
-        orderId: BigInt(orderId),
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      }),
-    });
-    expect(r.type).toBe('cancelAck');
-  };
+  const cancel = (orderId: string) => cancelOrder(alice, a, orderId);
   const ordersPage = async (query: string) =>
     (await t.api('GET', `/historic/orders?wallet=${alice.address}&${query}`)).body as {
       orders: Row[];

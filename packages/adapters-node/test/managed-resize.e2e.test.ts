@@ -4,8 +4,16 @@
  * orders right from the reports, without re-implementing the sizing rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshNonce, Wallet, type WsClient } from './support/client.js';
-import { btc, cloid, placeOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import type { Wallet, WsClient } from './support/client.js';
+import {
+  btc,
+  cancelOrder,
+  cloid,
+  placeOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+} from './support/fixture.js';
 
 type Row = Record<string, unknown>;
 const STOP_LOSS = 2;
@@ -80,16 +88,7 @@ describe('managed TP/SL re-sizing over the wire', () => {
     expect(await row(child)).toMatchObject({ quantity: '0.01', leavesQty: '0.01' });
 
     // The entry is cancelled; a TakeProfit on the position follows the position from then on.
-    const cancel = await c.request({
-      type: 'cancelOrder',
-      signature: await carol.sign('Cancel', {
-        market: 1,
-        orderId: BigInt(entry),
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      }),
-    });
-    expect(cancel.type).toBe('cancelAck');
+    await cancelOrder(carol, c, entry);
     const tp = await order(carol, c, {
       isBuy: 0,
       orderType: TAKE_PROFIT,

@@ -233,3 +233,17 @@ export async function placeOrder(
   if (r.type !== 'orderAck') throw new Error(`order refused: ${JSON.stringify(r)}`);
   return (r.order as { orderId: string }).orderId;
 }
+
+/** Cancels `orderId` on market 1 over the trading socket `ws`, signed by `w`; expects the ack. */
+export async function cancelOrder(w: Wallet, ws: WsClient, orderId: string): Promise<void> {
+  const r = await ws.request({
+    type: 'cancelOrder',
+    signature: await w.sign('Cancel', {
+      market: 1,
+      orderId: BigInt(orderId),
+      nonce: freshNonce(),
+      deadline: Wallet.deadline(),
+    }),
+  });
+  if (r.type !== 'cancelAck') throw new Error(`cancel refused: ${JSON.stringify(r)}`);
+}
