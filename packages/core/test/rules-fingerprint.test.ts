@@ -13,7 +13,8 @@
  * A third log, seeded cases at the margin rules' edges, exists because random flow never reached
  * the maker re-check of a flip (this week's rule change there moved neither of the other two). A
  * fourth, `followers` (from version 6), covers the orders that follow a position or an entry
- * order: managed children armed, busted, placed late and fired, and a reduce-only stop that rests.
+ * order: managed children armed, busted, placed late and fired, and a reduce-only stop that rests;
+ * from version 7 it ends with busts of fills that a liquidation followed.
  *
  * It is a coarse guard, not a proof: by mutation it catches a changed fee rounding, liquidation
  * step and the old maker-flip rule, but a narrow enough rule can pass unseen. Whoever changes a
@@ -182,7 +183,8 @@ const FINGERPRINTS: Record<
   // re-sizes an entry's children after its `TradeBust` report (reduce-only.test.ts,
   // entry-children.test.ts, execution-reports.prop.test.ts). The tour and followers move. A bust
   // is refused when a later forced fill would then open or flip a position (risk.golden.test.ts,
-  // "trade bust"); no log reaches that.
+  // "trade bust"): `followers` gains a tail of four liquidated accounts' busts for it (version
+  // 6's followers hashes are of the log without that tail).
   7: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -197,8 +199,8 @@ const FINGERPRINTS: Record<
       events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
     },
     followers: {
-      state: '0x49b368153abb15c17368700271b3245ae3d180f6b42ac9171307904a2013086c',
-      events: '0x05aeb441e83a42e008ff1615d1ed3dc4d520f01b11df1738cb1388571330edd8',
+      state: '0xa3031ed9e5076632e5fc8851eb5543ce54fe292fc9d0c8984f346ff64239b242',
+      events: '0xa6a66d9fd8e493332a764e453ded530d4b1fce9582f2e1608abbf84d821d0c56',
     },
   },
 };
@@ -462,6 +464,27 @@ function followers(seed: number, cases: number): TestVenue {
       v.run({ type: 'cancelAll', account: maker, market: 1 });
     }
   }
+  // From version 7: busts of a fill a liquidation followed. The liquidation sells the whole
+  // position (the bust is refused: that fill would flip it) or a part of it (the bust goes
+  // through: that fill still reduces).
+  for (let n = 0; n < 4; n++) {
+    v.oracle({ [BTC]: '65000' });
+    const b = wallet(3000 + n);
+    v.open(b);
+    v.fund(b, '2000');
+    v.place(maker, BTC, { side: 'Sell', qty: '0.1', price: '65000' });
+    const first = v.place(b, BTC, { side: 'Buy', qty: '0.1', price: '65000' });
+    v.place(maker, BTC, { side: 'Sell', qty: '0.1', price: '65000' });
+    v.place(b, BTC, { side: 'Buy', qty: '0.1', price: '65000' });
+    // The book and the oracle put the mark at 55,600: b's cross scope is below maintenance.
+    v.place(maker, BTC, { side: 'Buy', qty: n % 2 === 0 ? '0.2' : '0.05', price: '55500' });
+    v.place(maker, BTC, { side: 'Sell', qty: '0.001', price: '55600' });
+    v.oracle({ [BTC]: '55600' });
+    const trade = first.find((e) => e.type === 'trade');
+    if (trade?.type === 'trade')
+      v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'forced' });
+    for (const w of [b, maker]) v.run({ type: 'cancelAll', account: w, market: 1 });
+  }
   return v;
 }
 
@@ -482,6 +505,7 @@ describe('engine rules fingerprint', () => {
         else if (e.type === 'executionReport') {
           see(e.kind);
           if (e.kind === 'OrderRejected') see(`OrderRejected ${e.order.reason}`);
+          if (e.kind === 'OrderReplaced') see(`OrderReplaced ${e.order.reason}`);
         } else see(e.type);
       }
     });
@@ -507,6 +531,7 @@ describe('engine rules fingerprint', () => {
       'createReferralCode ok',
       'setVenueSettings ok',
       'OrderRejected TooManyOrders',
+      'OrderReplaced PositionChanged',
     ];
     expect(expected.filter((k) => !seen.has(k))).toEqual([]);
 
@@ -541,12 +566,20 @@ describe('engine rules fingerprint', () => {
         else if (x.type === 'executionReport' && x.kind === 'OrderReplaced')
           followed.add(`OrderReplaced ${x.order.reason ?? ''}`.trim());
         else if (x.type === 'executionReport' && x.kind === 'TradeBust') followed.add('TradeBust');
+        else if (x.type === 'executionReport' && x.kind === 'Liquidation')
+          followed.add('Liquidation');
+        else if (x.type === 'outcome' && !x.ok && x.message.includes('cannot be busted: without'))
+          followed.add('bust refused for a forced fill');
     expect(
       [
         'managed OrderTriggered',
         'managed OrderCancelled PositionClosed',
         'OrderReplaced ReduceOnly',
+        'managed OrderReplaced ParentFilled',
+        'managed OrderReplaced ParentBust',
         'TradeBust',
+        'Liquidation',
+        'bust refused for a forced fill',
       ].filter((k) => !followed.has(k)),
     ).toEqual([]);
   });
