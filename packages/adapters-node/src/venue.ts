@@ -792,6 +792,7 @@ async function startLocked(
   const releaseAll = async (): Promise<void> => {
     for (const t of timers) clearInterval(t);
     backfill?.cancel();
+    desk.close();
     await trading.close();
     await marketData.close();
     for (const c of extraClosers) await c();

@@ -1,10 +1,11 @@
 /**
- * The chain desk on its own: one chain call per accepted command however often it is asked, a
- * chain that throws settles as Failed (so a withdrawal is refunded, never left pending), and a
- * restart settles exactly what the engine still has pending. Found by mutation: without the
- * catch, or with a restart re-executing a withdrawal the chain already reported, every
- * end-to-end test still passed, because the simulated chain is idempotent and never throws; a
- * real chain adapter need not be either.
+ * The chain desk on its own: one chain call per accepted command however often it is asked; a
+ * chain call that throws leaves the command pending and is asked again until the chain answers
+ * (the outcome of a thrown call is unknown: refunding a withdrawal the chain may have paid would
+ * pay it twice); and a restart settles exactly what the engine still has pending. Found by
+ * mutation: without the catch, or with a restart re-executing a withdrawal the chain already
+ * reported, every end-to-end test still passed, because the simulated chain is idempotent and
+ * never throws; a real chain adapter need not be either.
  */
 import type {
   ChainDeposit,
@@ -45,6 +46,8 @@ class FakeChain implements ReplayableChain {
   deposits: ChainDeposit[] = [];
   done: { commandId: number; kind: 'deposit' | 'withdrawal'; result: ChainResult }[] = [];
   throwWith: Error | undefined;
+  /** How many more calls throw `throwWith` (then it is cleared); unlimited when undefined. */
+  throwTimes: number | undefined;
   private gate: Promise<void> = Promise.resolve();
   private open: () => void = () => {};
 
@@ -65,14 +68,20 @@ class FakeChain implements ReplayableChain {
   async executeDeposit(request: ChainDeposit): Promise<ChainResult> {
     this.deposits.push(request);
     await this.gate;
-    if (this.throwWith !== undefined) throw this.throwWith;
+    this.maybeThrow();
     return { ok: true, txHash: `0xd${request.commandId}` };
   }
   async executeWithdrawal(request: ChainWithdrawal): Promise<ChainResult> {
     this.withdrawals.push(request);
     await this.gate;
-    if (this.throwWith !== undefined) throw this.throwWith;
+    this.maybeThrow();
     return { ok: true, txHash: `0xw${request.commandId}` };
+  }
+  private maybeThrow(): void {
+    const e = this.throwWith;
+    if (e === undefined) return;
+    if (this.throwTimes !== undefined && --this.throwTimes <= 0) this.throwWith = undefined;
+    throw e;
   }
   processed() {
     return this.done;
@@ -106,16 +115,74 @@ describe('ChainDesk', () => {
     ]);
   });
 
-  it('settles a command whose chain call threw as Failed, naming the error', async () => {
+  it('asks again after a chain call threw, and settles only with the chain answer', async () => {
     const chain = new FakeChain();
     chain.throwWith = new Error('rpc timeout');
+    chain.throwTimes = 3;
     const { host, submitted } = fakeHost();
-    const desk = new ChainDesk(chain, host);
+    const lines: string[] = [];
+    const desk = new ChainDesk(chain, host, (l) => lines.push(l), { retryDelaysMs: [5, 10] });
+    // Three throws for the withdrawal (the fourth call pays it), then one for the deposit.
     await desk.withdrawal(3, A, 100n);
+    chain.throwWith = new Error('rpc reset');
+    chain.throwTimes = 1;
     await desk.deposit(deposit(4));
+    expect(chain.withdrawals.map((w) => w.commandId)).toEqual([3, 3, 3, 3]);
+    expect(chain.deposits.map((d) => d.commandId)).toEqual([4, 4]);
     expect(submitted).toEqual([
-      { type: 'settleWithdrawal', commandId: 3, success: false, reason: 'Error: rpc timeout' },
-      { type: 'settleDeposit', commandId: 4, success: false, reason: 'Error: rpc timeout' },
+      { type: 'settleWithdrawal', commandId: 3, success: true, txHash: '0xw3' },
+      { type: 'settleDeposit', commandId: 4, success: true, txHash: '0xd4' },
+    ]);
+    expect(lines[0]).toBe(
+      'chain call for command 3 threw (attempt 1): Error: rpc timeout; the outcome is unknown, so the command stays pending and is asked again in 5 ms',
+    );
+    // The last delay repeats.
+    expect(lines[1]).toMatch(/^chain call for command 3 threw \(attempt 2\):.* again in 10 ms$/);
+    expect(lines[2]).toMatch(/^chain call for command 3 threw \(attempt 3\):.* again in 10 ms$/);
+    expect(lines[3]).toMatch(/^chain call for command 4 threw \(attempt 1\): Error: rpc reset;/);
+    expect(lines).toHaveLength(4);
+  });
+
+  it('a closed desk stops asking: the command stays pending, nothing is settled', async () => {
+    const chain = new FakeChain();
+    chain.throwWith = new Error('rpc down');
+    const { host, submitted } = fakeHost();
+    const desk = new ChainDesk(chain, host, () => {}, { retryDelaysMs: [60_000] });
+    const carried = desk.withdrawal(5, A, 100n);
+    await new Promise((r) => setTimeout(r, 20));
+    desk.close();
+    await carried;
+    expect(chain.withdrawals.map((w) => w.commandId)).toEqual([5]);
+    expect(submitted).toEqual([]);
+    // And it takes no new work.
+    await desk.withdrawal(6, A, 1n);
+    expect(chain.withdrawals).toHaveLength(1);
+  });
+
+  it('a restart does not wait for a chain that throws: reconcile returns, the retry settles later', async () => {
+    const v = new TestVenue();
+    v.run({ type: 'openAccount', account: A });
+    v.fund(A, '100');
+    const o = v.outcome(
+      v.run({
+        type: 'withdraw',
+        account: A,
+        amount: usd('3'),
+        target: { mode: 'Cross', market: 0 },
+      }),
+    );
+    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const chain = new FakeChain();
+    chain.throwWith = new Error('rpc timeout');
+    chain.throwTimes = 1;
+    const { host, submitted } = fakeHost();
+    const desk = new ChainDesk(chain, host, () => {}, { retryDelaysMs: [30] });
+    await desk.reconcile(v.state as EngineState);
+    expect(submitted).toEqual([]);
+    const end = Date.now() + 5_000;
+    while (submitted.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    expect(submitted).toEqual([
+      { type: 'settleWithdrawal', commandId: id, success: true, txHash: `0xw${id}` },
     ]);
   });
 

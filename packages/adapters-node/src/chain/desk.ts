@@ -4,6 +4,14 @@
  * engine never waits on a chain and a replay sees exactly what the chain said. After a restart
  * it settles whatever the engine still has pending.
  *
+ * Only the chain's answer settles a command. A call that throws (an RPC timeout, a dropped
+ * connection) says nothing about whether the chain executed it: a withdrawal may have been paid.
+ * Settling it as Failed would refund it, and pay the user twice. The desk asks again instead,
+ * after a growing delay: the chain adapter is idempotent by command id (`ChainAdapter`), so a
+ * second call returns the first call's result and never executes it twice. Meanwhile the
+ * command stays pending (a withdrawal's amount stays debited); a venue closed while it waits
+ * leaves it to the next start's {@link ChainDesk.reconcile}.
+ *
  * @module
  */
 import type { ChainAdapter, ChainDeposit, ChainResult, EngineState } from '@perp/core';
@@ -18,45 +26,110 @@ export interface ReplayableChain extends ChainAdapter {
   }[];
 }
 
+/** Delays before asking the chain again after a call threw, ms; the last one repeats. */
+export const CHAIN_RETRY_DELAYS_MS: readonly number[] = [
+  1_000, 2_000, 5_000, 10_000, 30_000, 60_000,
+];
+
+/** Options of {@link ChainDesk}. */
+export interface ChainDeskOptions {
+  /** Delays between attempts of a chain call that threw (default {@link CHAIN_RETRY_DELAYS_MS}). */
+  readonly retryDelaysMs?: readonly number[];
+}
+
 /** Drives settlements; see the module comment. */
 export class ChainDesk {
   private readonly chain: ReplayableChain;
   private readonly host: EngineHost;
   private readonly inFlight = new Set<number>();
   private readonly log: (line: string) => void;
+  private readonly retryDelaysMs: readonly number[];
+  /** Retries waiting for their delay: each resolves early (with `false`) on {@link close}. */
+  private readonly waiting = new Set<() => void>();
+  private closed = false;
 
-  constructor(chain: ReplayableChain, host: EngineHost, log: (line: string) => void = () => {}) {
+  constructor(
+    chain: ReplayableChain,
+    host: EngineHost,
+    log: (line: string) => void = () => {},
+    options: ChainDeskOptions = {},
+  ) {
     this.chain = chain;
     this.host = host;
     this.log = log;
+    const delays = options.retryDelaysMs ?? CHAIN_RETRY_DELAYS_MS;
+    this.retryDelaysMs = delays.length > 0 ? delays : CHAIN_RETRY_DELAYS_MS;
   }
 
   /** Executes an accepted deposit and settles it. */
-  async deposit(request: ChainDeposit): Promise<void> {
-    if (this.inFlight.has(request.commandId)) return;
-    this.inFlight.add(request.commandId);
-    try {
-      const result = await this.chain
-        .executeDeposit(request)
-        .catch((e: unknown) => ({ ok: false as const, reason: String(e) }));
-      await this.settle('settleDeposit', request.commandId, result);
-    } finally {
-      this.inFlight.delete(request.commandId);
-    }
+  deposit(request: ChainDeposit): Promise<void> {
+    return this.carry('settleDeposit', request.commandId, () => this.chain.executeDeposit(request));
   }
 
   /** Pays out an accepted withdrawal and settles it. */
-  async withdrawal(commandId: number, owner: string, amount: bigint): Promise<void> {
-    if (this.inFlight.has(commandId)) return;
+  withdrawal(commandId: number, owner: string, amount: bigint): Promise<void> {
+    return this.carry('settleWithdrawal', commandId, () =>
+      this.chain.executeWithdrawal({ commandId, owner, amount }),
+    );
+  }
+
+  /** Stops asking the chain again: commands still waiting for an answer stay pending. */
+  close(): void {
+    this.closed = true;
+    for (const wake of [...this.waiting]) wake();
+  }
+
+  /** One chain call per command at a time, asked again until the chain answers; then settled. */
+  private async carry(
+    type: 'settleDeposit' | 'settleWithdrawal',
+    commandId: number,
+    call: () => Promise<ChainResult>,
+    afterFirstAttempt: () => void = () => {},
+  ): Promise<void> {
+    if (this.inFlight.has(commandId) || this.closed) return afterFirstAttempt();
     this.inFlight.add(commandId);
+    let first = true;
+    const firstDone = (): void => {
+      if (first) afterFirstAttempt();
+      first = false;
+    };
     try {
-      const result = await this.chain
-        .executeWithdrawal({ commandId, owner, amount })
-        .catch((e: unknown) => ({ ok: false as const, reason: String(e) }));
-      await this.settle('settleWithdrawal', commandId, result);
+      for (let attempt = 0; ; attempt++) {
+        let result: ChainResult;
+        try {
+          result = await call();
+        } catch (e) {
+          const delays = this.retryDelaysMs;
+          const delay = delays[Math.min(attempt, delays.length - 1)] ?? 0;
+          this.log(
+            `chain call for command ${commandId} threw (attempt ${attempt + 1}): ${String(e)}; the outcome is unknown, so the command stays pending and is asked again in ${delay} ms`,
+          );
+          firstDone();
+          if (!(await this.sleep(delay))) return;
+          continue;
+        }
+        await this.settle(type, commandId, result);
+        return;
+      }
     } finally {
       this.inFlight.delete(commandId);
+      firstDone();
     }
+  }
+
+  /** Waits `ms` (without holding the process open); `false` when the desk closed meanwhile. */
+  private sleep(ms: number): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.waiting.delete(wake);
+        resolve(!this.closed);
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.waiting.add(wake);
+    });
   }
 
   private async settle(
@@ -86,7 +159,22 @@ export class ChainDesk {
       const known = done.get(p.commandId);
       if (known !== undefined) work.push(this.settle(type, p.commandId, known));
       else if (p.kind === 'withdrawal')
-        work.push(this.withdrawal(p.commandId, p.account, p.amount));
+        // A start waits for the first answer only: a chain that throws is asked again later.
+        work.push(
+          new Promise<void>((resolve) => {
+            void this.carry(
+              'settleWithdrawal',
+              p.commandId,
+              () =>
+                this.chain.executeWithdrawal({
+                  commandId: p.commandId,
+                  owner: p.account,
+                  amount: p.amount,
+                }),
+              resolve,
+            );
+          }),
+        );
       else
         work.push(
           this.settle(type, p.commandId, {
