@@ -223,6 +223,14 @@ console.log(
 );
 // fromSeq 0 replays every report of the account so far (the deposit), then streams live ones.
 console.log(await request({ type: 'subscribeTrading', fromSeq: 0 }));
+// The account summary now; later pushes (no id) come on fills and settlements, not on orders.
+const summaryNow = await request({ type: 'subscribeAccountSummary' });
+console.log(
+  'summary',
+  summaryNow.type,
+  'accountValue',
+  summaryNow.crossMarginSummary?.accountValue,
+);
 const zero16 = `0x${'0'.repeat(32)}`;
 const order = await sign('Order', {
   account: wallet,

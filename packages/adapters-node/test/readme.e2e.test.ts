@@ -150,6 +150,8 @@ describe('README', () => {
       { cwd: ROOT, timeout: 60_000 },
     );
     expect(stdout).toContain("type: 'authenticateSuccess'");
+    // Step 5 of the guide: subscribeAccountSummary answers with the summary itself.
+    expect(stdout).toMatch(/^summary accountSummary accountValue \d+(\.\d+)?$/m);
     expect(stdout).toMatch(/order orderAck New (\d+)/);
     const orderId = /order orderAck New (\d+)/.exec(stdout)![1];
     expect(stdout).toContain(`replace replaceAck 59000 ${orderId}`);
