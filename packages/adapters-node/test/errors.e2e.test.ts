@@ -738,6 +738,9 @@ describe('rate limits and time-dependent limits', () => {
       for (const m of limited) {
         expect(m.code).toBe(4029);
         expect(m.retryAfterMs).toBeGreaterThan(0);
+        // Integer ms on the wire, though the limiters count on a sub-millisecond clock.
+        expect(Number.isInteger(m.retryAfterMs)).toBe(true);
+        expect(String(m.message)).toMatch(/retry in \d+ ms$/);
       }
       expect(replies.filter((m) => m.type === 'pong').length).toBeGreaterThan(0);
       // The same wallet's REST writes share the budget: 429 with Retry-After.
@@ -767,7 +770,9 @@ describe('rate limits and time-dependent limits', () => {
         tooMany = results.filter((r) => r.status === 429);
       }
       expect(tooMany.length).toBeGreaterThan(0);
-      expect(String(tooMany[0]!.body.error)).toMatch(/too many requests from this address/);
+      expect(String(tooMany[0]!.body.error)).toMatch(
+        /too many requests from this address; retry in \d+ ms$/,
+      );
       expect(Number(tooMany[0]!.headers.get('retry-after'))).toBeGreaterThan(0);
     } finally {
       await t.close();

@@ -576,6 +576,25 @@ describe('rate accounting', () => {
     expect(limiter.admit('w', 1100, 'unsigned').ok).toBe(true);
   });
 
+  it('retryAfterMs is whole milliseconds, rounded up, on a sub-millisecond clock', () => {
+    // The service counts on performance.timeOrigin + performance.now(); the wait goes on the
+    // wire (4029 retryAfterMs, the 429 message) and must be integer ms a client can wait out.
+    const limiter = new RateLimiter({ ...WALLET_LIMITS, sustained: 20 });
+    for (let i = 0; i < 20; i++) expect(limiter.admit('w', 100.25, 'signed').ok).toBe(true);
+    const perSecond = limiter.admit('w', 600.5, 'unsigned');
+    expect(perSecond).toMatchObject({ ok: false, code: 4029, retryAfterMs: 500 });
+    expect(perSecond.ok || perSecond.message).toMatch(/retry in 500 ms$/);
+    // Waiting the rounded figure is enough: the exact wait was 499.75 ms.
+    expect(limiter.admit('w', 600.5 + 499.5, 'unsigned').ok).toBe(false);
+    const sustained = limiter.admit('w', 1_100.5, 'signed');
+    expect(sustained).toMatchObject({ ok: false, code: 4035, retryAfterMs: 299_000 });
+    expect(limiter.admitSustained('w', 1_100.5, 'signed')).toMatchObject({
+      ok: false,
+      retryAfterMs: 299_000,
+    });
+    expect(limiter.admit('w', 600.5 + 500, 'unsigned').ok).toBe(true);
+  });
+
   it('unsigned requests never spend the sustained budget; cancels have twice the room', () => {
     const limiter = new RateLimiter({ ...WALLET_LIMITS, sustained: 3 });
     for (let i = 0; i < 10; i++) expect(limiter.admit('w', i, 'unsigned').ok).toBe(true);

@@ -8,9 +8,10 @@
  * The limiter reads no clock: every call carries its time, so the same calls give the same
  * answers. Times of one key are taken as never going back: a call older than the key's latest is
  * counted at that latest time (a clock stepped back, or two surfaces whose clocks disagree), which
- * keeps each window in order, so a refusal's `retryAfterMs` is always positive and exact on the
- * key's own clock. Adapters hold one instance per process (limits protect the service, they are not
- * ledger state, so they are not journaled); keys are wallets, or client IPs for public traffic.
+ * keeps each window in order, so a refusal's `retryAfterMs` is always positive: the exact wait on
+ * the key's own clock, rounded up to whole milliseconds. Adapters hold one instance per process
+ * (limits protect the service, they are not ledger state, so they are not journaled); keys are
+ * wallets, or client IPs for public traffic.
  *
  * @module
  */
@@ -52,6 +53,15 @@ export type RateDecision =
       /** When a retry can first succeed. */
       readonly retryAfterMs: number;
     };
+
+/**
+ * A wait in whole milliseconds, rounded up: a host may count on a sub-millisecond clock (the
+ * service's monotonic one), but `retryAfterMs` goes on the wire as integer ms, and a client that
+ * waits the rounded-down figure would be refused again.
+ */
+function wholeMs(ms: number): number {
+  return Math.ceil(ms);
+}
 
 /** A FIFO of timestamps in a growable ring. */
 class TimeRing {
@@ -109,7 +119,7 @@ export class RateLimiter {
     const t = this.clockOf(s, time);
     s.recent.evict(t - c.windowMs);
     if (s.recent.size >= c.perWindow) {
-      const retryAfterMs = s.recent.at(s.recent.size - c.perWindow) + c.windowMs - t;
+      const retryAfterMs = wholeMs(s.recent.at(s.recent.size - c.perWindow) + c.windowMs - t);
       return {
         ok: false,
         code: ErrorCode.RATE_LIMIT_EXCEEDED,
@@ -121,7 +131,9 @@ export class RateLimiter {
       s.sustained.evict(t - c.sustainedWindowMs);
       const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
       if (s.sustained.size >= limit) {
-        const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t;
+        const retryAfterMs = wholeMs(
+          s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t,
+        );
         return {
           ok: false,
           code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
@@ -150,7 +162,9 @@ export class RateLimiter {
     s.sustained.evict(t - c.sustainedWindowMs);
     const limit = kind === 'cancel' ? c.sustained * c.cancelHeadroom : c.sustained;
     if (s.sustained.size >= limit) {
-      const retryAfterMs = s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t;
+      const retryAfterMs = wholeMs(
+        s.sustained.at(s.sustained.size - limit) + c.sustainedWindowMs - t,
+      );
       return {
         ok: false,
         code: ErrorCode.SUSTAINED_RATE_LIMIT_EXCEEDED,
