@@ -1,7 +1,8 @@
 /**
  * The README's promises: its first screen holds the two set-up commands, the main-job command
- * starts the service and answers `/api/time`, and the quickstart of the getting-started guide
- * trades against it. Runs the real `pnpm start` in a child process.
+ * starts the service and answers `/api/time`, the quickstart of the getting-started guide
+ * trades against it, and the answers the guide quotes (oracle, invite codes, refusals) are the
+ * service's. Runs the real `pnpm start` in a child process.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -158,6 +159,79 @@ describe('README', () => {
     expect(stdout).toContain(`cancel cancelAck Cancelled ${orderId}`);
     expect(stdout).toContain(`history ${orderId} Cancelled 59000 nextCursor null`);
     expect(stdout).toMatch(/reports DepositMargin,OrderAccepted,OrderReplaced,OrderCancelled\n/);
+  });
+
+  it('answers the operator examples of docs/getting-started.md as the guide quotes them', async () => {
+    // The guide's own text, whitespace folded (its lines wrap inside quoted answers).
+    const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
+    const quoted = (re: RegExp): string => {
+      const m = re.exec(guide);
+      expect(m, String(re)).not.toBeNull();
+      return m![1]!;
+    };
+    const admin = { authorization: `Bearer ${ready.adminToken}` };
+    const call = async (method: string, path: string, body?: string) => {
+      const res = await fetch(`${ready.rest}${path}`, {
+        method,
+        headers: body === undefined ? admin : { ...admin, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body }),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+
+    // Section 1: with --price-feed none the prices stay null until the oracle example sets them.
+    const instruments = (await call('GET', '/instruments')).body.instruments as Record<
+      string,
+      unknown
+    >[];
+    for (const i of instruments) expect([i.indexPrice, i.markPrice]).toEqual([null, null]);
+    const oracle = quoted(/`POST \/api\/admin\/oracle (\{"prices":\{"BTC-PERP".*?\}\})`/);
+    const prices = (JSON.parse(oracle) as { prices: Record<string, string> }).prices;
+    expect(Object.keys(prices)).toEqual(instruments.map((i) => i.symbol));
+    const marks = await call('POST', '/admin/oracle', oracle);
+    expect(marks).toEqual({
+      status: 200,
+      body: {
+        marks: Object.fromEntries(
+          Object.entries(prices).map(([symbol, p]) => [symbol, { index: p, mark: p }]),
+        ),
+      },
+    });
+
+    // Section 1: the invite-code list has the fields the guide names.
+    const fields = quoted(/`\{"codes":\[\{([^}]*)\}\]\}`/)
+      .split(',')
+      .map((f) => JSON.parse(f) as string);
+    const codes = (await call('GET', '/admin/referral-codes')).body.codes as object[];
+    expect(codes.map((c) => Object.keys(c).sort())).toEqual([[...fields].sort()]);
+
+    // Section 2, steps 1 and 3: a checksummed address is refused with the quoted answer, and a
+    // wallet with no account yet has no summary.
+    const refused = quoted(/`(\{"error":"walletAddress and code are required","detail":[^`]*\})`/);
+    const checksummed = `0x${'Ab'.repeat(20)}`;
+    const apply = await fetch(`${ready.rest}/referral/apply`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code: ready.inviteCode, walletAddress: checksummed }),
+    });
+    expect({ status: apply.status, body: await apply.json() }).toEqual({
+      status: 400,
+      body: JSON.parse(refused),
+    });
+    const notFound = quoted(/`(ACCOUNT_NOT_FOUND: no trading account for) 0x…`/);
+    const nobody = `0x${'5'.repeat(40)}`;
+    expect(await call('GET', `/account_summary?wallet=${nobody}`)).toEqual({
+      status: 404,
+      body: { error: `${notFound} ${nobody}` },
+    });
+
+    // Section 5: seeding the insurance fund from an empty fee pool (no trade has happened).
+    const transfer = quoted(/`POST \/api\/admin\/insurance-fund\/transfer (\{[^`]*\})`/);
+    const short = quoted(/a larger amount is 400 `([^`]*)`/);
+    expect(await call('POST', '/admin/insurance-fund/transfer', transfer)).toEqual({
+      status: 400,
+      body: { error: short },
+    });
   });
 
   it('restarts on the same data directory with its state and stops gracefully on SIGTERM', async () => {
