@@ -3,6 +3,7 @@
  * Appendix A payload reproduced byte for byte by the encoder and decoded back to its message,
  * and every non-canonical payload refused with 4000 naming the check.
  */
+import { readFileSync } from 'node:fs';
 import { keccak256, toBytes } from 'viem';
 import { describe, expect, it } from 'vitest';
 import {
@@ -130,6 +131,37 @@ describe('struct table', () => {
       .map((d) => d.kind);
     expect(owners.sort()).toEqual(['Deposit', 'MarginTransfer', 'Permit', 'Withdrawal']);
   });
+});
+
+describe('the struct table of docs/getting-started.md', () => {
+  // Clients sign from that table (the spec is not shipped): every row's discriminator, type
+  // string and domain must be the code's, and every struct must have its row.
+  const guide = readFileSync(
+    new URL('../../../../docs/getting-started.md', import.meta.url),
+    'utf8',
+  );
+  const rows = [
+    ...guide.matchAll(/^\| `(\w+)` +\| `(0x[0-9a-f]{2})` +\| ([^|]+?) +\| ([^|]+?) +\|/gm),
+  ];
+
+  it('lists every struct once, in discriminator order', () => {
+    expect(rows.map((r) => r[1])).toEqual(Object.keys(DISCRIMINATOR));
+  });
+
+  it.each(rows.map((r) => [r[1], r[2], r[3], r[4]] as const))(
+    '%s: discriminator %s, type string and domain',
+    (kind, discriminator, typeString, domain) => {
+      const def = STRUCT_DEFS[kind as StructKind];
+      expect(Number(discriminator)).toBe(def.discriminator);
+      if (def.scheme === 'personal') {
+        expect(domain).toBe('none (personal_sign)');
+        expect(typeString).toMatch(/^none: `personal_sign`/);
+      } else {
+        expect(domain).toBe(def.scheme);
+        expect(typeString).toBe(`\`${def.typeString}\``);
+      }
+    },
+  );
 });
 
 describe('Appendix A payloads', () => {
