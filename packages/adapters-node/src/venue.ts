@@ -719,6 +719,9 @@ async function startLocked(
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
     (req as unknown as { rawBody: string }).rawBody = text;
+    // Many clients send this content type on every request, a body-less POST (pause, revoke)
+    // included: an empty body is no body, and each route says what it needs.
+    if (text.trim() === '') return done(null, undefined);
     const parsed = parseJson(text, config.limits.maxJsonDepth);
     if (!parsed.ok) done(new HttpError(400, parsed.error), undefined);
     else done(null, parsed.value);

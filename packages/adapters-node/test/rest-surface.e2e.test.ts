@@ -468,3 +468,34 @@ describe('POST /admin/referral-codes/:code/revoke of a code that does not exist'
     expect(ok.body).toMatchObject({ code, revoked: true });
   });
 });
+
+describe('a JSON content type with an empty body is a request without a body', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  const post = async (path: string, body: string) => {
+    const res = await fetch(`${t.rest}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${t.venue.adminToken}`,
+        'content-type': 'application/json',
+      },
+      body,
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  it('a body-less admin action works with the header many clients always send', async () => {
+    for (const body of ['', ' \n']) {
+      expect(await post('/admin/markets/BTC-PERP/pause', body)).toMatchObject({ status: 200 });
+      expect(await post('/admin/markets/BTC-PERP/resume', body)).toMatchObject({ status: 200 });
+    }
+    // A route that needs a body says what is missing, not that the JSON is malformed.
+    const oracle = await post('/admin/oracle', '');
+    expect(oracle.status).toBe(400);
+    expect(String(oracle.body.error)).not.toMatch(/malformed JSON/);
+  });
+});
