@@ -1,0 +1,173 @@
+/**
+ * Order rules that a mutation pass over packages/core/src/orders found unpinned: each case fails
+ * with the mutation named in its comment (the table is in the commit that added the case).
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { OrderReport } from '../src/index.js';
+import { levelOrderIds } from '../src/index.js';
+import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+import { kinds, orderIdOf } from './order-events.js';
+
+const BTC = 'BTC-PERP';
+const A = wallet(0xa);
+const B = wallet(0xb);
+const C = wallet(0xc);
+const DAY_MS = 86_400_000;
+
+let v: TestVenue;
+
+beforeEach(() => {
+  v = new TestVenue({ checkPurity: true });
+  v.list(BTC_SETTINGS);
+  for (const w of [A, B, C]) {
+    v.open(w);
+    v.fund(w, '1000000');
+  }
+  v.oracle({ [BTC]: '65000' });
+});
+
+/** Raw quantity of a decimal BTC amount (4 decimals). */
+const qty = (q: string): bigint => BigInt(Math.round(Number(q) * 10_000));
+
+function replace(
+  who: string,
+  id: number,
+  price: string,
+  quantity: string,
+  extra: { triggerPrice?: string; cloid?: string | null } = {},
+) {
+  return v.run({
+    type: 'replaceOrder',
+    account: who,
+    market: 1,
+    orderId: BigInt(id),
+    origCloid: null,
+    price: px(price),
+    triggerPrice: extra.triggerPrice === undefined ? 0n : px(extra.triggerPrice),
+    quantity: qty(quantity),
+    cloid: extra.cloid ?? null,
+  });
+}
+
+/** Order ids at the best bid, in time priority. */
+function bidQueue(): number[] {
+  const bids = v.state.markets.get(1)!.bids;
+  const best = bids[bids.length - 1];
+  return best === undefined ? [] : levelOrderIds(best);
+}
+
+describe('replace: time priority', () => {
+  // Mutation: `cmd.quantity > current.quantity` -> `>=` (an unchanged size loses priority).
+  it('an amend that changes only the cloid keeps the order first in its level', () => {
+    const first = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(1) }),
+    );
+    const second = orderIdOf(v.place(B, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+    v.expectOk(replace(A, first, '64000', '1', { cloid: cloid(2) }));
+    expect(bidQueue()).toEqual([first, second]);
+    // The first order still trades first.
+    const events = v.place(C, BTC, { side: 'Sell', qty: '1', price: '64000' });
+    expect(kinds(events, A)).toEqual([`OrderFilled#${first}`]);
+    expect(kinds(events, B)).toEqual([]);
+  });
+});
+
+describe('DAY expiry', () => {
+  // Mutation: `(floor(t / day) + 1) * day` -> `ceil(t / day) * day` (an order placed exactly at
+  // midnight would expire at once instead of at the next midnight).
+  it('a DAY order placed exactly at 00:00:00 UTC works until the next midnight', () => {
+    const midnight = (Math.floor(v.time / DAY_MS) + 1) * DAY_MS;
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', tif: 'DAY' }, { time: midnight }),
+    );
+    expect(v.state.orders.get(id)?.expireTime).toBe(midnight + DAY_MS);
+    expect(kinds(v.run({ type: 'tick', time: midnight + DAY_MS - 1 }), A)).toEqual([]);
+    expect(v.state.orders.has(id)).toBe(true);
+    const events = v.run({ type: 'tick', time: midnight + DAY_MS });
+    expect(kinds(events, A)).toEqual([`OrderExpired:DAY#${id}`]);
+    expect((v.reports(events, A)[0] as OrderReport).order.ordStatus).toBe('Expired');
+  });
+});
+
+describe('replace: state the amend depends on', () => {
+  // Mutation: the paused-market check of replaceOrder dropped.
+  it('refuses an amend in a paused market (4000) and leaves the order as it was', () => {
+    const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+    v.expectOk(v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' }));
+    const events = replace(A, id, '63000', '1');
+    expect(v.outcome(events)).toMatchObject({ ok: false, code: 4000, nonceConsumed: true });
+    expect(v.state.orders.get(id)?.price).toBe(px('64000'));
+  });
+
+  // Mutation: the amended untriggered order is not put back into the trigger index.
+  it('an untriggered stop fires at its amended trigger price', () => {
+    const id = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        price: '60000',
+        trigger: '63000',
+        type: 'StopLimit',
+      }),
+    );
+    v.expectOk(replace(A, id, '60000', '1', { triggerPrice: '64000' }));
+    expect(kinds(v.oracle({ [BTC]: '64500' }), A)).toEqual([]);
+    // A mark between the old trigger and the new one fires it.
+    const fired = v.oracle({ [BTC]: '63500' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('63500'));
+    expect(kinds(fired, A)[0]).toBe(`OrderTriggered#${id}`);
+  });
+
+  // Mutation: a triggered StopLoss/TakeProfit may take price 0 (only an untriggered one may: it
+  // then executes market-style when it fires).
+  it('refuses price 0 for a triggered StopLoss that rests at its limit (4032)', () => {
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const id = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        price: '63000',
+        trigger: '64000',
+        type: 'StopLoss',
+      }),
+    );
+    v.oracle({ [BTC]: '62000' });
+    expect(v.state.orders.get(id)).toMatchObject({ ordStatus: 'New', price: px('63000') });
+    const events = v.run({
+      type: 'replaceOrder',
+      account: A,
+      market: 1,
+      orderId: BigInt(id),
+      origCloid: null,
+      price: 0n,
+      triggerPrice: 0n,
+      quantity: qty('1'),
+      cloid: null,
+    });
+    expect(v.outcome(events)).toMatchObject({ ok: false, code: 4032, nonceConsumed: true });
+    expect(v.state.orders.get(id)?.price).toBe(px('63000'));
+  });
+
+  // Mutation: an untriggered order's trigger price may be amended to 0.
+  // (A sell stop shows it: for a buy stop 0 is also "already reached by the mark".)
+  it('refuses trigger price 0 for an untriggered sell StopLimit (4032), which keeps its trigger', () => {
+    const id = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Sell',
+        qty: '1',
+        price: '64000',
+        trigger: '64500',
+        type: 'StopLimit',
+      }),
+    );
+    const events = replace(A, id, '64000', '1');
+    expect(v.outcome(events)).toMatchObject({
+      ok: false,
+      code: 4032,
+      message: 'INVALID_ORDER_PRICE: trigger price must be positive',
+      nonceConsumed: true,
+    });
+    expect(v.state.orders.get(id)?.triggerPrice).toBe(px('64500'));
+  });
+});
