@@ -107,6 +107,26 @@ describe('margin tiers: 40x up to 100,000 of notional, 5x from there; A at the d
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(0n);
   });
 
+  // A position over its tier's maximum must still be reducible by a resting reduce-only order
+  // (the tier cap measures only fills that leave the position on the maker's side and larger).
+  it('lets a resting reduce-only maker reduce a position that the mark moved over its tier', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1.9', price: '50000' }));
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1.9', price: '50000' }));
+    v.expectOk(v.place(B, BTC, { side: 'Buy', qty: '0.001', price: '55999.5' }));
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '0.001', price: '56000' }));
+    v.oracle({ [BTC]: '56000' });
+    // 1.9 long at about 56,000 sits in the 5x tier; A is at 10x.
+    expect(tierCapOfA()).toEqual({ leverage: 1000, tierMax: 500 });
+    const ro = v.place(A, BTC, { side: 'Sell', qty: '0.1', price: '57000', reduceOnly: true });
+    v.expectOk(ro);
+    const C = wallet(0xc1);
+    v.open(C);
+    v.fund(C, '1000000');
+    const hit = v.place(C, BTC, { side: 'Buy', qty: '0.101', price: '57000' });
+    expect(kinds(hit, A)).toEqual(['OrderFilled']);
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(18_000n);
+  });
+
   it('lets an amend that opens no more than before through, once the mark moved the side into a lower tier', () => {
     // 1 + 0.9 at 50,000 = 95,000: the 40x tier.
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '50000' }));

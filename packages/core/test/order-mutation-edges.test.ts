@@ -3,7 +3,7 @@
  * with the mutation named in its comment (the table is in the commit that added the case).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { OrderReport } from '../src/index.js';
+import type { OrderReport, TradePrint } from '../src/index.js';
 import { levelOrderIds } from '../src/index.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 import { kinds, orderIdOf } from './order-events.js';
@@ -169,5 +169,84 @@ describe('replace: state the amend depends on', () => {
       nonceConsumed: true,
     });
     expect(v.state.orders.get(id)?.triggerPrice).toBe(px('64500'));
+  });
+});
+
+describe('a reduce-only maker at match time', () => {
+  // Mutation: the maker's fill is not clamped to what it can still reduce.
+  it('fills only what its position has left after an earlier maker of the same account', () => {
+    v.place(C, BTC, { side: 'Sell', qty: '2', price: '65000' });
+    v.place(B, BTC, { side: 'Buy', qty: '2', price: '65000' });
+    const spec = v.spec(BTC);
+    const pos = () => v.state.accounts.get(B)!.positions.find((p) => p.market === spec.id)?.size;
+    expect(pos()).toBe(qty('2'));
+    const plain = orderIdOf(v.place(B, BTC, { side: 'Sell', qty: '1', price: '64900' }));
+    const ro = orderIdOf(
+      v.place(B, BTC, { side: 'Sell', qty: '2', price: '65000', reduceOnly: true }),
+    );
+    const events = v.place(A, BTC, { side: 'Buy', qty: '3', price: '65000' });
+    expect(kinds(events, B)).toEqual([
+      `OrderFilled#${plain}`,
+      `OrderPartiallyFilled#${ro}`,
+      `OrderCancelled:PositionClosed#${ro}`,
+    ]);
+    const roFill = v.reports(events, B)[1] as OrderReport;
+    expect(roFill.fill?.quantity).toBe(qty('1'));
+    expect(pos() ?? 0n).toBe(0n);
+  });
+});
+
+describe('the cloid index at exactly 24 h', () => {
+  const key = (n: number) => `${A}|${cloid(n)}`;
+
+  // Mutation (pruneCloids): `acceptedTime + retention > now` -> `>=` (kept one command longer).
+  it('forgets the cloid of an ended order at the first command exactly 24 h after acceptance', () => {
+    const t = v.time + 1;
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(7) }, { time: t }),
+    );
+    v.cancel(A, BTC, { orderId: id });
+    v.run({ type: 'tick', time: t + DAY_MS - 1 });
+    expect(v.state.cloids.get(key(7))?.orderId).toBe(id);
+    v.run({ type: 'tick', time: t + DAY_MS });
+    expect(v.state.cloids.get(key(7))).toBeUndefined();
+  });
+
+  // Mutation (releaseCloidOnEnd): `acceptedTime + retention <= now` -> `<` (an order that ends
+  // exactly 24 h after acceptance would keep its entry for ever: its log entry is gone).
+  it('forgets the cloid of an order that ends exactly 24 h after it was accepted', () => {
+    const t = v.time + 1;
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(8) }, { time: t }),
+    );
+    v.expectOk(
+      v.run({
+        type: 'cancelOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        cloid: null,
+        time: t + DAY_MS,
+      }),
+    );
+    expect(v.state.cloids.get(key(8))).toBeUndefined();
+    v.advance(DAY_MS);
+    expect(v.state.cloids.get(key(8))).toBeUndefined();
+  });
+});
+
+describe('the public trade print', () => {
+  // Mutation: the print's takerSide taken from the maker.
+  it("names the taker's side, at the maker's price, for a buy and for a sell taker", () => {
+    v.place(A, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' });
+    const prints = (events: ReturnType<TestVenue['run']>) =>
+      events.filter((e): e is TradePrint => e.type === 'trade');
+    expect(prints(v.place(B, BTC, { side: 'Buy', qty: '1', price: '65500' }))).toMatchObject([
+      { takerSide: 'Buy', price: px('65000'), quantity: qty('1') },
+    ]);
+    expect(prints(v.place(C, BTC, { side: 'Sell', qty: '1', price: '63500' }))).toMatchObject([
+      { takerSide: 'Sell', price: px('64000'), quantity: qty('1') },
+    ]);
   });
 });
