@@ -5,6 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { OrderReport, TradePrint } from '../src/index.js';
 import { levelOrderIds } from '../src/index.js';
+import { marketStyleLimit } from '../src/orders/rules.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
 import { kinds, orderIdOf } from './order-events.js';
 
@@ -248,5 +249,67 @@ describe('the public trade print', () => {
     expect(prints(v.place(C, BTC, { side: 'Sell', qty: '1', price: '63500' }))).toMatchObject([
       { takerSide: 'Sell', price: px('64000'), quantity: qty('1') },
     ]);
+  });
+});
+
+describe('a trigger order re-checked when it fires', () => {
+  // Mutation: the open-interest check at fire time dropped.
+  it('an opening StopLimit is cancelled OICap when the cap was lowered below it meanwhile', () => {
+    const stop = orderIdOf(
+      v.place(A, BTC, {
+        side: 'Buy',
+        qty: '0.1',
+        price: '66000',
+        trigger: '65500',
+        type: 'StopLimit',
+      }),
+    );
+    v.list({ ...BTC_SETTINGS, openInterestCap: '0.05' });
+    const fired = v.oracle({ [BTC]: '67000' });
+    expect(kinds(fired, A)).toEqual([`OrderTriggered#${stop}`, `OrderCancelled:OICap#${stop}`]);
+    // It does not rest: a bid that would open over the cap is not left on the book.
+    expect(v.state.markets.get(1)!.bids).toHaveLength(0);
+  });
+});
+
+describe('the slippage cap of a market-style trigger order', () => {
+  const tick = px('0.5');
+  // Mutations: the buy cap's 11/10 -> 12/10; the sell floor rounded down instead of up.
+  it('is at most 10% above the mark for a buy (rounded down to the tick)', () => {
+    expect(marketStyleLimit({ side: 'Buy' }, px('65000'), tick)).toBe(px('71500'));
+    // 65,000.5 x 1.1 = 71,500.55
+    expect(marketStyleLimit({ side: 'Buy' }, px('65000.5'), tick)).toBe(px('71500.5'));
+  });
+
+  it('is at most 10% below the mark for a sell (rounded up to the tick)', () => {
+    expect(marketStyleLimit({ side: 'Sell' }, px('65000'), tick)).toBe(px('58500'));
+    // 65,000.5 x 0.9 = 58,500.45
+    expect(marketStyleLimit({ side: 'Sell' }, px('65000.5'), tick)).toBe(px('58500.5'));
+    // Never below one tick.
+    expect(marketStyleLimit({ side: 'Sell' }, px('0.5'), tick)).toBe(tick);
+  });
+});
+
+describe('managed children of an entry order', () => {
+  // Mutation: the check that a child is on the other side of its entry dropped.
+  it('refuses a child on the same side as its entry (4000, ReduceOnly)', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(5) }));
+    const events = v.place(A, BTC, {
+      side: 'Buy',
+      qty: '1',
+      trigger: '70000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(5),
+    });
+    expect(v.outcome(events)).toMatchObject({
+      ok: false,
+      code: 4000,
+      message:
+        'INVALID_REQUEST: managed StopLoss order must reduce position (opposite side required): its entry order is a Buy',
+    });
+    expect(v.reports(events, A).map((r) => `${r.kind}:${(r as OrderReport).order.reason}`)).toEqual(
+      ['OrderRejected:ReduceOnly'],
+    );
   });
 });
