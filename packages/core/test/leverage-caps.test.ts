@@ -150,6 +150,8 @@ describe('margin tiers: 40x up to 100,000 of notional, 5x from there; A at the d
       });
     // Down to 0.8: the side's worst case only falls.
     expect(v.outcome(amend(8_000n))).toMatchObject({ ok: true });
+    // The same size again opens no more either (found by mutation: `>` -> `>=` survived).
+    expect(v.outcome(amend(8_000n))).toMatchObject({ ok: true });
     // Back up to 0.9 opens more: capped.
     expect(v.outcome(amend(9_000n))).toMatchObject({ ok: false, code: 4102 });
   });

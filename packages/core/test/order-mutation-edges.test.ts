@@ -313,3 +313,69 @@ describe('managed children of an entry order', () => {
     );
   });
 });
+
+describe('placement limits at their boundary', () => {
+  // Mutation: `openInterest + increase <= cap` -> `<` (an order reaching the cap exactly refused).
+  it('accepts an order that takes open interest exactly to the cap, refuses one lot more (4103)', () => {
+    v.list({ ...BTC_SETTINGS, openInterestCap: '1' });
+    expect(v.outcome(v.place(A, BTC, { side: 'Buy', qty: '1.001', price: '64000' }))).toMatchObject(
+      { ok: false, code: 4103 },
+    );
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+  });
+
+  // Mutation: the managed exemption from the minimum notional dropped (only a reduce-only order
+  // closing the whole position would be exempt; a child of an entry closes what the entry fills).
+  it('accepts a managed child below the minimum notional: it closes whatever its entry fills', () => {
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '0.002', price: '4000', cloid: cloid(6) }));
+    // 0.002 x 2,000 = 4 USD, below the 5 USD minimum.
+    const child = v.place(A, BTC, {
+      side: 'Sell',
+      qty: '0.002',
+      price: '2000',
+      trigger: '3000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(6),
+    });
+    v.expectOk(child);
+  });
+
+  // Mutation: an amend's open-interest check measured against 0 instead of the order it replaces.
+  it('lets an amend that opens no more than before through after the cap was lowered', () => {
+    const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+    v.list({ ...BTC_SETTINGS, openInterestCap: '0.5' });
+    v.expectOk(replace(A, id, '63500', '1'));
+    v.expectOk(replace(A, id, '63500', '0.8'));
+    expect(v.outcome(replace(A, id, '63500', '0.9'))).toMatchObject({ ok: false, code: 4103 });
+  });
+
+  // Mutation: the "no mark yet" refusal of a market-style trigger order dropped (its minimum
+  // notional is measured at the mark).
+  it('refuses a market-style stop for part of a position before the market has a mark (4032)', () => {
+    const fresh = new TestVenue({ checkPurity: true });
+    fresh.list(BTC_SETTINGS);
+    for (const w of [A, B]) {
+      fresh.open(w);
+      fresh.fund(w, '1000000');
+    }
+    fresh.expectOk(fresh.place(B, BTC, { side: 'Sell', qty: '2', price: '64000' }));
+    fresh.expectOk(fresh.place(A, BTC, { side: 'Buy', qty: '2', price: '64000' }));
+    expect(fresh.state.markets.get(1)!.prices.mark).toBeNull();
+    const events = fresh.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '60000',
+      type: 'StopLoss',
+    });
+    expect(fresh.outcome(events)).toMatchObject({
+      ok: false,
+      code: 4032,
+      message:
+        'INVALID_ORDER_PRICE: no mark price for BTC-PERP yet; a market-style trigger order needs one',
+    });
+    expect(fresh.reports(events, A).map((r) => (r as OrderReport).order.reason)).toEqual([
+      'PriceBand',
+    ]);
+  });
+});
