@@ -291,6 +291,31 @@ describe('the slippage cap of a market-style trigger order', () => {
 });
 
 describe('managed children of an entry order', () => {
+  // Mutation: followParentCloid renames every managed order of the scope, not only the
+  // children of the entry whose cloid a replace changed.
+  it("a new cloid on an entry renames its own children's parentCloid only", () => {
+    const entry1 = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(11) }),
+    );
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '63000', cloid: cloid(12) }));
+    const child = (parent: number) =>
+      orderIdOf(
+        v.place(A, BTC, {
+          side: 'Sell',
+          qty: '1',
+          trigger: '60000',
+          type: 'StopLoss',
+          managed: true,
+          parentCloid: cloid(parent),
+        }),
+      );
+    const child1 = child(11);
+    const child2 = child(12);
+    v.expectOk(replace(A, entry1, '64000', '1', { cloid: cloid(13) }));
+    expect(v.state.orders.get(child1)?.parentCloid).toBe(cloid(13));
+    expect(v.state.orders.get(child2)?.parentCloid).toBe(cloid(12));
+  });
+
   // Mutation: the check that a child is on the other side of its entry dropped.
   it('refuses a child on the same side as its entry (4000, ReduceOnly)', () => {
     v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(5) }));
