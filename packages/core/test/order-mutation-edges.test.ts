@@ -1,6 +1,6 @@
 /**
  * Order rules that a mutation pass over packages/core/src/orders found unpinned: each case fails
- * with the mutation named in its comment (the table is in the commit that added the case).
+ * with the mutation named in the comment above it, and passes on the unmutated source.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { OrderReport, TradePrint } from '../src/index.js';
