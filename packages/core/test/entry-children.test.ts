@@ -301,6 +301,31 @@ describe('amend and cancel details', () => {
     expect(rs.map((r) => r.kind)).toEqual(['OrderCancelled', 'OrderCancelled']);
     expect((outcome(cancelled) as { seq?: number }).seq).toBe(rs.at(-1)!.seq);
   });
+
+  it("cancelAll counts every order it ended, an entry's children included", () => {
+    // An entry with two children, and a plain order: four orders, four reports, cancelled 4.
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(13) });
+    stopOf('Sell', '1', '60000', cloid(13));
+    v.place(A, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '70000',
+      type: 'TakeProfit',
+      managed: true,
+      parentCloid: cloid(13),
+    });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '63000' });
+    const all = v.run({ type: 'cancelAll', account: A, market: 0 });
+    const rs = reports(all, A);
+    expect(rs.map((r) => [r.kind, r.order.reason])).toEqual([
+      ['OrderCancelled', 'User'],
+      ['OrderCancelled', 'ParentCancelled'],
+      ['OrderCancelled', 'ParentCancelled'],
+      ['OrderCancelled', 'User'],
+    ]);
+    expect(outcome(all)).toMatchObject({ ok: true, kind: 'cancelAll', cancelled: 4 });
+    expect(v.state.orders.size).toBe(0);
+  });
 });
 
 describe('a managed child armed by a liquidation', () => {

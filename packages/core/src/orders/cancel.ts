@@ -94,13 +94,14 @@ export function cancelAllCommand(ctx: Ctx, cmd: CancelAllCommand): void {
   const ids = accountOrders(ctx.state, account)
     .filter((o) => cmd.market === 0 || o.market === cmd.market)
     .map((o) => o.orderId);
-  let cancelled = 0;
   for (const id of ids) {
     // An earlier cancel may have ended a dependent order (ParentCancelled).
-    if (ctx.order(id) === undefined) continue;
-    cancelOrder(ctx, id, 'User');
-    cancelled++;
+    if (ctx.order(id) !== undefined) cancelOrder(ctx, id, 'User');
   }
+  // Every order the command ended, the children its entries took with them included: as many
+  // as the `OrderCancelled` reports it sent, whatever order the orders were walked in.
+  let cancelled = 0;
+  for (const id of ids) if (ctx.order(id) === undefined) cancelled++;
   ctx.emit({
     type: 'outcome',
     ok: true,
