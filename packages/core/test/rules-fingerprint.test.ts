@@ -184,7 +184,8 @@ const FINGERPRINTS: Record<
   // entry-children.test.ts, execution-reports.prop.test.ts). The tour and followers move. A bust
   // is refused when a later forced fill would then open or flip a position (risk.golden.test.ts,
   // "trade bust"): `followers` gains a tail of four liquidated accounts' busts for it (version
-  // 6's followers hashes are of the log without that tail).
+  // 6's followers hashes are of the log without that tail). `cancelAll` counts the children its
+  // entries' cancels ended (entry-children.test.ts); the tail ends with one such cancelAll.
   7: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -199,8 +200,8 @@ const FINGERPRINTS: Record<
       events: '0x4904248b6aa5e5675ef717d51cc6be0ab0d401770b040f65b81368807b9002bf',
     },
     followers: {
-      state: '0xa3031ed9e5076632e5fc8851eb5543ce54fe292fc9d0c8984f346ff64239b242',
-      events: '0xa6a66d9fd8e493332a764e453ded530d4b1fce9582f2e1608abbf84d821d0c56',
+      state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
+      events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
     },
   },
 };
@@ -485,6 +486,21 @@ function followers(seed: number, cases: number): TestVenue {
       v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'forced' });
     for (const w of [b, maker]) v.run({ type: 'cancelAll', account: w, market: 1 });
   }
+  // From version 7: a cancelAll that ends an entry with its children counts them all.
+  const c = wallet(3100);
+  v.open(c);
+  v.fund(c, '100000');
+  v.place(c, BTC, { side: 'Buy', qty: '0.5', price: '50000', cloid: cloid(6000) });
+  for (const trigger of ['40000', '41000'])
+    v.place(c, BTC, {
+      side: 'Sell',
+      qty: '0.5',
+      type: 'StopLoss',
+      trigger,
+      managed: true,
+      parentCloid: cloid(6000),
+    });
+  v.run({ type: 'cancelAll', account: c, market: 0 });
   return v;
 }
 
@@ -570,6 +586,8 @@ describe('engine rules fingerprint', () => {
           followed.add('Liquidation');
         else if (x.type === 'outcome' && !x.ok && x.message.includes('cannot be busted: without'))
           followed.add('bust refused for a forced fill');
+        else if (x.type === 'outcome' && x.ok && x.kind === 'cancelAll' && x.cancelled === 3)
+          followed.add('cancelAll of an entry and its children');
     expect(
       [
         'managed OrderTriggered',
@@ -580,6 +598,7 @@ describe('engine rules fingerprint', () => {
         'TradeBust',
         'Liquidation',
         'bust refused for a forced fill',
+        'cancelAll of an entry and its children',
       ].filter((k) => !followed.has(k)),
     ).toEqual([]);
   });
