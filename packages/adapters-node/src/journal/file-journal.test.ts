@@ -338,6 +338,84 @@ describe('FileJournal recovery', () => {
     }
   });
 
+  it('a few stray bytes before the last record are damage with a valid record after it, however many', () => {
+    const { data, starts } = journalBytes(LOG);
+    const n = LOG.length;
+    const last = starts[n - 1] as number;
+    const path = join(tempDir(), 'journal.log');
+    // Zeros (a block the file system zeroed) or other bytes, fewer than a header: the record
+    // after them must still be found, or the damage is taken for a torn tail and that valid,
+    // acknowledged record is cut (or refused with a reason that hides it).
+    for (const fill of [0x00, 0x55]) {
+      for (let k = 1; k < 16; k++) {
+        const stray = Buffer.concat([
+          data.subarray(0, last),
+          Buffer.alloc(k, fill),
+          data.subarray(last),
+        ]);
+        writeFileSync(path, stray);
+        let error: unknown;
+        try {
+          FileJournal.open(path, { log: () => {} }).close();
+        } catch (e) {
+          error = e;
+        }
+        expect(error, `${k} bytes 0x${fill.toString(16)}`).toBeInstanceOf(JournalCorruptError);
+        expect((error as Error).message, `${k} bytes 0x${fill.toString(16)}`).toMatch(
+          new RegExp(`is damaged at byte ${last}: .* with valid records after it$`),
+        );
+        expect(readFileSync(path).equals(stray)).toBe(true);
+      }
+    }
+  });
+
+  it('with snapshots expecting records, damage after valid records is reported as what it is', () => {
+    const { data, starts } = journalBytes(LOG);
+    const mid = Math.floor(LOG.length / 2);
+    const path = join(tempDir(), 'journal.log');
+    const expectRecords = 'snapshot s covers records up to seq 9';
+    // "Not one record is valid" would send the operator to restore a whole other journal.
+    const flipped = Buffer.from(data);
+    const at = (starts[mid] as number) + 20;
+    flipped[at] = (flipped[at] as number) ^ 0x01;
+    const junk = Buffer.concat([data, Buffer.from('PK\u0003\u0004 a zip archive')]);
+    for (const [bytes, offset, detail] of [
+      [flipped, starts[mid] as number, 'record checksum mismatch'],
+      [junk, data.length, 'a length field of'],
+    ] as const) {
+      writeFileSync(path, bytes);
+      let error: unknown;
+      try {
+        FileJournal.open(path, { log: () => {}, expectRecords }).close();
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(JournalCorruptError);
+      expect((error as JournalCorruptError).noValidRecord).toBe(false);
+      expect((error as Error).message).toContain(`is damaged at byte ${offset}: ${detail}`);
+      expect((error as Error).message).not.toContain('not one record is valid');
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+    }
+  });
+
+  it('forget drops the records it is given from memory, and the file copy once all are', async () => {
+    const path = join(tempDir(), 'journal.log');
+    writeFileSync(path, journalBytes(LOG).data);
+    const n = LOG.length;
+    const j = FileJournal.open(path, { log: () => {} });
+    j.forget(3);
+    expect([...j.readSync(0)].map((r) => r.seq)).toEqual(
+      Array.from({ length: n - 3 }, (_, i) => i + 4),
+    );
+    expect([...j.readSync(5)].map((r) => r.seq)[0]).toBe(6);
+    // After recovery the venue forgets everything: nothing of the file stays in memory.
+    j.forget(n);
+    expect([...j.readSync(0)]).toEqual([]);
+    // Appends go on from the last record.
+    expect(await j.append([LOG[0] as Command])).toBe(n + 1);
+    await j.close();
+  });
+
   it('refuses a 16 MB file that is not a journal at once: the look-ahead past damage is not cubic', () => {
     const path = join(tempDir(), 'journal.log');
     const foreign = noise(16 * 1024 * 1024);
