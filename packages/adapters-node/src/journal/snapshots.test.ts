@@ -396,6 +396,22 @@ describe('the snapshotter', () => {
   });
 });
 
+describe('snapshot retention across restarts', () => {
+  it('keeps the newest two of the current rules, counting the files an earlier process wrote', async () => {
+    const dir = tempDir();
+    const state: EngineState = { ...sampleState().state, rulesVersion: ENGINE_RULES_VERSION };
+    const before = new Snapshotter({ dir, log: () => {} });
+    for (const seq of [1, 2]) await before.write(state, seq);
+    await before.close();
+    // A restarted venue: its own files and the earlier ones are all of the same rules, so the
+    // earlier ones are not "the newest of an older rules version" and are rotated out.
+    const after = new Snapshotter({ dir, log: () => {} });
+    for (const seq of [3, 4]) await after.write(state, seq);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
+    await after.close();
+  });
+});
+
 describe('snapshot policy on a running host', () => {
   function newHost(): EngineHost {
     const t = Date.now();
