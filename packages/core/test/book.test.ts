@@ -3,10 +3,12 @@
  * priority, every order type and time in force, post-only, self-trade prevention, cancel,
  * replace, cancel-all, cloid reservation, triggers and the FIX quantities of reports.
  */
+
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
 import { formatPrice, levelOrderIds } from '../src/index.js';
-import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
+import { BTC_SETTINGS, cloid, px, type TestVenue, wallet } from '../src/testing/index.js';
+import { btcOrderVenue } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
@@ -46,13 +48,7 @@ function orderReports(events: readonly EngineEvent[]): OrderReport[] {
 let v: TestVenue;
 
 beforeEach(() => {
-  v = new TestVenue({ checkPurity: true });
-  v.list(BTC_SETTINGS);
-  for (const w of [A, B, C]) {
-    v.open(w);
-    v.fund(w, '1000000');
-  }
-  v.oracle({ [BTC]: '65000' });
+  v = btcOrderVenue();
 });
 
 describe('field validation (nothing changes, no nonce consumed)', () => {

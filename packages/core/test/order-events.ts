@@ -3,7 +3,22 @@
  * themselves come from `TestVenue.outcome` and `TestVenue.reports`).
  */
 import type { EngineEvent, ExecutionReport, OrderReport, Outcome } from '../src/index.js';
-import { replacer } from '../src/testing/index.js';
+import { BTC_SETTINGS, replacer, TestVenue, wallet } from '../src/testing/index.js';
+
+/**
+ * The order tests' venue: BTC-PERP listed, purity checked after every command, wallets 0xa, 0xb
+ * and 0xc open and funded 1,000,000 USD (margin never limits these cases), the oracle at 65,000.
+ */
+export function btcOrderVenue(): TestVenue {
+  const v = new TestVenue({ checkPurity: true });
+  v.list(BTC_SETTINGS);
+  for (const w of [wallet(0xa), wallet(0xb), wallet(0xc)]) {
+    v.open(w);
+    v.fund(w, '1000000');
+  }
+  v.oracle({ 'BTC-PERP': '65000' });
+  return v;
+}
 
 /** The id of the order an accepted placement created; throws on any other outcome. */
 export function orderIdOf(events: readonly EngineEvent[]): number {

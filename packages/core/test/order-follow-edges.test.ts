@@ -11,8 +11,8 @@ import {
   type OrderReport,
 } from '../src/index.js';
 import { sizeOf } from '../src/margin/scope.js';
-import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
-import { kinds, orderIdOf } from './order-events.js';
+import { cloid, px, type TestVenue, wallet } from '../src/testing/index.js';
+import { btcOrderVenue, kinds, orderIdOf } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
@@ -23,13 +23,7 @@ let v: TestVenue;
 
 // Every wallet is funded 1,000,000 USD: margin never limits these cases.
 beforeEach(() => {
-  v = new TestVenue({ checkPurity: true });
-  v.list(BTC_SETTINGS);
-  for (const w of [A, B, C]) {
-    v.open(w);
-    v.fund(w, '1000000');
-  }
-  v.oracle({ [BTC]: '65000' });
+  v = btcOrderVenue();
 });
 
 /** A goes long `qty` at 65,000 (B sells). */

@@ -11,10 +11,10 @@ import {
   cloid,
   type OrderSpec,
   px,
-  TestVenue,
+  type TestVenue,
   wallet,
 } from '../src/testing/index.js';
-import { kinds, orderIdOf } from './order-events.js';
+import { btcOrderVenue, kinds, orderIdOf } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
@@ -25,13 +25,7 @@ const DAY_MS = 86_400_000;
 let v: TestVenue;
 
 beforeEach(() => {
-  v = new TestVenue({ checkPurity: true });
-  v.list(BTC_SETTINGS);
-  for (const w of [A, B, C]) {
-    v.open(w);
-    v.fund(w, '1000000');
-  }
-  v.oracle({ [BTC]: '65000' });
+  v = btcOrderVenue();
 });
 
 describe('field validation of order types and flags (nothing changes, no nonce consumed)', () => {

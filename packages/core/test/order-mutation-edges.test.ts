@@ -7,7 +7,7 @@ import type { OrderReport, TradePrint } from '../src/index.js';
 import { levelOrderIds } from '../src/index.js';
 import { marketStyleLimit } from '../src/orders/rules.js';
 import { BTC_SETTINGS, cloid, px, TestVenue, wallet } from '../src/testing/index.js';
-import { kinds, orderIdOf } from './order-events.js';
+import { btcOrderVenue, kinds, orderIdOf } from './order-events.js';
 
 const BTC = 'BTC-PERP';
 const A = wallet(0xa);
@@ -18,13 +18,7 @@ const DAY_MS = 86_400_000;
 let v: TestVenue;
 
 beforeEach(() => {
-  v = new TestVenue({ checkPurity: true });
-  v.list(BTC_SETTINGS);
-  for (const w of [A, B, C]) {
-    v.open(w);
-    v.fund(w, '1000000');
-  }
-  v.oracle({ [BTC]: '65000' });
+  v = btcOrderVenue();
 });
 
 /** Raw quantity of a decimal BTC amount (4 decimals). */
