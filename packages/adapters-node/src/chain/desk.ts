@@ -66,10 +66,21 @@ export class ChainDesk {
     return this.carry('settleDeposit', request.commandId, () => this.chain.executeDeposit(request));
   }
 
-  /** Pays out an accepted withdrawal and settles it. */
-  withdrawal(commandId: number, owner: string, amount: bigint): Promise<void> {
-    return this.carry('settleWithdrawal', commandId, () =>
-      this.chain.executeWithdrawal({ commandId, owner, amount }),
+  /**
+   * Pays out an accepted withdrawal and settles it. `afterFirstAttempt` is called once the chain
+   * has been asked once (answered, or thrown and scheduled to be asked again).
+   */
+  withdrawal(
+    commandId: number,
+    owner: string,
+    amount: bigint,
+    afterFirstAttempt?: () => void,
+  ): Promise<void> {
+    return this.carry(
+      'settleWithdrawal',
+      commandId,
+      () => this.chain.executeWithdrawal({ commandId, owner, amount }),
+      afterFirstAttempt,
     );
   }
 
@@ -162,17 +173,7 @@ export class ChainDesk {
         // A start waits for the first answer only: a chain that throws is asked again later.
         work.push(
           new Promise<void>((resolve) => {
-            void this.carry(
-              'settleWithdrawal',
-              p.commandId,
-              () =>
-                this.chain.executeWithdrawal({
-                  commandId: p.commandId,
-                  owner: p.account,
-                  amount: p.amount,
-                }),
-              resolve,
-            );
+            void this.withdrawal(p.commandId, p.account, p.amount, resolve);
           }),
         );
       else

@@ -17,6 +17,7 @@ import {
   type ChainDeposit,
   checkNonceHeader,
   checkPermit,
+  checkPermitDeadline,
   checkTimestampHeader,
   checkTimestampWindow,
   DISCRIMINATOR,
@@ -227,12 +228,9 @@ export function registerSignedRoutes(
         if (permit.owner !== s.owner) return bad('the permit owner must be the deposit owner');
         if (permit.spender !== vault) return bad(`the permit spender must be the vault ${vault}`);
         if (permit.value < s.amount) return bad('the permit value is below the deposit amount');
-        // Outside its window, as checkPermit (below) and an expired request deadline say: 4002.
-        if (permit.deadline * 1000n <= BigInt(ctx.host.now()))
-          return reject(
-            'INVALID_NONCE',
-            `permit deadline passed: ${permit.deadline} s is not after ${ctx.host.now()} ms`,
-          );
+        // Checked again by checkPermit (below), with the same code and message.
+        const expired = checkPermitDeadline(permit.deadline, ctx.host.now());
+        if (expired !== undefined) return expired;
         // Both recoveries run while the request waits for its turn.
         permitVerification = requests.verify(permitReceived.value, permitSigHex);
         return undefined;

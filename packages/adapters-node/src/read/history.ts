@@ -320,8 +320,7 @@ export class HistoryStore {
     // pages (filled, cancelled, busted) keeps its place and is neither skipped nor repeated.
     // The open view has no default window: a GTC order placed weeks ago is still working, and a
     // client rebuilding its state (after resyncRequired) must see it. Nor has a lookup by id.
-    const unbounded = status === 'open' || isLookup(q);
-    const window = unbounded && q.startTime === undefined ? { ...q, startTime: 0 } : q;
+    const window = status === 'open' || isLookup(q) ? sinceEver(q) : q;
     return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), window, now);
   }
 
@@ -336,7 +335,7 @@ export class HistoryStore {
       return true;
     });
     // Fill time and execId never change (a bust only flags the row).
-    const window = isLookup(q) && q.startTime === undefined ? { ...q, startTime: 0 } : q;
+    const window = isLookup(q) ? sinceEver(q) : q;
     return page('trades', rows, (t) => ({ t: t.time, id: t.execId }), window, now);
   }
 }
@@ -347,6 +346,11 @@ export class HistoryStore {
  */
 function isLookup(q: HistoryQuery): boolean {
   return q.orderId !== undefined || q.cloid !== undefined;
+}
+
+/** `q` without the default window: from the beginning unless it gives a `startTime`. */
+function sinceEver(q: HistoryQuery): HistoryQuery {
+  return q.startTime === undefined ? { ...q, startTime: 0 } : q;
 }
 
 /**

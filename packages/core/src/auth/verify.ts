@@ -324,11 +324,18 @@ export function checkPermit(
       `permit nonce ${permit.nonce} is not the current token nonce ${expected.tokenNonce}`,
     );
   }
-  if (permit.deadline * 1000n <= BigInt(expected.nowMs)) {
-    return reject(
-      'INVALID_NONCE',
-      `permit deadline passed: ${permit.deadline} s is not after ${expected.nowMs} ms`,
-    );
-  }
-  return undefined;
+  return checkPermitDeadline(permit.deadline, expected.nowMs);
+}
+
+/**
+ * A permit's deadline (seconds) against the command's time (ms): passed is 4002 `permit deadline
+ * passed`, as for a request's own deadline; undefined while it is still ahead. (No upper bound:
+ * the token, not the venue, decides how long a permit may live.)
+ */
+export function checkPermitDeadline(deadlineSeconds: bigint, nowMs: number): Rejection | undefined {
+  if (deadlineSeconds * 1000n > BigInt(nowMs)) return undefined;
+  return reject(
+    'INVALID_NONCE',
+    `permit deadline passed: ${deadlineSeconds} s is not after ${nowMs} ms`,
+  );
 }

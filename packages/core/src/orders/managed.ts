@@ -177,9 +177,9 @@ function byReach(direction: 1 | -1): (a: Order, b: Order) => number {
  */
 function shrinkOrder(ctx: Ctx, orderId: number, cut: bigint): void {
   const w = ctx.writableOrder(orderId);
-  const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
+  const before = w.quantity;
   shrinkInPlace(ctx, w, cut);
-  reportRestated(ctx, w, previous, 'ReduceOnly');
+  reportRestated(ctx, w, before, 'ReduceOnly');
 }
 
 /** Why the engine changed an order's size by itself: the `reason` of its `OrderReplaced`. */
@@ -191,27 +191,23 @@ export type RestateReason = 'ReduceOnly' | 'PositionChanged' | 'ParentFilled' | 
  * reports, never by re-implementing the sizing rules.
  */
 function resize(ctx: Ctx, w: Order, quantity: bigint, reason: RestateReason): void {
-  const previous = { price: w.price, triggerPrice: w.triggerPrice, quantity: w.quantity };
+  const before = w.quantity;
   w.quantity = quantity;
-  reportRestated(ctx, w, previous, reason);
+  reportRestated(ctx, w, before, reason);
 }
 
 /**
- * Reports an amend the engine made by itself as `OrderReplaced` (FIX would say Restated) whose
- * order carries `reason`, `previous` the figures before and `origCloid` the unchanged cloid.
+ * Reports a change of quantity the engine made by itself (from `previousQuantity`; price and
+ * trigger stay) as `OrderReplaced` (FIX would say Restated) whose order carries `reason`, with
+ * `previous` the figures before and `origCloid` the unchanged cloid.
  */
-function reportRestated(
-  ctx: Ctx,
-  w: Order,
-  previous: { price: bigint; triggerPrice: bigint; quantity: bigint },
-  reason: RestateReason,
-): void {
+function reportRestated(ctx: Ctx, w: Order, previousQuantity: bigint, reason: RestateReason): void {
   w.updatedTime = ctx.time;
   ctx.report(w.account, {
     kind: 'OrderReplaced',
     order: viewAs(w, w.ordStatus, reason, ctx.time),
     origCloid: w.cloid,
-    previous,
+    previous: { price: w.price, triggerPrice: w.triggerPrice, quantity: previousQuantity },
   });
 }
 

@@ -250,7 +250,7 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     if (forced !== undefined) {
       const r = reject(
         'INVALID_REQUEST',
-        `trade ${cmd.tradeId} cannot be busted: without it, the ${forced.source} fill of trade ${forced.tradeId} would ${forced.opens ? 'open' : 'flip'} the ${leg.mode} position of ${leg.account} in ${ctx.state.markets.get(rec.market)?.spec.symbol ?? rec.market} instead of reducing it, and that fill is final`,
+        `trade ${cmd.tradeId} cannot be busted: without it, the ${forced.source} fill of trade ${forced.tradeId} would ${forced.opens ? 'open' : 'flip'} the ${leg.mode} position of ${leg.account} in ${ctx.market(rec.market)?.spec.symbol ?? rec.market} instead of reducing it, and that fill is final`,
       );
       return ctx.fail(r.code, r.message);
     }
