@@ -30,8 +30,11 @@ import {
 import { TradeLog } from '../src/risk/trade-log.js';
 import { newStoredTrade } from '../src/risk/trades.js';
 
-/** The snapshot text form as the array-expanding walk wrote it (version prefix left out). */
-function reference(value: unknown): string {
+/**
+ * The snapshot text form as the array-expanding walk wrote it (version prefix left out), records
+ * as shapes numbered in the order they are written (`shapes` holds the numbers given so far).
+ */
+function reference(value: unknown, shapes = new Map<string, number>()): string {
   const num = (n: number) =>
     Number.isFinite(n) && !Object.is(n, -0)
       ? String(n)
@@ -49,11 +52,23 @@ function reference(value: unknown): string {
       return '["u"]';
   }
   if (value === null) return 'null';
-  if (Array.isArray(value)) return `["a"${value.map((v) => `,${reference(v)}`).join('')}]`;
-  if (value instanceof PMap || value instanceof IntMap || value instanceof TradeLog) {
+  if (Array.isArray(value)) return `["a"${value.map((v) => `,${reference(v, shapes)}`).join('')}]`;
+  if (value instanceof TradeLog) {
+    const rows: string[] = [];
+    value.forEach((t, id) => {
+      const cells = Object.values(t).map((c) => (typeof c === 'bigint' ? `"${c}"` : reference(c)));
+      rows.push(`,${id},[${cells.join(',')}]`);
+    });
+    const fields = Object.keys(newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n));
+    const kinds = Object.values(newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n))
+      .map((c) => (typeof c === 'bigint' ? 'n' : 'v'))
+      .join('');
+    return `["L",${JSON.stringify(fields)},"${kinds}"${rows.join('')}]`;
+  }
+  if (value instanceof PMap || value instanceof IntMap) {
     const parts: string[] = [];
     (value as PMap<string | number, unknown>).forEach((v, k) => {
-      parts.push(`,${reference(k)},${reference(v)}`);
+      parts.push(`,${reference(k, shapes)},${reference(v, shapes)}`);
     });
     return `${value instanceof PMap ? '["m"' : '["i"'}${parts.join('')}]`;
   }
@@ -62,9 +77,12 @@ function reference(value: unknown): string {
       .map(([t, id]) => `,${num(t)},${num(id)}`)
       .join('')}]`;
   const r = value as Record<string, unknown>;
-  return `{${Object.keys(r)
-    .map((k) => `${JSON.stringify(k)}:${reference(k === 'edit' ? null : r[k])}`)
-    .join(',')}}`;
+  const keys = Object.keys(r);
+  const name = JSON.stringify(keys);
+  const known = shapes.get(name);
+  if (known === undefined) shapes.set(name, shapes.size);
+  const head = known === undefined ? `["S",${name}` : `["R",${known}`;
+  return `${head}${keys.map((k) => `,${reference(k === 'edit' ? null : r[k], shapes)}`).join('')}]`;
 }
 
 function pmap(edit: Edit, entries: [string | number, unknown][]): PMap<string | number, unknown> {

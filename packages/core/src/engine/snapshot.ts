@@ -17,10 +17,18 @@
  * so a slice stays short however large one collection is (the trade records of a long-running
  * venue: a million entries would otherwise be one step of tens of milliseconds).
  *
- * Text form: `{"v":3,"state":<value>}` where a value is a JSON primitive, a JSON object (a
- * record), or a tagged array `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"`
- * PMap (key, value, ...), `"i"` IntMap (key, value, ...), `"t"` TimeIdSet (time, id, ...), `"u"`
- * undefined, `"f"` a number JSON cannot hold (`"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`).
+ * Text form: `{"v":9,"state":<value>}` where a value is a JSON primitive or a tagged array
+ * `[tag, ...]`: `"a"` array, `"n"` bigint (decimal string), `"m"` PMap (key, value, ...), `"i"`
+ * IntMap (key, value, ...), `"t"` TimeIdSet (time, id, ...), `"u"` undefined, `"f"` a number JSON
+ * cannot hold (`"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"`), and a record as `"S"` (a new shape:
+ * its field names, then its values) or `"R"` (a shape met before: its number, then its values).
+ * Shapes are numbered from 0 in the order the text defines them, which is the order a reader
+ * meets them front to back. A record's field names are thus written once per snapshot rather than
+ * once per record. The bust window's trade log, up to a hundred thousand records of three dozen
+ * fields, most of them bigints, is a table of its own: `"L"`, the field names, a string with one
+ * letter per field (`n` a bigint, written as a JSON string of its digits; `v` any other value),
+ * then trade id and row (an array of the values), and so on. Versions up to 8 wrote each record
+ * as a JSON object and the trade log as an IntMap; the reader still takes those forms.
  *
  * @module
  */
@@ -40,6 +48,7 @@ import {
   timeIdSetSize,
 } from '../persistent/sorted-set.js';
 import { TradeLog } from '../risk/trade-log.js';
+import { newStoredTrade } from '../risk/trades.js';
 import { DEFAULT_VENUE_SETTINGS } from './genesis.js';
 import type { EngineState, Order, StoredTrade } from './types.js';
 
@@ -52,9 +61,11 @@ import type { EngineState, Order, StoredTrade } from './types.js';
  * state-wide maps. 6: the state records the engine rules the log declared (`rulesVersion`); a
  * version-5 snapshot is converted on reading ({@link decodeSnapshotText}). 7: a managed child
  * records its entry order's id (`entryOrderId`); a version-6 snapshot is converted. 8: the venue
- * settings hold the per-account cap on working orders; a version-7 snapshot is converted.
+ * settings hold the per-account cap on working orders; a version-7 snapshot is converted. 9:
+ * records are written as shapes (see the module comment), the state is the same; a version-8
+ * snapshot is read as it is.
  */
-export const SNAPSHOT_VERSION = 8;
+export const SNAPSHOT_VERSION = 9;
 
 /** Raised when snapshot text cannot be decoded. */
 export class SnapshotFormatError extends Error {
@@ -215,45 +226,105 @@ function snapshotNumber(n: number): string {
   return `["f","${Object.is(n, -0) ? '-0' : String(n)}"]`;
 }
 
-/** The snapshot text form (see the module comment). */
-const SNAPSHOT_FORMAT: Format = {
-  open(value) {
-    switch (typeof value) {
-      case 'string':
-        return JSON.stringify(value);
-      case 'number':
-        return snapshotNumber(value);
-      case 'boolean':
-        return value ? 'true' : 'false';
-      case 'bigint':
-        return `["n","${value}"]`;
-      case 'undefined':
-        return '["u"]';
-      case 'object':
-        break;
-      default:
-        throw new TypeError(`cannot snapshot a ${typeof value}`);
-    }
-    if (value === null) return 'null';
-    if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
-    if (value instanceof IdList)
-      return { open: '["a"', frame: listFrame(value.toArray(), () => ',', ']') };
-    if (value instanceof PMap) return { open: '["m"', frame: pairsFrame(value.cursor(), ',', ']') };
-    if (value instanceof IntMap || value instanceof TradeLog)
-      return { open: '["i"', frame: pairsFrame(value.cursor(), ',', ']') };
-    if (isTimeIdSet(value)) {
-      const entry = (t: number, id: number) => `,${snapshotNumber(t)},${snapshotNumber(id)}`;
-      return { open: '["t"', frame: timeIdFrame(value, entry, ']') };
-    }
-    const record = plainRecord(value);
-    const keys = Object.keys(record);
-    const items = keys.map((k) => (k === 'edit' ? null : record[k]));
-    return {
-      open: '{',
-      frame: listFrame(items, (i) => `${i === 0 ? '' : ','}${JSON.stringify(keys[i])}:`, '}'),
-    };
-  },
+/** The trade log's record fields in the order its records list them, and the bigint ones. */
+const TRADE_SAMPLE: Readonly<Record<string, unknown>> = {
+  ...newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n),
 };
+const TRADE_FIELDS: readonly string[] = Object.keys(TRADE_SAMPLE);
+const TRADE_KINDS = TRADE_FIELDS.map((k) => (typeof TRADE_SAMPLE[k] === 'bigint' ? 'n' : 'v')).join(
+  '',
+);
+
+/** One trade as a table row: `,id,[values]`. Throws on a record of another shape. */
+function tradeRow(id: number, trade: unknown): string {
+  const t = trade as Record<string, unknown>;
+  if (Object.keys(t).length !== TRADE_FIELDS.length)
+    throw new TypeError(`cannot snapshot trade ${id}: not a trade record`);
+  let row = `,${snapshotNumber(id)},[`;
+  for (let i = 0; i < TRADE_FIELDS.length; i++) {
+    const k = TRADE_FIELDS[i] as string;
+    const v = t[k];
+    if (i > 0) row += ',';
+    if (TRADE_KINDS.charCodeAt(i) === 110 /* n */) {
+      if (typeof v !== 'bigint')
+        throw new TypeError(`cannot snapshot trade ${id}: ${k} is not a bigint`);
+      row += `"${v}"`;
+    } else if (typeof v === 'string') row += JSON.stringify(v);
+    else if (typeof v === 'number') row += snapshotNumber(v);
+    else if (typeof v === 'boolean') row += v ? 'true' : 'false';
+    else throw new TypeError(`cannot snapshot trade ${id}: ${k} is a ${typeof v}`);
+  }
+  return `${row}]`;
+}
+
+/** The trade log's entries as table rows, each written whole. */
+function tradeRowsFrame(cursor: EntryCursor): Frame {
+  return {
+    close: ']',
+    next(out) {
+      if (!cursor.next()) return END;
+      out.push(tradeRow(cursor.key as number, cursor.value));
+      return WROTE;
+    },
+  };
+}
+
+/**
+ * The snapshot text form (see the module comment). Each encoding gets its own, since it numbers
+ * the record shapes it has written.
+ */
+function snapshotFormat(): Format {
+  // Shape number by field names joined with NUL; a name holding a NUL is written as its own shape.
+  const shapes = new Map<string, number>();
+  let defined = 0;
+  return {
+    open(value) {
+      switch (typeof value) {
+        case 'string':
+          return JSON.stringify(value);
+        case 'number':
+          return snapshotNumber(value);
+        case 'boolean':
+          return value ? 'true' : 'false';
+        case 'bigint':
+          return `["n","${value}"]`;
+        case 'undefined':
+          return '["u"]';
+        case 'object':
+          break;
+        default:
+          throw new TypeError(`cannot snapshot a ${typeof value}`);
+      }
+      if (value === null) return 'null';
+      if (Array.isArray(value)) return { open: '["a"', frame: listFrame(value, () => ',', ']') };
+      if (value instanceof IdList)
+        return { open: '["a"', frame: listFrame(value.toArray(), () => ',', ']') };
+      if (value instanceof PMap)
+        return { open: '["m"', frame: pairsFrame(value.cursor(), ',', ']') };
+      if (value instanceof TradeLog)
+        return {
+          open: `["L",${JSON.stringify(TRADE_FIELDS)},"${TRADE_KINDS}"`,
+          frame: tradeRowsFrame(value.cursor()),
+        };
+      if (value instanceof IntMap)
+        return { open: '["i"', frame: pairsFrame(value.cursor(), ',', ']') };
+      if (isTimeIdSet(value)) {
+        const entry = (t: number, id: number) => `,${snapshotNumber(t)},${snapshotNumber(id)}`;
+        return { open: '["t"', frame: timeIdFrame(value, entry, ']') };
+      }
+      const record = plainRecord(value);
+      const keys = Object.keys(record);
+      const items = keys.map((k) => (k === 'edit' ? null : record[k]));
+      const frame = listFrame(items, () => ',', ']');
+      const name = keys.some((k) => k.includes('\u0000')) ? null : keys.join('\u0000');
+      const known = name === null ? undefined : shapes.get(name);
+      if (known !== undefined) return { open: `["R",${known}`, frame };
+      if (name !== null) shapes.set(name, defined);
+      defined++;
+      return { open: `["S",${JSON.stringify(keys)}`, frame };
+    },
+  };
+}
 
 /**
  * The canonical text form of `state-hash.ts`, written resumably. It must stay byte-identical to
@@ -315,7 +386,7 @@ export class SnapshotEncoder {
   private readonly walk: Walk;
 
   constructor(state: EngineState) {
-    this.walk = new Walk(SNAPSHOT_FORMAT, state, `{"v":${SNAPSHOT_VERSION},"state":`, '}');
+    this.walk = new Walk(snapshotFormat(), state, `{"v":${SNAPSHOT_VERSION},"state":`, '}');
   }
 
   /** The next piece of text after writing up to `budget` values; `null` when finished. */
@@ -388,19 +459,90 @@ function decodeNumber(v: unknown): number {
   return fail(`expected a number, found ${JSON.stringify(v)}`);
 }
 
-function decodeValue(v: unknown, edit: Edit): unknown {
+/** What a decoding carries along: the owner of the collections it builds, the shapes met so far. */
+interface DecodeContext {
+  readonly edit: Edit;
+  readonly shapes: string[][];
+}
+
+/** A record with `keys` and the values at `v[from..]` (exactly one per key). */
+function decodeRecord(keys: readonly string[], v: unknown[], from: number, ctx: DecodeContext) {
+  if (v.length - from !== keys.length)
+    fail(`a record of ${keys.length} fields has ${v.length - from} values`);
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i] as string;
+    out[k] = k === 'edit' ? null : decodeValue(v[from + i], ctx);
+  }
+  return out;
+}
+
+function decodeValue(v: unknown, ctx: DecodeContext): unknown {
   if (v === null || typeof v !== 'object') return v;
+  const edit = ctx.edit;
   if (!Array.isArray(v)) {
+    // The record form of versions up to 8.
     const src = v as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const k of Object.keys(src)) out[k] = k === 'edit' ? null : decodeValue(src[k], edit);
+    for (const k of Object.keys(src)) out[k] = k === 'edit' ? null : decodeValue(src[k], ctx);
     return out;
   }
   const n = v.length;
   switch (v[0]) {
+    case 'S': {
+      const keys: unknown = v[1];
+      if (
+        !Array.isArray(keys) ||
+        !keys.every((k) => typeof k === 'string' && k !== '__proto__') ||
+        new Set(keys).size !== keys.length
+      )
+        fail('a record shape is not a list of distinct field names');
+      // Numbered before its values are read: a record inside one defines the next shape.
+      ctx.shapes.push(keys as string[]);
+      return decodeRecord(keys as string[], v, 2, ctx);
+    }
+    case 'L': {
+      const keys: unknown = v[1];
+      const kinds: unknown = v[2];
+      if (
+        !Array.isArray(keys) ||
+        !keys.every((k) => typeof k === 'string' && k !== '__proto__') ||
+        new Set(keys).size !== keys.length ||
+        typeof kinds !== 'string' ||
+        !/^[nv]*$/.test(kinds) ||
+        kinds.length !== keys.length
+      )
+        fail('the trade table has no list of distinct field names with their kinds');
+      if (n % 2 !== 1) fail('odd trade table entry list');
+      const rows: [number, StoredTrade][] = [];
+      for (let i = 3; i < n; i += 2) {
+        const id: unknown = v[i];
+        const row: unknown = v[i + 1];
+        if (!Number.isSafeInteger(id) || (id as number) < 0) fail('bad trade id');
+        if (!Array.isArray(row) || row.length !== keys.length)
+          fail(
+            `trade ${id}: a row of ${keys.length} fields has ${Array.isArray(row) ? row.length : 'no'} values`,
+          );
+        const trade: Record<string, unknown> = {};
+        for (let f = 0; f < keys.length; f++) {
+          const cell: unknown = row[f];
+          if (kinds.charCodeAt(f) === 110 /* n */) {
+            if (typeof cell !== 'string' || !/^-?\d+$/.test(cell)) fail(`trade ${id}: bad bigint`);
+            trade[keys[f] as string] = BigInt(cell);
+          } else trade[keys[f] as string] = decodeValue(cell, ctx);
+        }
+        rows.push([id as number, trade as unknown as StoredTrade]);
+      }
+      return TradeLog.fromEntries(rows);
+    }
+    case 'R': {
+      const keys = Number.isSafeInteger(v[1]) ? ctx.shapes[v[1] as number] : undefined;
+      if (keys === undefined) fail(`no record shape ${JSON.stringify(v[1])} before its use`);
+      return decodeRecord(keys, v, 2, ctx);
+    }
     case 'a': {
       const out = new Array(n - 1);
-      for (let i = 1; i < n; i++) out[i - 1] = decodeValue(v[i], edit);
+      for (let i = 1; i < n; i++) out[i - 1] = decodeValue(v[i], ctx);
       return out;
     }
     case 'n': {
@@ -414,7 +556,7 @@ function decodeValue(v: unknown, edit: Edit): unknown {
       for (let i = 1; i < n; i += 2) {
         const k = v[i];
         if (typeof k !== 'string' && typeof k !== 'number') fail('bad PMap key');
-        m = m.set(edit, k, decodeValue(v[i + 1], edit));
+        m = m.set(edit, k, decodeValue(v[i + 1], ctx));
       }
       m.edit = null;
       return m;
@@ -425,7 +567,7 @@ function decodeValue(v: unknown, edit: Edit): unknown {
       for (let i = 1; i < n; i += 2) {
         const k = v[i];
         if (!Number.isSafeInteger(k) || (k as number) < 0) fail('bad IntMap key');
-        m = m.set(edit, k as number, decodeValue(v[i + 1], edit));
+        m = m.set(edit, k as number, decodeValue(v[i + 1], ctx));
       }
       m.edit = null;
       return m;
@@ -467,6 +609,8 @@ const CONVERSIONS: ReadonlyMap<number, (written: EngineState) => EngineState> = 
       },
     }),
   ],
+  // 9 writes records as shapes; the state is the same.
+  [8, (written: EngineState) => written],
 ]);
 
 /**
@@ -556,15 +700,15 @@ export function decodeSnapshot(text: string): EngineState {
 }
 
 function decodeState(encoded: unknown): EngineState {
-  const state = decodeValue(encoded, newEdit());
+  const state = decodeValue(encoded, { edit: newEdit(), shapes: [] });
   if (state === null || typeof state !== 'object' || Array.isArray(state))
     fail('the state is not a record');
-  // The trade log is written as an IntMap of its records (the same bytes as before it was
-  // column-stored); it is read back into its own structure.
+  // The trade log is a table (an IntMap of its records up to version 8), read back into its own
+  // structure.
   const s = state as EngineState;
   const trades: unknown = s.trades;
-  if (!(trades instanceof IntMap)) fail('the trade log is not an IntMap');
-  s.trades = TradeLog.fromEntries((trades as IntMap<StoredTrade>).entries());
+  if (trades instanceof IntMap) s.trades = TradeLog.fromEntries(trades.entries());
+  else if (!(trades instanceof TradeLog)) fail('the trade log is not a trade table');
   // An account's order list is written as the array of its ids.
   if (!(s.accounts instanceof PMap)) fail('the accounts are not a PMap');
   s.accounts.forEach((account) => {

@@ -279,11 +279,15 @@ describe('TradeLog', () => {
         const withLog: EngineState = { ...base, trades: log };
         const withMap = { ...base, trades: map } as unknown as EngineState;
         expect(stateHash(withLog)).toBe(stateHash(withMap));
-        expect(encodeSnapshot(withLog)).toBe(encodeSnapshot(withMap));
-        const decoded = decodeSnapshot(encodeSnapshot(withLog));
-        expect(decoded.trades).toBeInstanceOf(TradeLog);
-        expect(decoded.trades.entries()).toEqual(log.entries());
-        expect(stateHash(decoded)).toBe(stateHash(withLog));
+        // Written as a trade table; an IntMap of trades (how version 8 wrote the log) is read
+        // back as the same log.
+        for (const state of [withLog, withMap]) {
+          const decoded = decodeSnapshot(encodeSnapshot(state));
+          expect(decoded.trades).toBeInstanceOf(TradeLog);
+          expect(decoded.trades.entries()).toEqual(log.entries());
+          expect(stateHash(decoded)).toBe(stateHash(withLog));
+        }
+        expect(encodeSnapshot(withLog)).toContain('["L",["tradeId",');
       }),
       { numRuns: Math.max(20, runs / 5) },
     );

@@ -6,6 +6,7 @@
  */
 export * from './builders.js';
 export * from './invariants.js';
+export * from './legacy-snapshot.js';
 export * from './reference-book.js';
 export * from './simulation.js';
 export * from './venue.js';
