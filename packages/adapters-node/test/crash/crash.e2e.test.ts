@@ -24,6 +24,8 @@ describe('crash harness', () => {
       console.log(`crash harness seed ${seed}: ${JSON.stringify(summary)}`);
       expect(summary.acknowledged).toBeGreaterThan(0);
       expect(summary.replaysRefused).toBeGreaterThan(0);
+      // Records the service reported as committed stay on disk byte for byte across restarts.
+      expect(summary.replaysFromGenesis).toBe(1);
     },
     60_000 + cycles * 20_000,
   );
