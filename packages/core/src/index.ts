@@ -55,7 +55,12 @@ export {
   StateHasher,
   snapshotHash,
 } from './engine/snapshot.js';
-export { canonicalText, stateHash } from './engine/state-hash.js';
+export {
+  canonicalText,
+  type Keccak256,
+  nobleKeccak256,
+  stateHash,
+} from './engine/state-hash.js';
 export * from './engine/types.js';
 export * from './errors.js';
 export * from './instruments/instrument.js';

@@ -24,6 +24,7 @@ import {
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseInstrumentSettings, SettingsTypeError } from '../instrument-settings.js';
+import { stateKeccak } from '../native-keccak.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
 import { createRandomInviteCode } from './invite-codes.js';
@@ -400,7 +401,11 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     admin.get('/api/admin/state-hash', async () => {
       await ctx.host.idle();
       const state = ctx.host.state;
-      return { seq: ctx.host.journalSeq, hash: stateHash(state), rulesVersion: state.rulesVersion };
+      return {
+        seq: ctx.host.journalSeq,
+        hash: stateHash(state, stateKeccak()),
+        rulesVersion: state.rulesVersion,
+      };
     });
   });
 }

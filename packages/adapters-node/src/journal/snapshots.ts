@@ -49,6 +49,7 @@ import {
   stateHash,
 } from '@perp/core';
 import type { EngineHost } from '../engine/host.js';
+import { stateKeccak } from '../native-keccak.js';
 
 /** When snapshots are taken. */
 export interface SnapshotPolicy {
@@ -226,7 +227,7 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
     throw new SnapshotFileError(path, `undecodable body (${(e as Error).message})`);
   }
   // The recorded hash is of the state as written; a converted one gets its own.
-  const writtenHash = stateHash(decoded.written);
+  const writtenHash = stateHash(decoded.written, stateKeccak());
   if (writtenHash !== header.stateHash) {
     throw new SnapshotFileError(
       path,
@@ -239,7 +240,7 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
     path,
     seq: header.seq,
     state,
-    hash: stateHash(state),
+    hash: stateHash(state, stateKeccak()),
     convertedFrom: decoded.version,
   };
 }
@@ -509,7 +510,7 @@ export class Snapshotter {
           else await yieldToLoop();
           if (this.closed) throw new Error('the venue is closing');
         }
-        const hasher = new StateHasher(state);
+        const hasher = new StateHasher(state, stateKeccak());
         await this.sliced(() => hasher.step(512));
         hash = hasher.hash;
         const header: SnapshotHeader = {

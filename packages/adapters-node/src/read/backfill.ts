@@ -34,6 +34,7 @@ import {
   StateHasher,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import { stateKeccak } from '../native-keccak.js';
 import type { HistoryStore } from './history.js';
 import type { ReportStreams } from './report-streams.js';
 
@@ -217,7 +218,7 @@ export class HistoryBackfill {
 
     // ---- the state must be the snapshot's ------------------------------------------------
     this.phase = 'hashing';
-    const hasher = new StateHasher(state);
+    const hasher = new StateHasher(state, stateKeccak());
     for (;;) {
       if (this.cancelled) return 'cancelled';
       const until = performance.now() + sliceMs;

@@ -32,7 +32,6 @@
  *
  * @module
  */
-import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { cloidKey } from '../orders/cloids.js';
 import type { EntryCursor } from '../persistent/cursor.js';
@@ -50,6 +49,7 @@ import {
 import { TradeLog } from '../risk/trade-log.js';
 import { newStoredTrade } from '../risk/trades.js';
 import { DEFAULT_VENUE_SETTINGS } from './genesis.js';
+import { type Keccak256, nobleKeccak256 } from './state-hash.js';
 import type { EngineState, Order, StoredTrade } from './types.js';
 
 /**
@@ -410,11 +410,13 @@ export function encodeSnapshot(state: EngineState): string {
  */
 export class StateHasher {
   private readonly walk: Walk;
-  private readonly keccak = keccak_256.create();
+  private readonly keccak: ReturnType<Keccak256>;
   private result: string | null = null;
 
-  constructor(state: EngineState) {
+  /** `keccak`: the implementation to hash with (see {@link Keccak256}), the core's by default. */
+  constructor(state: EngineState, keccak: Keccak256 = nobleKeccak256) {
     this.walk = new Walk(CANONICAL_FORMAT, state, '', '');
+    this.keccak = keccak();
   }
 
   /** Hashes up to `budget` more values; `true` once the hash is complete. */

@@ -100,7 +100,22 @@ export function canonicalText(value: unknown): string {
   return out.join('');
 }
 
+/**
+ * A keccak-256 implementation: a fresh incremental hash per call. The core's is the pure-JS
+ * `@noble/hashes` one; a host may pass a faster one with the same results (a native binding):
+ * the hash is most of the cost of writing and of checking a snapshot.
+ */
+export type Keccak256 = () => {
+  update(data: Uint8Array): unknown;
+  digest(): Uint8Array;
+};
+
+/** The core's keccak-256 ({@link Keccak256}). */
+export const nobleKeccak256: Keccak256 = () => keccak_256.create();
+
 /** keccak-256 of the canonical form of the state, as `0x` hex. */
-export function stateHash(state: EngineState): string {
-  return `0x${bytesToHex(keccak_256(utf8ToBytes(canonicalText(state))))}`;
+export function stateHash(state: EngineState, keccak: Keccak256 = nobleKeccak256): string {
+  const h = keccak();
+  h.update(utf8ToBytes(canonicalText(state)));
+  return `0x${bytesToHex(h.digest())}`;
 }
