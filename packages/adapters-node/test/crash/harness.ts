@@ -427,7 +427,9 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       for (const e of ledger) if (e.status === 'sent') e.status = 'unanswered';
 
       // ---- restart and reconcile -------------------------------------------------------------
+      const restartAt = performance.now();
       child = await startChild(dir, args);
+      const readyAt = performance.now();
       rest = child.ready.rest;
       if (child.stderr.some((l) => l.startsWith('recovered from snapshot'))) snapshotRecoveries++;
       if (child.stderr.some((l) => l.includes('cut a torn record'))) tornTails++;
@@ -473,7 +475,9 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         options.seed,
         cycle,
       );
-      log(`cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}`);
+      log(
+        `cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms`,
+      );
     }
 
     // ---- expiry: every acknowledged GTD order stops working at its expiry, never before ----------
