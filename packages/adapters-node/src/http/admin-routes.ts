@@ -2,14 +2,15 @@
  * The operator surface (protocol.md section 8) behind `Authorization: Bearer <admin token>`:
  * instruments, oracle prices, invite codes, the simulated faucet, market pause/resume, funding
  * settlement, manual liquidation, trade busts, transfers between the venue's fee pool and
- * insurance fund, fee-pool payouts, the solvency report and the state hash. Everything that changes state goes
- * through the engine host like any other command.
+ * insurance fund, fee-pool payouts, the venue-wide settings, the solvency report and the state
+ * hash. Everything that changes state goes through the engine host like any other command.
  *
  * @module
  */
 import { timingSafeEqual } from 'node:crypto';
 import {
   buildInstrument,
+  DEFAULT_VENUE_SETTINGS,
   formatCollateral,
   formatDecimal,
   formatPrice,
@@ -21,6 +22,8 @@ import {
   type ReferralCode,
   solvencyReport,
   stateHash,
+  type VenueSettings,
+  venueSettingsOf,
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { parseInstrumentSettings, SettingsTypeError } from '../instrument-settings.js';
@@ -120,6 +123,57 @@ function marketId(ctx: VenueContext, symbol: unknown): number {
   const id = ctx.host.state.symbols.get(symbol);
   if (id === undefined) throw new HttpError(404, `unknown instrument ${showValue(symbol)}`);
   return id;
+}
+
+/**
+ * The venue-wide settings on the wire. Every field is listed by name (a setting added to the
+ * state is then shown by choice, not by accident): the operator sees the whole of what the state
+ * hash covers, the settable cap and the ones this venue keeps at their defaults alike.
+ */
+function wireVenueSettings(s: VenueSettings): Record<string, unknown> {
+  return {
+    maxWorkingOrdersPerAccount: s.maxWorkingOrdersPerAccount,
+    tradeRetentionMs: s.tradeRetentionMs,
+    maxRetainedTrades: s.maxRetainedTrades,
+    cloidRetentionMs: s.cloidRetentionMs,
+    marginChecks: s.marginChecks,
+  };
+}
+
+/** The venue settings `setVenueSettings` changes; the others stay as the genesis set them. */
+const SETTABLE_VENUE_SETTINGS = ['maxWorkingOrdersPerAccount'] as const;
+
+/**
+ * A `POST /admin/venue-settings` body as the working-order cap to set: every field named and
+ * checked here (400 naming the failed check) so a bad body journals nothing.
+ */
+function venueSettingsChange(b: Record<string, unknown>): number {
+  const settable: readonly string[] = SETTABLE_VENUE_SETTINGS;
+  for (const key of Object.keys(b)) {
+    if (settable.includes(key)) continue;
+    throw new HttpError(
+      400,
+      Object.hasOwn(DEFAULT_VENUE_SETTINGS, key)
+        ? `${key} cannot be set at runtime: only ${settable.join(', ')} can`
+        : `unknown venue setting ${showValue(key)} (settable: ${settable.join(', ')})`,
+    );
+  }
+  if (!Object.hasOwn(b, 'maxWorkingOrdersPerAccount'))
+    throw new HttpError(400, 'maxWorkingOrdersPerAccount is required');
+  const cap = b.maxWorkingOrdersPerAccount;
+  if (typeof cap !== 'number' || !Number.isSafeInteger(cap))
+    throw new HttpError(
+      400,
+      `maxWorkingOrdersPerAccount must be an integer of at most ${Number.MAX_SAFE_INTEGER}, not ${showValue(JSON.stringify(cap) ?? String(cap))}`,
+    );
+  // The least value is core's (genesis, config and setVenueSettings refuse the same).
+  try {
+    venueSettingsOf({ maxWorkingOrdersPerAccount: cap });
+  } catch (e) {
+    if (e instanceof TypeError) throw new HttpError(400, e.message);
+    throw e;
+  }
+  return cap;
 }
 
 /** Registers the admin routes under `/api/admin`. */
@@ -374,6 +428,21 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
         amount: formatCollateral(o.amount),
         feePool: formatCollateral(o.feePool),
       };
+    });
+
+    // Not in protocol.md section 8 (an addition): the venue-wide settings as the state holds
+    // them, and the working-order cap changed at runtime by the same journaled command a
+    // config's value at a new venue's start is (so a replay meets it where it happened).
+    admin.get('/api/admin/venue-settings', async () => {
+      await ctx.host.idle();
+      return wireVenueSettings(ctx.host.state.settings);
+    });
+
+    admin.post('/api/admin/venue-settings', async (req) => {
+      const maxWorkingOrdersPerAccount = venueSettingsChange(body(req));
+      const r = await ctx.host.submit({ type: 'setVenueSettings', maxWorkingOrdersPerAccount });
+      ok(r.outcome);
+      return wireVenueSettings(ctx.host.state.settings);
     });
 
     // Not in protocol.md section 8 (an addition): the venue's own pools and every scope below
