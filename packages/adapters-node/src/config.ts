@@ -72,8 +72,10 @@ export interface LimitsConfig {
   readonly referralTimeoutMs: number;
   /**
    * Most working orders (resting and untriggered) per account, over every market (our rule; the
-   * spec sets none). Engine state, not an adapter's: at start-up a value other than the state's is
-   * journaled as a `setVenueSettings` command, so a replay meets the change where it happened.
+   * spec sets none). Engine state, not an adapter's: a new venue journals a value other than the
+   * default as a `setVenueSettings` command, so a replay meets it where it happened. After that
+   * the journal owns it, as it owns a listed instrument: `POST /api/admin/venue-settings` changes
+   * it, and a later start where the config differs logs that and keeps the venue's value.
    */
   readonly maxWorkingOrdersPerAccount: number;
 }

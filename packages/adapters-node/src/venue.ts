@@ -642,17 +642,22 @@ async function startLocked(
       );
     }
   }
-  // The working-order cap is engine state, which only journaled commands change: unlike an
-  // instrument, it has no admin route, so the config is its one source and a start that finds
-  // another value journals the change (a replay then meets it where it happened). The same
-  // value journals nothing, so a venue on the default config never records one.
+  // The working-order cap follows the instruments' rule: the config sets a new venue's, and after
+  // that the journal owns it. `POST /api/admin/venue-settings` changes it at runtime; re-applying
+  // the file at every start would undo that at the next restart (a crash's included), so a
+  // difference is reported, not applied. The same value journals nothing, so a venue on the
+  // default config never records one.
   const cap = config.limits.maxWorkingOrdersPerAccount;
   const currentCap = host.state.settings.maxWorkingOrdersPerAccount;
-  if (cap !== currentCap) {
+  if (cap !== currentCap && startSeq === 0) {
     const r = await host.submit({ type: 'setVenueSettings', maxWorkingOrdersPerAccount: cap });
     if (!r.outcome.ok)
       throw new StartupError(`config limits.maxWorkingOrdersPerAccount: ${r.outcome.message}`);
     log(`limits.maxWorkingOrdersPerAccount: ${currentCap} -> ${cap} (journaled)`);
+  } else if (cap !== currentCap) {
+    log(
+      `config limits.maxWorkingOrdersPerAccount ${cap} differs from the venue's ${currentCap}: the venue's value stays; change it with POST /api/admin/venue-settings`,
+    );
   }
   let inviteCode: string | null = null;
   if (startSeq === 0) {

@@ -1,9 +1,13 @@
 /**
  * `GET` and `POST /api/admin/venue-settings` (our addition to the operator surface): the venue-wide
  * settings as the engine state holds them, and the working-order cap changed at runtime through
- * the journal.
+ * the journal. A runtime change survives a restart: the config's cap only sets a new venue's.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
 import type { Wallet, WsClient } from './support/client.js';
 import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
@@ -144,5 +148,48 @@ describe('/api/admin/venue-settings', () => {
     const back = await t.admin('POST', '/admin/venue-settings', { maxWorkingOrdersPerAccount: 2 });
     expect(back.body).toStrictEqual({ ...DEFAULTS, maxWorkingOrdersPerAccount: 2 });
     expect((await place(limitOrder(true, px(60500), btc(0.01)))).type).toBe('orderAck');
+  });
+});
+
+describe('a runtime cap at a restart on the same data directory', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'venue-settings-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const start = (lines: string[], config = DEFAULT_CONFIG) =>
+    startTestVenue({ dataDir: dir, snapshots: false, config, log: (l) => lines.push(l) });
+  const capLines = (lines: string[]) =>
+    lines.filter((l) => l.includes('limits.maxWorkingOrdersPerAccount'));
+  const cap = async (t: TestVenue) =>
+    (await t.admin('GET', '/admin/venue-settings')).body.maxWorkingOrdersPerAccount;
+
+  it('stays: the config, default or another value, does not undo it and start-up says so', async () => {
+    let t = await start([]);
+    let closedAt = 0;
+    try {
+      const r = await t.admin('POST', '/admin/venue-settings', { maxWorkingOrdersPerAccount: 3 });
+      expect(r.status).toBe(200);
+      closedAt = (await t.stateHash()).seq;
+    } finally {
+      await t.close();
+    }
+    for (const config of [
+      DEFAULT_CONFIG,
+      { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, maxWorkingOrdersPerAccount: 7 } },
+    ]) {
+      const lines: string[] = [];
+      t = await start(lines, config);
+      try {
+        expect(await cap(t)).toBe(3);
+        expect((await t.stateHash()).seq).toBe(closedAt);
+        expect(capLines(lines)).toEqual([
+          `config limits.maxWorkingOrdersPerAccount ${config.limits.maxWorkingOrdersPerAccount} differs from the venue's 3: the venue's value stays; change it with POST /api/admin/venue-settings`,
+        ]);
+      } finally {
+        await t.close();
+      }
+    }
   });
 });
