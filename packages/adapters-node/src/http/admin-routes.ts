@@ -126,9 +126,10 @@ function marketId(ctx: VenueContext, symbol: unknown): number {
 }
 
 /**
- * The venue-wide settings on the wire. Every field is listed by name (a setting added to the
- * state is then shown by choice, not by accident): the operator sees the whole of what the state
- * hash covers, the settable cap and the ones this venue keeps at their defaults alike.
+ * The venue-wide settings on the wire: the whole of what the state hash covers, the settable cap
+ * and the ones this venue keeps at their defaults alike. Each field is named (a setting added to
+ * the state fails to compile here until someone decides how it is shown, never a bigint by
+ * accident).
  */
 function wireVenueSettings(s: VenueSettings): Record<string, unknown> {
   return {
@@ -137,7 +138,7 @@ function wireVenueSettings(s: VenueSettings): Record<string, unknown> {
     maxRetainedTrades: s.maxRetainedTrades,
     cloidRetentionMs: s.cloidRetentionMs,
     marginChecks: s.marginChecks,
-  };
+  } satisfies Record<keyof VenueSettings, number | boolean>;
 }
 
 /** The venue settings `setVenueSettings` changes; the others stay as the genesis set them. */
