@@ -59,7 +59,13 @@ const core = (await import(
 const journalCodec = (await import(
   new URL('../../dist/journal/file-journal.js', import.meta.url).href
 )) as JournalModule;
-const { createEngineState, reduceAll, stateHash } = core;
+type KeccakModule = typeof import('../../src/native-keccak.js');
+const { stateKeccak } = (await import(
+  new URL('../../dist/native-keccak.js', import.meta.url).href
+)) as KeccakModule;
+const { createEngineState, reduceAll } = core;
+/** The state hash with the keccak the service uses (native when it loads; the same hash). */
+const stateHash = (state: EngineState): string => core.stateHash(state, stateKeccak());
 
 const PRICE = 10n ** 18n;
 const ZERO16 = `0x${'0'.repeat(32)}`;
@@ -437,7 +443,9 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         seq: number;
         hash: string;
       };
+      const checkAt = performance.now();
       const replayed = cleanReplay.advance(dir, live.seq);
+      const replayMs = performance.now() - checkAt;
       if ('records' in replayed)
         fail(
           `journal has ${replayed.records} records, service reports seq ${live.seq}`,
@@ -476,7 +484,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         cycle,
       );
       log(
-        `cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms`,
+        `cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms (replay ${Math.round(replayMs)} ms)`,
       );
     }
 
