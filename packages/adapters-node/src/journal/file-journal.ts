@@ -337,6 +337,11 @@ export interface FileJournalOptions {
   };
 }
 
+/** The log line of {@link FileJournal.open} cutting the torn tail `scan` found. */
+export function tornTailCutLine(path: string, scan: FrameScan): string {
+  return `journal ${path}: cut a torn record of ${scan.tornBytes} bytes at offset ${scan.validLength} (a crash during a write; it was never acknowledged)`;
+}
+
 /** A journal without one valid record (or empty) where snapshots show it had records. */
 function noRecordRefusal(
   path: string,
@@ -351,6 +356,57 @@ function noRecordRefusal(
       : `the file is empty, but ${expectRecords}; refusing to start from an empty journal (restore the journal that belongs to this data directory)`,
     true,
   );
+}
+
+/** What {@link checkJournalBytes} checks a journal file against (see {@link FileJournalOptions}). */
+export type JournalRequirements = Pick<
+  FileJournalOptions,
+  'firstSeq' | 'expectRecords' | 'mustReach'
+>;
+
+/**
+ * Every check {@link FileJournal.open} makes of a journal file before it changes anything, on the
+ * file's bytes (`null`: the file does not exist): the framing, checksums and sequence
+ * ({@link scanFrames}), `expectRecords` and `mustReach`. Throws the error the open would throw;
+ * returns the frames, whose torn tail (`tornBytes` at `validLength`) the open would then cut.
+ * Reading the file is the caller's, so a read-only check (`--check`) runs the open's own checks.
+ */
+export function checkJournalBytes(
+  path: string,
+  data: Buffer | null,
+  requirements: JournalRequirements = {},
+): FrameScan {
+  const firstSeq = requirements.firstSeq ?? 1;
+  const { expectRecords, mustReach } = requirements;
+  if (data === null) {
+    // A journal that must hold records (snapshots of them exist) and is gone was deleted or
+    // never restored: creating an empty one would start a new, empty venue in its place.
+    if (expectRecords !== undefined) {
+      throw new JournalCorruptError(
+        path,
+        0,
+        `the file does not exist, but ${expectRecords}; refusing to create an empty journal (restore the journal that belongs to this data directory)`,
+      );
+    }
+    if (mustReach !== undefined && mustReach.seq >= firstSeq)
+      throw mustReach.refuse(firstSeq - 1, 0);
+    return { offsets: [], firstSeq, validLength: 0, tornBytes: 0 };
+  }
+  let scan: FrameScan;
+  try {
+    scan = scanFrames(path, data, firstSeq);
+  } catch (e) {
+    // The snapshots' evidence says more about what to do than the bytes do.
+    if (e instanceof JournalCorruptError && e.noValidRecord && expectRecords !== undefined)
+      throw noRecordRefusal(path, true, expectRecords);
+    throw e;
+  }
+  if (scan.offsets.length === 0 && expectRecords !== undefined)
+    throw noRecordRefusal(path, scan.tornBytes > 0, expectRecords);
+  const lastSeq = firstSeq + scan.offsets.length - 1;
+  if (mustReach !== undefined && lastSeq < mustReach.seq)
+    throw mustReach.refuse(lastSeq, scan.validLength);
+  return scan;
 }
 
 /** The on-disk journal; see the module comment. */
@@ -401,19 +457,8 @@ export class FileJournal implements JournalStore {
    */
   static open(path: string, options: FileJournalOptions = {}): FileJournal {
     const created = !existsSync(path);
-    // A journal that must hold records (snapshots of them exist) and is gone was deleted or
-    // never restored: creating an empty one would start a new, empty venue in its place.
-    if (created && options.expectRecords !== undefined) {
-      throw new JournalCorruptError(
-        path,
-        0,
-        `the file does not exist, but ${options.expectRecords}; refusing to create an empty journal (restore the journal that belongs to this data directory)`,
-      );
-    }
-    const firstSeq = options.firstSeq ?? 1;
-    const mustReach = options.mustReach;
-    if (created && mustReach !== undefined && mustReach.seq >= firstSeq)
-      throw mustReach.refuse(firstSeq - 1, 0);
+    // A refusal of a missing file comes before it is created.
+    if (created) checkJournalBytes(path, null, options);
     const fd = openSync(path, 'a+');
     // A new file's directory entry must be durable before its first acknowledged record is.
     if (created) syncDirectory(dirname(path));
@@ -423,31 +468,13 @@ export class FileJournal implements JournalStore {
     while (read < size) read += readSync(fd, data, read, size - read, read);
     let scan: FrameScan;
     try {
-      scan = scanFrames(path, data, firstSeq);
+      scan = checkJournalBytes(path, data, options);
     } catch (e) {
       closeSync(fd);
-      // The snapshots' evidence says more about what to do than the bytes do.
-      if (
-        e instanceof JournalCorruptError &&
-        e.noValidRecord &&
-        options.expectRecords !== undefined
-      )
-        throw noRecordRefusal(path, true, options.expectRecords);
       throw e;
     }
-    if (scan.offsets.length === 0 && options.expectRecords !== undefined) {
-      closeSync(fd);
-      throw noRecordRefusal(path, scan.tornBytes > 0, options.expectRecords);
-    }
-    const lastSeq = firstSeq + scan.offsets.length - 1;
-    if (mustReach !== undefined && lastSeq < mustReach.seq) {
-      closeSync(fd);
-      throw mustReach.refuse(lastSeq, scan.validLength);
-    }
     if (scan.tornBytes > 0) {
-      (options.log ?? console.error)(
-        `journal ${path}: cut a torn record of ${scan.tornBytes} bytes at offset ${scan.validLength} (a crash during a write; it was never acknowledged)`,
-      );
+      (options.log ?? console.error)(tornTailCutLine(path, scan));
       ftruncateSync(fd, scan.validLength);
       fdatasyncSync(fd);
     }
