@@ -259,6 +259,8 @@ export interface LoadOptions {
    */
   readonly journalEnd?: number;
   readonly log?: (line: string) => void;
+  /** Told of each snapshot skipped, with the error that the log line names (`--check`). */
+  readonly onSkip?: (file: SnapshotFile, error: Error) => void;
   /** The journal file, named in errors (default: `journal.log` in the snapshot directory). */
   readonly journal?: string;
 }
@@ -304,6 +306,7 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
         ahead = readSnapshotFile(f.path);
       } catch (e) {
         log(`${(e as Error).message}; skipped, using ${fallback}`);
+        options.onSkip?.(f, e as Error);
         continue;
       }
       const journal = options.journal ?? join(dir, 'journal.log');
@@ -323,6 +326,7 @@ export function loadNewestSnapshot(dir: string, options: LoadOptions): LoadedSna
       return loaded;
     } catch (e) {
       log(`${(e as Error).message}; skipped, using ${fallback}`);
+      options.onSkip?.(f, e as Error);
     }
   }
   return null;
