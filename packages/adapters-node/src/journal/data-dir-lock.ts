@@ -44,7 +44,8 @@ export class DataDirLockedError extends Error {
   }
 }
 
-interface LockContent {
+/** What a `LOCK` file holds. */
+export interface LockContent {
   readonly pid: number;
   readonly host: string;
   /** Start time of the process in clock ticks since boot (Linux), null when unknown. */
@@ -106,6 +107,67 @@ function alive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+function unreadableLock(file: string): DataDirLockedError {
+  return new DataDirLockedError(
+    file,
+    'the lock file exists but is unreadable; if no venue runs on this directory, delete it and start again',
+  );
+}
+
+/** What a `LOCK` file says about the data directory, read without changing anything. */
+export type LockInspection =
+  | { readonly state: 'absent' }
+  /** Unreadable, and written before this machine booted: no venue of this boot holds it. */
+  | { readonly state: 'unreadable-before-boot' }
+  /** Left by a venue of this host that is no longer running: a start takes it over. */
+  | { readonly state: 'stale'; readonly owner: LockContent }
+  /** A start is refused with `refusal` (a live venue, another host, an unreadable file). */
+  | { readonly state: 'held'; readonly refusal: DataDirLockedError };
+
+/**
+ * What the lock file `file` means for a start on `host` (this machine): whether the start would
+ * take it over or be refused, and with which error. Reads only; `lockDataDir` acts on it, and
+ * `--check` reports it.
+ */
+export function inspectLock(file: string, host = hostname()): LockInspection {
+  let owner: LockContent | null = null;
+  try {
+    owner = JSON.parse(readFileSync(file, 'utf8')) as LockContent;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'absent' };
+    owner = null;
+  }
+  if (owner === null || typeof owner.pid !== 'number') {
+    if (fromBeforeBoot(file)) return { state: 'unreadable-before-boot' };
+    return { state: 'held', refusal: unreadableLock(file) };
+  }
+  const since = `since ${owner.time}`;
+  if (owner.host !== host) {
+    return {
+      state: 'held',
+      refusal: new DataDirLockedError(
+        file,
+        `held by pid ${owner.pid} on host ${owner.host} (${since}); another venue may be using this directory. If none runs there, delete the lock file and start again`,
+      ),
+    };
+  }
+  const ownerRuns =
+    alive(owner.pid) &&
+    (owner.started === null || processStart(owner.pid) === null
+      ? owner.pid !== process.pid
+      : processStart(owner.pid) === owner.started);
+  if (ownerRuns) {
+    return {
+      state: 'held',
+      refusal: new DataDirLockedError(
+        file,
+        `another venue (pid ${owner.pid}, ${since}) is using this data directory; stop it first (two venues on one journal corrupt it)`,
+      ),
+    };
+  }
+  return { state: 'stale', owner };
 }
 
 /** A held lock. */
@@ -175,13 +237,11 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
         },
       };
     }
-    let owner: LockContent | null = null;
-    try {
-      owner = JSON.parse(readFileSync(file, 'utf8')) as LockContent;
-    } catch {
-      owner = null;
-    }
-    if ((owner === null || typeof owner.pid !== 'number') && fromBeforeBoot(file)) {
+    const found = inspectLock(file, mine.host);
+    // Removed between the link and the read: refused as before this check was shared with
+    // `--check` (where a missing file means no lock).
+    if (found.state === 'absent') throw unreadableLock(file);
+    if (found.state === 'unreadable-before-boot') {
       log(
         `data directory lock ${file}: taking over an unreadable lock written before this machine booted`,
       );
@@ -192,32 +252,9 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
       }
       continue;
     }
-    if (owner === null || typeof owner.pid !== 'number') {
-      throw new DataDirLockedError(
-        file,
-        'the lock file exists but is unreadable; if no venue runs on this directory, delete it and start again',
-      );
-    }
-    const since = `since ${owner.time}`;
-    if (owner.host !== mine.host) {
-      throw new DataDirLockedError(
-        file,
-        `held by pid ${owner.pid} on host ${owner.host} (${since}); another venue may be using this directory. If none runs there, delete the lock file and start again`,
-      );
-    }
-    const ownerRuns =
-      alive(owner.pid) &&
-      (owner.started === null || processStart(owner.pid) === null
-        ? owner.pid !== process.pid
-        : processStart(owner.pid) === owner.started);
-    if (ownerRuns) {
-      throw new DataDirLockedError(
-        file,
-        `another venue (pid ${owner.pid}, ${since}) is using this data directory; stop it first (two venues on one journal corrupt it)`,
-      );
-    }
+    if (found.state !== 'stale') throw found.refusal;
     log(
-      `data directory lock ${file}: taking over a stale lock of pid ${owner.pid} (${since}), a venue that did not exit cleanly`,
+      `data directory lock ${file}: taking over a stale lock of pid ${found.owner.pid} (since ${found.owner.time}), a venue that did not exit cleanly`,
     );
     try {
       unlinkSync(file);
