@@ -13,25 +13,18 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
-  readFileSync,
   renameSync,
   writeFileSync,
 } from 'node:fs';
 import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
-import {
-  MemoryJournal,
-  permitVerifier,
-  SimulatedChain,
-  type SimulatedChainSnapshot,
-} from '@perp/adapters-memory';
+import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
 import {
   auctionEvents,
   buildInstrument,
   type Command,
   createEngineState,
-  createSigningContext,
   ENGINE_RULES_VERSION,
   fundingInfo,
   type JournalStore,
@@ -49,6 +42,14 @@ import {
   TIMER_MAX_MS,
   type VenueConfig,
 } from './config.js';
+import {
+  journalRequirements,
+  readChainFile,
+  readVenueFile,
+  signingContextOf,
+  simulatedChainOptions,
+  type VenueFile,
+} from './data-dir.js';
 import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
@@ -65,9 +66,7 @@ import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
 import { checkReplayRules } from './journal/rules-version.js';
 import {
-  JournalBehindSnapshotError,
   type LoadedSnapshot,
-  listSnapshotFiles,
   loadNewestSnapshot,
   type SnapshotPolicy,
   Snapshotter,
@@ -137,34 +136,6 @@ export interface Venue {
   readonly historyBackfill: HistoryBackfill | null;
   /** Stops accepting work, waits for the engine, closes everything. */
   close(): Promise<void>;
-}
-
-interface VenueFile {
-  readonly adminToken: string;
-  readonly createdTime: number;
-}
-
-/**
- * `<data>/venue.json` as written at creation. The admin token guards every admin route: a file
- * without one (edited, truncated) must stop the start, not open the API to `Bearer undefined`.
- */
-function readVenueFile(path: string): VenueFile {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (e) {
-    throw new StartupError(`${path}: ${(e as Error).message}`);
-  }
-  const token =
-    typeof parsed === 'object' && parsed !== null
-      ? (parsed as Record<string, unknown>).adminToken
-      : undefined;
-  // Spaces around it could never match: HTTP strips them from the Authorization header.
-  if (typeof token !== 'string' || token.length === 0 || token.trim() !== token)
-    throw new StartupError(
-      `${path}: adminToken must be a non-empty string without surrounding spaces (the admin API's bearer token)`,
-    );
-  return parsed as VenueFile;
 }
 
 function writeDurably(path: string, text: string): void {
@@ -379,9 +350,6 @@ async function startLocked(
       writeDurably(venuePath, `${JSON.stringify(venueFile, null, 2)}\n`);
       created = true;
     }
-    // Snapshots prove the journal held records: one with none valid is not this venue's.
-    const newestSnapshot = listSnapshotFiles(dataDir)[0];
-    const journalPath = join(dataDir, 'journal.log');
     // Read before the journal is opened: the records a valid snapshot covers were acknowledged,
     // so a journal whose valid records end before its seq lost some, and the start is refused
     // before the journal's torn-tail repair could cut one of them (the file is left as it was).
@@ -390,27 +358,13 @@ async function startLocked(
     newestValid = covering;
     journal =
       options.journal ??
-      FileJournal.open(journalPath, {
+      FileJournal.open(join(dataDir, 'journal.log'), {
         log,
-        ...(newestSnapshot === undefined
-          ? {}
-          : {
-              expectRecords: `snapshot ${newestSnapshot.path} covers records up to seq ${newestSnapshot.seq}`,
-            }),
-        ...(covering === null
-          ? {}
-          : {
-              mustReach: {
-                seq: covering.seq,
-                refuse: (lastSeq: number, validLength: number) =>
-                  new JournalBehindSnapshotError(journalPath, validLength, lastSeq, covering),
-              },
-            }),
+        ...journalRequirements(dataDir, covering),
       });
     if (options.journal === undefined) opened.push(() => journal.close());
     const chainPath = join(dataDir, 'chain.json');
-    if (existsSync(chainPath))
-      chainSnapshot = JSON.parse(readFileSync(chainPath, 'utf8')) as SimulatedChainSnapshot;
+    if (existsSync(chainPath)) chainSnapshot = readChainFile(chainPath);
   } else {
     venueFile = { adminToken: randomBytes(24).toString('base64url'), createdTime: Date.now() };
     created = true;
@@ -566,28 +520,15 @@ async function startLocked(
   }
 
   // ---- chain ---------------------------------------------------------------------------
-  const signing = createSigningContext({
-    network: config.network,
-    vaultName: config.vault.name,
-    vaultAddress: config.vault.address.toLowerCase(),
-    tokenName: config.token.name,
-    tokenAddress: config.token.address.toLowerCase(),
-  });
-  // The simulated token verifies permits with the same code the venue uses.
-  const verifyPermit = permitVerifier(signing);
-  const chainOptions = {
-    tokenName: config.token.name,
-    tokenAddress: config.token.address.toLowerCase(),
-    vaultAddress: config.vault.address.toLowerCase(),
-    verifyPermit,
-    now: () => clock.now(),
-    ...(dataDir === null
-      ? {}
-      : {
-          onChange: (s: SimulatedChainSnapshot) =>
-            writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)),
-        }),
-  };
+  const signing = signingContextOf(config);
+  const chainOptions = simulatedChainOptions(
+    config,
+    signing,
+    () => clock.now(),
+    dataDir === null
+      ? undefined
+      : (s: SimulatedChainSnapshot) => writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)),
+  );
   const chain =
     chainSnapshot === undefined
       ? new SimulatedChain(chainOptions)

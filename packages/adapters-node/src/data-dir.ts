@@ -1,0 +1,119 @@
+/**
+ * Reading a data directory's files as start-up does, shared by `startVenue` and the read-only
+ * `--check` (`data-dir-check.ts`), so the check runs the start's own checks with its messages.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  permitVerifier,
+  type SimulatedChainOptions,
+  type SimulatedChainSnapshot,
+} from '@perp/adapters-memory';
+import { createSigningContext, type SigningContext } from '@perp/core';
+import type { VenueConfig } from './config.js';
+import type { JournalRequirements } from './journal/file-journal.js';
+import {
+  JournalBehindSnapshotError,
+  type LoadedSnapshot,
+  listSnapshotFiles,
+} from './journal/snapshots.js';
+import { StartupError } from './startup-error.js';
+
+/** `<data>/venue.json`. */
+export interface VenueFile {
+  readonly adminToken: string;
+  readonly createdTime: number;
+}
+
+/**
+ * `<data>/venue.json` as written at creation. The admin token guards every admin route: a file
+ * without one (edited, truncated) must stop the start, not open the API to `Bearer undefined`.
+ */
+export function readVenueFile(path: string): VenueFile {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (e) {
+    throw new StartupError(`${path}: ${(e as Error).message}`);
+  }
+  const token =
+    typeof parsed === 'object' && parsed !== null
+      ? (parsed as Record<string, unknown>).adminToken
+      : undefined;
+  // Spaces around it could never match: HTTP strips them from the Authorization header.
+  if (typeof token !== 'string' || token.length === 0 || token.trim() !== token)
+    throw new StartupError(
+      `${path}: adminToken must be a non-empty string without surrounding spaces (the admin API's bearer token)`,
+    );
+  return parsed as VenueFile;
+}
+
+/** `<data>/chain.json`, parsed (not yet checked against the config: {@link simulatedChainOptions}). */
+export function readChainFile(path: string): SimulatedChainSnapshot {
+  return JSON.parse(readFileSync(path, 'utf8')) as SimulatedChainSnapshot;
+}
+
+/** The signing context of a venue run with `config`. */
+export function signingContextOf(config: VenueConfig): SigningContext {
+  return createSigningContext({
+    network: config.network,
+    vaultName: config.vault.name,
+    vaultAddress: config.vault.address.toLowerCase(),
+    tokenName: config.token.name,
+    tokenAddress: config.token.address.toLowerCase(),
+  });
+}
+
+/**
+ * The embedded simulated chain's options for `config`; `SimulatedChain.fromSnapshot` checks a
+ * `chain.json` against them (its token and vault).
+ */
+export function simulatedChainOptions(
+  config: VenueConfig,
+  signing: SigningContext,
+  now: () => number,
+  onChange?: (snapshot: SimulatedChainSnapshot) => void,
+): SimulatedChainOptions {
+  return {
+    tokenName: config.token.name,
+    tokenAddress: config.token.address.toLowerCase(),
+    vaultAddress: config.vault.address.toLowerCase(),
+    // The simulated token verifies permits with the same code the venue uses.
+    verifyPermit: permitVerifier(signing),
+    now,
+    ...(onChange === undefined ? {} : { onChange }),
+  };
+}
+
+/**
+ * What start-up requires of `<data>/journal.log`, given the directory's snapshot files and the
+ * newest valid one (`covering`, read before the journal is opened): snapshots prove the journal
+ * held records, so one with none valid is not this venue's; and the records a valid snapshot
+ * covers were acknowledged, so a journal whose valid records end before its seq lost some, and
+ * the start is refused before the journal's torn-tail repair could cut one of them.
+ */
+export function journalRequirements(
+  dataDir: string,
+  covering: LoadedSnapshot | null,
+): JournalRequirements {
+  const newestSnapshot = listSnapshotFiles(dataDir)[0];
+  const journalPath = join(dataDir, 'journal.log');
+  return {
+    ...(newestSnapshot === undefined
+      ? {}
+      : {
+          expectRecords: `snapshot ${newestSnapshot.path} covers records up to seq ${newestSnapshot.seq}`,
+        }),
+    ...(covering === null
+      ? {}
+      : {
+          mustReach: {
+            seq: covering.seq,
+            refuse: (lastSeq: number, validLength: number) =>
+              new JournalBehindSnapshotError(journalPath, validLength, lastSeq, covering),
+          },
+        }),
+  };
+}
