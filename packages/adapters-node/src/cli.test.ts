@@ -19,6 +19,8 @@ describe('pnpm start --help', () => {
       '--trust-proxy',
       '--replay-under-new-rules',
       '--json',
+      '--check',
+      '--replay',
       '--help',
     ];
     for (const flag of flags) expect(USAGE).toContain(`  ${flag} `);
@@ -99,5 +101,29 @@ describe('pnpm start flag values', () => {
       '--memory and --data exclude each other',
     );
     expect(parseArgs(['--memory']).memory).toBe(true);
+  });
+});
+
+describe('pnpm start --check', () => {
+  it('takes --data and the flags that change what a start would do', () => {
+    const o = parseArgs(['--check', '--data', '/backup', '--no-snapshots', '--json', '--replay']);
+    expect(o).toMatchObject({ check: true, replay: true, data: '/backup', snapshots: false });
+    expect(parseArgs([]).check).toBe(false);
+    expect(parseArgs(['--check', '--replay-under-new-rules', '--config', 'c.json']).check).toBe(
+      true,
+    );
+  });
+
+  it('refuses --memory, a flag that only a start uses, and --replay without --check', () => {
+    expect(() => parseArgs(['--check', '--memory'])).toThrow(
+      '--check reads a data directory (--data <dir>): not with --memory',
+    );
+    expect(() => parseArgs(['--check', '--data', '/b', '--port', '0'])).toThrow(
+      '--check starts nothing: --port has no meaning with it',
+    );
+    expect(() => parseArgs(['--price-feed', 'none', '--check'])).toThrow(
+      '--check starts nothing: --price-feed has no meaning with it',
+    );
+    expect(() => parseArgs(['--replay'])).toThrow('--replay goes with --check');
   });
 });

@@ -3,7 +3,9 @@
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
- * `--verify-workers <n>`, `--trust-proxy <list>`, `--replay-under-new-rules`. Stops
+ * `--verify-workers <n>`, `--trust-proxy <list>`, `--replay-under-new-rules`, `--check`,
+ * `--replay`. With `--check` it starts nothing: it reads the data directory, prints what a start
+ * would do with it and exits 0 when a start would succeed, 1 when not. Otherwise it stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
@@ -14,6 +16,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig } from './config.js';
+import { checkDataDir, formatDataDirReport } from './data-dir-check.js';
 import { trustProxyEntryError } from './http/client-address.js';
 import { DataDirLockedError } from './journal/data-dir-lock.js';
 import { JournalCorruptError } from './journal/file-journal.js';
@@ -39,6 +42,10 @@ export interface CliOptions {
   trustProxy: string[] | undefined;
   /** Replay journal records written under other engine rules instead of refusing to start. */
   replayUnderNewRules: boolean;
+  /** Check the data directory read-only instead of starting (`--check`). */
+  check: boolean;
+  /** With `check`: also replay the journal and report the seq and state hash. */
+  replay: boolean;
   help: boolean;
 }
 
@@ -69,8 +76,30 @@ data at /marketdata, all on one port.
                              under this build's rules (their outcomes may change) instead of
                              refusing to start; see docs/durability.md, "Upgrades"
   --json                     print one JSON line when ready instead of text
+  --check                    start nothing: read the data directory (--data) as a start would,
+                             without writing, locking or creating anything, print what a start
+                             would do (journal records, seq range and torn tail; each snapshot,
+                             the one used and the records replayed after it; venue.json,
+                             chain.json, LOCK) and exit 0 if it would succeed, 1 if not. Takes
+                             --data, --config, --no-snapshots, --replay-under-new-rules, --json
+                             (the report as one JSON object) and --replay
+  --replay                   with --check: also replay the journal as a start does and print
+                             its seq and state hash (compare GET /api/admin/state-hash)
   --help                     this text
 `;
+
+/** Flags that change what `--check` predicts or prints; every other one starts something. */
+const CHECK_FLAGS = new Set([
+  '--check',
+  '--replay',
+  '--data',
+  '--config',
+  '--no-snapshots',
+  '--replay-under-new-rules',
+  '--json',
+  '--help',
+  '-h',
+]);
 
 /** Parses argv (without node and script). */
 export function parseArgs(argv: readonly string[]): CliOptions {
@@ -86,6 +115,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     verifyWorkers: undefined,
     trustProxy: undefined,
     replayUnderNewRules: false,
+    check: false,
+    replay: false,
     help: false,
   };
   // Digits only: Number('') and Number(' ') are 0, which would silently mean "pick a port" or
@@ -99,8 +130,10 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     return n;
   };
   let dataGiven = false;
+  const given: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
+    given.push(a);
     const value = (): string => {
       const v = argv[++i];
       if (v === undefined || v.startsWith('--')) throw new Error(`${a} needs a value`);
@@ -170,6 +203,12 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--replay-under-new-rules':
         o.replayUnderNewRules = true;
         break;
+      case '--check':
+        o.check = true;
+        break;
+      case '--replay':
+        o.replay = true;
+        break;
       case '--help':
       case '-h':
         o.help = true;
@@ -180,6 +219,15 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   }
   // Either would lose what the operator meant: the data directory ignored, or kept after all.
   if (o.memory && dataGiven) throw new Error('--memory and --data exclude each other: give one');
+  if (o.replay && !o.check) throw new Error('--replay goes with --check (a start always replays)');
+  if (o.check) {
+    if (o.memory)
+      throw new Error('--check reads a data directory (--data <dir>): not with --memory');
+    // Refused rather than ignored: the operator may think the check covers what they change.
+    const starting = given.find((flag) => flag.startsWith('-') && !CHECK_FLAGS.has(flag));
+    if (starting !== undefined)
+      throw new Error(`--check starts nothing: ${starting} has no meaning with it`);
+  }
   return o;
 }
 
@@ -193,6 +241,26 @@ async function main(): Promise<void> {
   }
   if (options.help) {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (options.check) {
+    let config: ReturnType<typeof loadConfig>;
+    try {
+      config = loadConfig(options.config);
+    } catch (e) {
+      process.stderr.write(`check failed: ${startFailure(e)}\n`);
+      process.exit(1);
+    }
+    const report = checkDataDir(resolve(options.data), {
+      config,
+      snapshots: options.snapshots !== false,
+      replayUnderNewRules: options.replayUnderNewRules,
+      replay: options.replay,
+    });
+    process.stdout.write(
+      options.json ? `${JSON.stringify(report)}\n` : formatDataDirReport(report),
+    );
+    process.exitCode = report.ok ? 0 : 1;
     return;
   }
   const config = {
