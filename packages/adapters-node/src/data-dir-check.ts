@@ -459,12 +459,17 @@ export function formatDataDirReport(report: DataDirReport): string {
       `  ${s.file.slice(s.file.lastIndexOf('/') + 1)}  seq ${s.seq}  ${rules}  ${s.bytes} bytes  ${STATUS_TEXT[s.status]}${converted}${past}`,
     );
     if (s.reason !== undefined) out.push(`    ${s.reason}`);
+    else if (s.status === 'used') out.push(`    state hash ${s.hash}`);
   }
   const r = report.recovery;
-  if (r !== null)
+  if (r !== null) {
+    const records = `${r.replayRecords} journal records${r.replayRecords === 0 ? '' : ` (seq ${r.replayFirstSeq}..${r.replayLastSeq})`}`;
     out.push(
-      `recovery: ${r.snapshot === null ? 'a full replay' : `from snapshot seq ${r.snapshotSeq}`}, then ${r.replayRecords} journal records${r.replayRecords === 0 ? '' : ` (seq ${r.replayFirstSeq}..${r.replayLastSeq})`}`,
+      r.snapshot === null
+        ? `recovery: a full replay of ${records}`
+        : `recovery: the snapshot at seq ${r.snapshotSeq}, then ${records}`,
     );
+  }
   const file = (f: FileReport) =>
     `${f.file.slice(f.file.lastIndexOf('/') + 1)}: ${!f.present ? 'absent' : f.error === undefined ? 'ok' : 'REFUSED'}`;
   out.push(file(report.venueFile));

@@ -63,7 +63,7 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   expect(text.code, text.stderr).toBe(0);
   expect(text.stdout).toContain(`data directory ${dir}: a start would succeed\n`);
   expect(text.stdout).toContain(`  ${seq} records (seq 1..${seq}), `);
-  expect(text.stdout).toContain(`recovery: from snapshot seq ${seq}, then 0 journal records\n`);
+  expect(text.stdout).toContain(`recovery: the snapshot at seq ${seq}, then 0 journal records\n`);
 
   const json = await run(['--check', '--replay', '--json', '--data', dir]);
   expect(json.code, json.stderr).toBe(0);
