@@ -8,7 +8,7 @@
  * checks of `FileJournal.open`), the snapshot choice (`loadNewestSnapshot`), the journal's
  * requirements given the snapshots (`journalRequirements`), decoding the records a start replays
  * (`decodeFrame`), the engine rules of those records (`checkReplayRules`), `venue.json`
- * (`readVenueFile`), `chain.json` against the config (`SimulatedChain.fromSnapshot`) and the lock
+ * (`readVenueFile`), `chain.json` against the config (`readChainFile`, `restoreChain`) and the lock
  * (`inspectLock`). Each message that would stop a start is a problem; the report is `ok` when
  * there is none. Optionally it replays the journal as a start does and reports the state hash.
  *
@@ -16,7 +16,6 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { SimulatedChain } from '@perp/adapters-memory';
 import {
   type Command,
   createEngineState,
@@ -30,6 +29,7 @@ import {
   journalRequirements,
   readChainFile,
   readVenueFile,
+  restoreChain,
   signingContextOf,
   simulatedChainOptions,
 } from './data-dir.js';
@@ -51,6 +51,7 @@ import {
   readSnapshotHeader,
 } from './journal/snapshots.js';
 import { stateKeccak } from './native-keccak.js';
+import { StartupError } from './startup-error.js';
 
 /** What the check does beyond start-up's checks, and which start it predicts. */
 export interface DataDirCheckOptions {
@@ -375,13 +376,15 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
   if (existsSync(chainPath)) {
     try {
       const config = options.config ?? DEFAULT_CONFIG;
-      SimulatedChain.fromSnapshot(
+      restoreChain(
+        chainPath,
         readChainFile(chainPath),
         simulatedChainOptions(config, signingContextOf(config), () => Date.now()),
       );
       chainFile = { file: chainPath, present: true };
     } catch (e) {
-      const error = `${chainPath}: ${message(e)}`;
+      // The start's own refusals name the file already.
+      const error = e instanceof StartupError ? e.message : `${chainPath}: ${message(e)}`;
       problems.push(error);
       chainFile = { file: chainPath, present: true, error };
     }

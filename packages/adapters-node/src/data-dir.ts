@@ -7,7 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  InvalidChainSnapshotError,
   permitVerifier,
+  SimulatedChain,
   type SimulatedChainOptions,
   type SimulatedChainSnapshot,
 } from '@perp/adapters-memory';
@@ -50,9 +52,34 @@ export function readVenueFile(path: string): VenueFile {
   return parsed as VenueFile;
 }
 
-/** `<data>/chain.json`, parsed (not yet checked against the config: {@link simulatedChainOptions}). */
+/**
+ * `<data>/chain.json`, parsed (not yet checked: {@link restoreChain}). A file that is not JSON
+ * stops the start with a line naming it.
+ */
 export function readChainFile(path: string): SimulatedChainSnapshot {
-  return JSON.parse(readFileSync(path, 'utf8')) as SimulatedChainSnapshot;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as SimulatedChainSnapshot;
+  } catch (e) {
+    throw new StartupError(`${path}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * The simulated chain of `<data>/chain.json` (`path`, read by {@link readChainFile}). A snapshot
+ * of the wrong shape, or of another token or vault than `options` name, stops the start with a
+ * line naming the file.
+ */
+export function restoreChain(
+  path: string,
+  snapshot: SimulatedChainSnapshot,
+  options: SimulatedChainOptions,
+): SimulatedChain {
+  try {
+    return SimulatedChain.fromSnapshot(snapshot, options);
+  } catch (e) {
+    if (e instanceof InvalidChainSnapshotError) throw new StartupError(`${path}: ${e.message}`);
+    throw e;
+  }
 }
 
 /** The signing context of a venue run with `config`. */

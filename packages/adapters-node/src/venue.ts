@@ -46,6 +46,7 @@ import {
   journalRequirements,
   readChainFile,
   readVenueFile,
+  restoreChain,
   signingContextOf,
   simulatedChainOptions,
   type VenueFile,
@@ -530,9 +531,9 @@ async function startLocked(
       : (s: SimulatedChainSnapshot) => writeDurably(join(dataDir, 'chain.json'), JSON.stringify(s)),
   );
   const chain =
-    chainSnapshot === undefined
+    chainSnapshot === undefined || dataDir === null
       ? new SimulatedChain(chainOptions)
-      : SimulatedChain.fromSnapshot(chainSnapshot, chainOptions);
+      : restoreChain(join(dataDir, 'chain.json'), chainSnapshot, chainOptions);
   const desk = new ChainDesk(chain, host, log);
 
   const ctx: VenueContext = {

@@ -1,6 +1,7 @@
 /**
  * `<data>/venue.json` holds the admin token: a file without a usable one stops the start with one
  * line naming it, and the admin routes never accept a bearer header built from a missing token.
+ * A `chain.json` the start cannot restore stops it the same way.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +41,34 @@ describe('venue.json', () => {
     const start = startWith('{"adminToken": ');
     await expect(start).rejects.toBeInstanceOf(StartupError);
     await expect(start).rejects.toThrow(new RegExp(`^${join(dir, 'venue.json')}: .*JSON`));
+  });
+});
+
+describe('chain.json', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'chain-file-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const startWith = (content: string) => {
+    writeFileSync(join(dir, 'chain.json'), content);
+    return startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} });
+  };
+
+  // The CLI prints a StartupError as its one line; anything else as a stack (a defect).
+  it('that is not JSON stops the start, naming the file', async () => {
+    const start = startWith('{"format":');
+    await expect(start).rejects.toBeInstanceOf(StartupError);
+    await expect(start).rejects.toThrow(new RegExp(`^${join(dir, 'chain.json')}: .*JSON`));
+  });
+
+  it('of another shape stops the start, naming the file and the field', async () => {
+    const start = startWith(JSON.stringify({ format: 'something-else' }));
+    await expect(start).rejects.toBeInstanceOf(StartupError);
+    await expect(start).rejects.toThrow(
+      `${join(dir, 'chain.json')}: invalid simulated chain snapshot at `,
+    );
   });
 });
 
