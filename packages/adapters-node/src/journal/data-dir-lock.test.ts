@@ -19,7 +19,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { lockDataDir } from './data-dir-lock.js';
 
-const trace = vi.hoisted(() => ({ on: false, steps: [] as string[] }));
+const trace = vi.hoisted(() => ({
+  on: false,
+  steps: [] as string[],
+  /** The next refused link also removes `LOCK`: its holder released it right after. */
+  releaseAfterRefusal: false,
+}));
 
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
@@ -31,7 +36,15 @@ vi.mock('node:fs', async (importOriginal) => {
     },
     linkSync: (from: string, to: string): void => {
       if (trace.on) trace.steps.push(`link ${from} -> ${to}`);
-      fs.linkSync(from, to);
+      try {
+        fs.linkSync(from, to);
+      } catch (e) {
+        if (trace.releaseAfterRefusal) {
+          trace.releaseAfterRefusal = false;
+          fs.unlinkSync(to);
+        }
+        throw e;
+      }
     },
   };
 });
@@ -105,6 +118,19 @@ describe('the lock file', () => {
     );
     lockDataDir(dir, () => {}).release();
     expect(existsSync(file)).toBe(false);
+  });
+
+  it('a lock released between the refused link and its read is taken at the next attempt', () => {
+    const dir = tempDir();
+    const other = JSON.stringify({ pid: 1, host: 'elsewhere', started: null, time: 'earlier' });
+    writeFileSync(join(dir, 'LOCK'), other);
+    trace.releaseAfterRefusal = true;
+    const lock = lockDataDir(dir, () => {});
+    expect(trace.releaseAfterRefusal).toBe(false);
+    expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toMatchObject({
+      pid: process.pid,
+    });
+    lock.release();
   });
 
   it('release leaves a lock another venue took over in the meantime', () => {

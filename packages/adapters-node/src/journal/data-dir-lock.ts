@@ -238,9 +238,8 @@ export function lockDataDir(dir: string, log: (line: string) => void): DataDirLo
       };
     }
     const found = inspectLock(file, mine.host);
-    // Removed between the link and the read: refused as before this check was shared with
-    // `--check` (where a missing file means no lock).
-    if (found.state === 'absent') throw unreadableLock(file);
+    // Released between the refused link and the read: the next attempt links it.
+    if (found.state === 'absent') continue;
     if (found.state === 'unreadable-before-boot') {
       log(
         `data directory lock ${file}: taking over an unreadable lock written before this machine booted`,
