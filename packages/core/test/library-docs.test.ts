@@ -43,7 +43,7 @@ describe('library promises', () => {
     v.place(a, 'BTC-PERP', { side: 'Buy', qty: '1', price: '65000' });
     const text = encodeSnapshot(v.state);
     // The trade table's first row: key 1, a row whose first field, tradeId, is 1.
-    const first = /\["L",\["tradeId",[^\]]*\],"[nv]+",1,\[1,/.exec(text)?.[0];
+    const first = /\["L",\["tradeId",[^\]]*\],"[nsv]+",1,\[1,/.exec(text)?.[0];
     expect(first).toBeDefined();
     const bad = text.replace(first!, `${first!.slice(0, -2)}2,`);
     expect(() => JSON.parse(bad)).not.toThrow();

@@ -54,14 +54,23 @@ function reference(value: unknown, shapes = new Map<string, number>()): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return `["a"${value.map((v) => `,${reference(v, shapes)}`).join('')}]`;
   if (value instanceof TradeLog) {
+    // Strings: written the first time, then as their number in that order.
+    const strings: string[] = [];
+    const cell = (c: unknown) => {
+      if (typeof c === 'bigint') return `"${c}"`;
+      if (typeof c !== 'string') return reference(c);
+      const known = strings.indexOf(c);
+      if (known >= 0) return String(known);
+      strings.push(c);
+      return JSON.stringify(c);
+    };
     const rows: string[] = [];
     value.forEach((t, id) => {
-      const cells = Object.values(t).map((c) => (typeof c === 'bigint' ? `"${c}"` : reference(c)));
-      rows.push(`,${id},[${cells.join(',')}]`);
+      rows.push(`,${id},[${Object.values(t).map(cell).join(',')}]`);
     });
     const fields = Object.keys(newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n));
     const kinds = Object.values(newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n))
-      .map((c) => (typeof c === 'bigint' ? 'n' : 'v'))
+      .map((c) => (typeof c === 'bigint' ? 'n' : typeof c === 'string' ? 's' : 'v'))
       .join('');
     return `["L",${JSON.stringify(fields)},"${kinds}"${rows.join('')}]`;
   }

@@ -26,8 +26,9 @@
  * meets them front to back. A record's field names are thus written once per snapshot rather than
  * once per record. The bust window's trade log, up to a hundred thousand records of three dozen
  * fields, most of them bigints, is a table of its own: `"L"`, the field names, a string with one
- * letter per field (`n` a bigint, written as a JSON string of its digits; `v` any other value),
- * then trade id and row (an array of the values), and so on. Versions up to 8 wrote each record
+ * letter per field (`n` a bigint, written as a JSON string of its digits; `s` a string, written
+ * the first time the table meets it and as its number, from 0 in that order, after; `v` any
+ * other value), then trade id and row (an array of the values), and so on. Versions up to 8 wrote each record
  * as a JSON object and the trade log as an IntMap; the reader still takes those forms.
  *
  * @module
@@ -231,12 +232,17 @@ const TRADE_SAMPLE: Readonly<Record<string, unknown>> = {
   ...newStoredTrade(0, 0, 0, 'Order', 0n, 0n, 0n),
 };
 const TRADE_FIELDS: readonly string[] = Object.keys(TRADE_SAMPLE);
-const TRADE_KINDS = TRADE_FIELDS.map((k) => (typeof TRADE_SAMPLE[k] === 'bigint' ? 'n' : 'v')).join(
-  '',
-);
+const TRADE_KINDS = TRADE_FIELDS.map((k) => {
+  const kind = typeof TRADE_SAMPLE[k];
+  return kind === 'bigint' ? 'n' : kind === 'string' ? 's' : 'v';
+}).join('');
 
-/** One trade as a table row: `,id,[values]`. Throws on a record of another shape. */
-function tradeRow(id: number, trade: unknown): string {
+/**
+ * One trade as a table row: `,id,[values]`. `strings` numbers the strings the table has written
+ * (accounts, sources, modes): a string met before is written as its number. Throws on a record
+ * of another shape.
+ */
+function tradeRow(id: number, trade: unknown, strings: Map<string, number>): string {
   const t = trade as Record<string, unknown>;
   if (Object.keys(t).length !== TRADE_FIELDS.length)
     throw new TypeError(`cannot snapshot trade ${id}: not a trade record`);
@@ -245,12 +251,21 @@ function tradeRow(id: number, trade: unknown): string {
     const k = TRADE_FIELDS[i] as string;
     const v = t[k];
     if (i > 0) row += ',';
-    if (TRADE_KINDS.charCodeAt(i) === 110 /* n */) {
+    const kind = TRADE_KINDS.charCodeAt(i);
+    if (kind === 110 /* n */) {
       if (typeof v !== 'bigint')
         throw new TypeError(`cannot snapshot trade ${id}: ${k} is not a bigint`);
       row += `"${v}"`;
-    } else if (typeof v === 'string') row += JSON.stringify(v);
-    else if (typeof v === 'number') row += snapshotNumber(v);
+    } else if (kind === 115 /* s */) {
+      if (typeof v !== 'string')
+        throw new TypeError(`cannot snapshot trade ${id}: ${k} is not a string`);
+      const known = strings.get(v);
+      if (known !== undefined) row += known;
+      else {
+        strings.set(v, strings.size);
+        row += JSON.stringify(v);
+      }
+    } else if (typeof v === 'number') row += snapshotNumber(v);
     else if (typeof v === 'boolean') row += v ? 'true' : 'false';
     else throw new TypeError(`cannot snapshot trade ${id}: ${k} is a ${typeof v}`);
   }
@@ -259,11 +274,12 @@ function tradeRow(id: number, trade: unknown): string {
 
 /** The trade log's entries as table rows, each written whole. */
 function tradeRowsFrame(cursor: EntryCursor): Frame {
+  const strings = new Map<string, number>();
   return {
     close: ']',
     next(out) {
       if (!cursor.next()) return END;
-      out.push(tradeRow(cursor.key as number, cursor.value));
+      out.push(tradeRow(cursor.key as number, cursor.value, strings));
       return WROTE;
     },
   };
@@ -511,12 +527,13 @@ function decodeValue(v: unknown, ctx: DecodeContext): unknown {
         !keys.every((k) => typeof k === 'string' && k !== '__proto__') ||
         new Set(keys).size !== keys.length ||
         typeof kinds !== 'string' ||
-        !/^[nv]*$/.test(kinds) ||
+        !/^[nsv]*$/.test(kinds) ||
         kinds.length !== keys.length
       )
         fail('the trade table has no list of distinct field names with their kinds');
       if (n % 2 !== 1) fail('odd trade table entry list');
       const rows: [number, StoredTrade][] = [];
+      const strings: string[] = [];
       for (let i = 3; i < n; i += 2) {
         const id: unknown = v[i];
         const row: unknown = v[i + 1];
@@ -528,9 +545,19 @@ function decodeValue(v: unknown, ctx: DecodeContext): unknown {
         const trade: Record<string, unknown> = {};
         for (let f = 0; f < keys.length; f++) {
           const cell: unknown = row[f];
-          if (kinds.charCodeAt(f) === 110 /* n */) {
+          const kind = kinds.charCodeAt(f);
+          if (kind === 110 /* n */) {
             if (typeof cell !== 'string' || !/^-?\d+$/.test(cell)) fail(`trade ${id}: bad bigint`);
             trade[keys[f] as string] = BigInt(cell);
+          } else if (kind === 115 /* s */) {
+            let text: string | undefined;
+            if (typeof cell === 'string') {
+              strings.push(cell);
+              text = cell;
+            } else if (Number.isSafeInteger(cell)) text = strings[cell as number];
+            if (text === undefined)
+              fail(`trade ${id}: no string ${JSON.stringify(cell)} before its use`);
+            trade[keys[f] as string] = text;
           } else trade[keys[f] as string] = decodeValue(cell, ctx);
         }
         rows.push([id as number, trade as unknown as StoredTrade]);

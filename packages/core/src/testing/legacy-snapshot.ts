@@ -26,11 +26,17 @@ function recordObjects(value: unknown, shapes: string[][]): unknown {
   if (tag === 'L') {
     const [, fields, kinds, ...rows] = value as [string, string[], string, ...unknown[]];
     const entries: unknown[] = ['i'];
+    const strings: string[] = [];
     for (let i = 0; i < rows.length; i += 2) {
       const trade: Record<string, unknown> = {};
       fields.forEach((k, f) => {
         const cell = (rows[i + 1] as unknown[])[f];
-        trade[k] = kinds[f] === 'n' ? ['n', cell] : recordObjects(cell, shapes);
+        if (kinds[f] === 'n') trade[k] = ['n', cell];
+        else if (kinds[f] !== 's') trade[k] = recordObjects(cell, shapes);
+        else if (typeof cell === 'string') {
+          strings.push(cell);
+          trade[k] = cell;
+        } else trade[k] = strings[cell as number];
       });
       entries.push(rows[i], trade);
     }
