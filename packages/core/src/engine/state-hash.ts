@@ -15,22 +15,38 @@ import { isTimeIdSet, timeIdEntries } from '../persistent/sorted-set.js';
 import { TradeLog } from '../risk/trade-log.js';
 import type { EngineState } from './types.js';
 
-function write(out: string[], value: unknown): void {
+/**
+ * Where the canonical text goes as it is written: its pieces, handed to `spill` in runs of
+ * {@link SPILL_PARTS} when one is set. Hashing a large state this way never builds its whole text
+ * (72 MB for a million-record venue, whose one string and its garbage took longer than hashing).
+ */
+interface Sink {
+  readonly parts: string[];
+  readonly spill: ((text: string) => void) | null;
+}
+
+const SPILL_PARTS = 4_096;
+
+function write(out: Sink, value: unknown): void {
+  if (out.spill !== null && out.parts.length >= SPILL_PARTS) {
+    out.spill(out.parts.join(''));
+    out.parts.length = 0;
+  }
   switch (typeof value) {
     case 'bigint':
-      out.push(`i${value};`);
+      out.parts.push(`i${value};`);
       return;
     case 'number':
-      out.push(`n${value};`);
+      out.parts.push(`n${value};`);
       return;
     case 'string':
-      out.push(`s${value.length}:${value}`);
+      out.parts.push(`s${value.length}:${value}`);
       return;
     case 'boolean':
-      out.push(value ? 'T' : 'F');
+      out.parts.push(value ? 'T' : 'F');
       return;
     case 'undefined':
-      out.push('U');
+      out.parts.push('U');
       return;
     case 'object':
       break;
@@ -38,66 +54,66 @@ function write(out: string[], value: unknown): void {
       throw new TypeError(`cannot hash a ${typeof value}`);
   }
   if (value === null) {
-    out.push('N');
+    out.parts.push('N');
     return;
   }
   if (Array.isArray(value)) {
-    out.push(`[${value.length}:`);
+    out.parts.push(`[${value.length}:`);
     for (const v of value) write(out, v);
-    out.push(']');
+    out.parts.push(']');
     return;
   }
   if (value instanceof IdList) {
     // The plain array of its ids.
-    out.push(`[${value.size}:`);
+    out.parts.push(`[${value.size}:`);
     value.forEach((id) => {
       write(out, id);
     });
-    out.push(']');
+    out.parts.push(']');
     return;
   }
   if (value instanceof PMap) {
-    out.push(`{${value.size}:`);
+    out.parts.push(`{${value.size}:`);
     value.forEach((v, k) => {
       write(out, k);
       write(out, v);
     });
-    out.push('}');
+    out.parts.push('}');
     return;
   }
   if (value instanceof IntMap || value instanceof TradeLog) {
-    out.push(`#${value.size}:`);
+    out.parts.push(`#${value.size}:`);
     value.forEach((v, k) => {
-      out.push(`${k}=`);
+      out.parts.push(`${k}=`);
       write(out, v);
     });
-    out.push('#');
+    out.parts.push('#');
     return;
   }
   if (isTimeIdSet(value)) {
     const entries = timeIdEntries(value);
-    out.push(`<${entries.length}:`);
-    for (const [t, id] of entries) out.push(`${t},${id};`);
-    out.push('>');
+    out.parts.push(`<${entries.length}:`);
+    for (const [t, id] of entries) out.parts.push(`${t},${id};`);
+    out.parts.push('>');
     return;
   }
   const record = value as Record<string, unknown>;
   const keys = Object.keys(record)
     .filter((k) => k !== 'edit')
     .sort();
-  out.push(`(${keys.length}:`);
+  out.parts.push(`(${keys.length}:`);
   for (const k of keys) {
-    out.push(`${k}=`);
+    out.parts.push(`${k}=`);
     write(out, record[k]);
   }
-  out.push(')');
+  out.parts.push(')');
 }
 
 /** The canonical text form of any engine value (state, record, event). */
 export function canonicalText(value: unknown): string {
-  const out: string[] = [];
+  const out: Sink = { parts: [], spill: null };
   write(out, value);
-  return out.join('');
+  return out.parts.join('');
 }
 
 /**
@@ -116,6 +132,8 @@ export const nobleKeccak256: Keccak256 = () => keccak_256.create();
 /** keccak-256 of the canonical form of the state, as `0x` hex. */
 export function stateHash(state: EngineState, keccak: Keccak256 = nobleKeccak256): string {
   const h = keccak();
-  h.update(utf8ToBytes(canonicalText(state)));
+  const out: Sink = { parts: [], spill: (text) => h.update(utf8ToBytes(text)) };
+  write(out, state);
+  h.update(utf8ToBytes(out.parts.join('')));
   return `0x${bytesToHex(h.digest())}`;
 }
