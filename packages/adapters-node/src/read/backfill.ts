@@ -31,10 +31,9 @@ import {
   ForeignRulesScan,
   type JournalRecord,
   reduceAll,
-  StateHasher,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
-import { stateKeccak } from '../native-keccak.js';
+import { stateHashInSlices } from '../sliced-hash.js';
 import type { HistoryStore } from './history.js';
 import type { ReportStreams } from './report-streams.js';
 
@@ -218,20 +217,12 @@ export class HistoryBackfill {
 
     // ---- the state must be the snapshot's ------------------------------------------------
     this.phase = 'hashing';
-    const hasher = new StateHasher(state, stateKeccak());
-    for (;;) {
-      if (this.cancelled) return 'cancelled';
-      const until = performance.now() + sliceMs;
-      let finished = false;
-      do finished = hasher.step(512);
-      while (!finished && performance.now() < until);
-      if (finished) break;
-      await yieldToLoop();
-    }
+    const hash = await stateHashInSlices(state, sliceMs, () => this.cancelled);
+    if (hash === null) return 'cancelled';
     state = null;
-    if (hasher.hash !== snapshot.hash) {
+    if (hash !== snapshot.hash) {
       log(
-        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hasher.hash}, the snapshot has ${snapshot.hash}${foreignNote === '' ? '' : ` (${foreignNote})`}; the read models keep only what followed the snapshot`,
+        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hash}, the snapshot has ${snapshot.hash}${foreignNote === '' ? '' : ` (${foreignNote})`}; the read models keep only what followed the snapshot`,
       );
       return 'abandoned';
     }
