@@ -495,6 +495,64 @@ function decodeRecord(keys: readonly string[], v: unknown[], from: number, ctx: 
   return out;
 }
 
+/** A bigint's decimal text in a snapshot. */
+const BIGINT_TEXT = /^-?\d+$/;
+
+/** Field names a decoded record may have: distinct strings, none that would set a prototype. */
+function isFieldNameList(keys: unknown): keys is string[] {
+  return (
+    Array.isArray(keys) &&
+    keys.every((k) => typeof k === 'string' && k !== '__proto__') &&
+    new Set(keys).size === keys.length
+  );
+}
+
+/** The trade table `["L", fields, kinds, id, row, ...]` (see the module comment) as a trade log. */
+function decodeTradeTable(v: unknown[], ctx: DecodeContext): TradeLog {
+  const n = v.length;
+  const keys: unknown = v[1];
+  const kinds: unknown = v[2];
+  if (
+    !isFieldNameList(keys) ||
+    typeof kinds !== 'string' ||
+    !/^[nsv]*$/.test(kinds) ||
+    kinds.length !== keys.length
+  )
+    fail('the trade table has no list of distinct field names with their kinds');
+  if (n % 2 !== 1) fail('odd trade table entry list');
+  const rows: [number, StoredTrade][] = [];
+  const strings: string[] = [];
+  for (let i = 3; i < n; i += 2) {
+    const id: unknown = v[i];
+    const row: unknown = v[i + 1];
+    if (!Number.isSafeInteger(id) || (id as number) < 0) fail('bad trade id');
+    if (!Array.isArray(row) || row.length !== keys.length)
+      fail(
+        `trade ${id}: a row of ${keys.length} fields has ${Array.isArray(row) ? row.length : 'no'} values`,
+      );
+    const trade: Record<string, unknown> = {};
+    for (let f = 0; f < keys.length; f++) {
+      const cell: unknown = row[f];
+      const kind = kinds.charCodeAt(f);
+      if (kind === 110 /* n */) {
+        if (typeof cell !== 'string' || !BIGINT_TEXT.test(cell)) fail(`trade ${id}: bad bigint`);
+        trade[keys[f] as string] = BigInt(cell);
+      } else if (kind === 115 /* s */) {
+        let text: string | undefined;
+        if (typeof cell === 'string') {
+          strings.push(cell);
+          text = cell;
+        } else if (Number.isSafeInteger(cell)) text = strings[cell as number];
+        if (text === undefined)
+          fail(`trade ${id}: no string ${JSON.stringify(cell)} before its use`);
+        trade[keys[f] as string] = text;
+      } else trade[keys[f] as string] = decodeValue(cell, ctx);
+    }
+    rows.push([id as number, trade as unknown as StoredTrade]);
+  }
+  return TradeLog.fromEntries(rows);
+}
+
 function decodeValue(v: unknown, ctx: DecodeContext): unknown {
   if (v === null || typeof v !== 'object') return v;
   const edit = ctx.edit;
@@ -509,61 +567,13 @@ function decodeValue(v: unknown, ctx: DecodeContext): unknown {
   switch (v[0]) {
     case 'S': {
       const keys: unknown = v[1];
-      if (
-        !Array.isArray(keys) ||
-        !keys.every((k) => typeof k === 'string' && k !== '__proto__') ||
-        new Set(keys).size !== keys.length
-      )
-        fail('a record shape is not a list of distinct field names');
+      if (!isFieldNameList(keys)) fail('a record shape is not a list of distinct field names');
       // Numbered before its values are read: a record inside one defines the next shape.
-      ctx.shapes.push(keys as string[]);
-      return decodeRecord(keys as string[], v, 2, ctx);
+      ctx.shapes.push(keys);
+      return decodeRecord(keys, v, 2, ctx);
     }
-    case 'L': {
-      const keys: unknown = v[1];
-      const kinds: unknown = v[2];
-      if (
-        !Array.isArray(keys) ||
-        !keys.every((k) => typeof k === 'string' && k !== '__proto__') ||
-        new Set(keys).size !== keys.length ||
-        typeof kinds !== 'string' ||
-        !/^[nsv]*$/.test(kinds) ||
-        kinds.length !== keys.length
-      )
-        fail('the trade table has no list of distinct field names with their kinds');
-      if (n % 2 !== 1) fail('odd trade table entry list');
-      const rows: [number, StoredTrade][] = [];
-      const strings: string[] = [];
-      for (let i = 3; i < n; i += 2) {
-        const id: unknown = v[i];
-        const row: unknown = v[i + 1];
-        if (!Number.isSafeInteger(id) || (id as number) < 0) fail('bad trade id');
-        if (!Array.isArray(row) || row.length !== keys.length)
-          fail(
-            `trade ${id}: a row of ${keys.length} fields has ${Array.isArray(row) ? row.length : 'no'} values`,
-          );
-        const trade: Record<string, unknown> = {};
-        for (let f = 0; f < keys.length; f++) {
-          const cell: unknown = row[f];
-          const kind = kinds.charCodeAt(f);
-          if (kind === 110 /* n */) {
-            if (typeof cell !== 'string' || !/^-?\d+$/.test(cell)) fail(`trade ${id}: bad bigint`);
-            trade[keys[f] as string] = BigInt(cell);
-          } else if (kind === 115 /* s */) {
-            let text: string | undefined;
-            if (typeof cell === 'string') {
-              strings.push(cell);
-              text = cell;
-            } else if (Number.isSafeInteger(cell)) text = strings[cell as number];
-            if (text === undefined)
-              fail(`trade ${id}: no string ${JSON.stringify(cell)} before its use`);
-            trade[keys[f] as string] = text;
-          } else trade[keys[f] as string] = decodeValue(cell, ctx);
-        }
-        rows.push([id as number, trade as unknown as StoredTrade]);
-      }
-      return TradeLog.fromEntries(rows);
-    }
+    case 'L':
+      return decodeTradeTable(v, ctx);
     case 'R': {
       const keys = Number.isSafeInteger(v[1]) ? ctx.shapes[v[1] as number] : undefined;
       if (keys === undefined) fail(`no record shape ${JSON.stringify(v[1])} before its use`);
@@ -576,7 +586,7 @@ function decodeValue(v: unknown, ctx: DecodeContext): unknown {
     }
     case 'n': {
       const text = v[1];
-      if (n !== 2 || typeof text !== 'string' || !/^-?\d+$/.test(text)) fail('bad bigint');
+      if (n !== 2 || typeof text !== 'string' || !BIGINT_TEXT.test(text)) fail('bad bigint');
       return BigInt(text);
     }
     case 'm': {
