@@ -25,6 +25,13 @@ import {
   wireOrder,
   wireTrade,
 } from '../wire/format.js';
+import {
+  CaptureLedger,
+  CheckpointEntryError,
+  type CheckpointPart,
+  type PartRestorer,
+  type ReadModelCapture,
+} from './checkpoint.js';
 
 /** A row of `GET /historic/orders`: the order's last snapshot. */
 export interface OrderRecord extends WireOrder {
@@ -120,11 +127,23 @@ function newerFirst(a: PageKey, b: PageKey): number {
   return x === y ? 0 : x < y ? 1 : -1;
 }
 
+/** An account's rows that later changes leave alone (rows are replaced, never changed). */
+function copyAccount(h: AccountHistory): AccountHistory {
+  return {
+    orders: new Map(h.orders),
+    views: new Map(h.views),
+    closed: h.closed.slice(),
+    trades: h.trades.slice(),
+  };
+}
+
 /** In-memory history per account, fed by committed batches. */
 export class HistoryStore {
   private readonly accounts = new Map<string, AccountHistory>();
   private readonly maxClosed: number;
   private readonly maxTrades: number;
+  /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
+  private ledger: CaptureLedger<string, AccountHistory> | null = null;
 
   constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
     this.maxClosed = options.maxClosedOrders ?? 10_000;
@@ -160,8 +179,97 @@ export class HistoryStore {
    * go with the rest, so nothing is listed twice.
    */
   adopt(other: HistoryStore): void {
+    // A capture in progress keeps describing the rows it started with.
+    for (const [address, h] of this.accounts) this.ledger?.beforeChange(address, h);
     this.accounts.clear();
     for (const [address, h] of other.accounts) this.accounts.set(address, h);
+  }
+
+  /**
+   * The history as a checkpoint part (`checkpoint.ts`). An entry is one account's rows:
+   * `[address, [[row, view], ...], closed ids, trades]`.
+   */
+  checkpoint(): CheckpointPart {
+    return {
+      name: 'history',
+      version: 1,
+      capture: () => this.capture(),
+      restorer: () => {
+        const restored = this.emptyCopy();
+        return {
+          add: (entry) => restored.restoreAccount(entry),
+          commit: () => this.adopt(restored),
+        } satisfies PartRestorer;
+      },
+    };
+  }
+
+  private capture(): ReadModelCapture {
+    if (this.ledger?.isActive === true)
+      throw new Error('a history checkpoint capture is already in progress');
+    const ledger = new CaptureLedger(this.accounts.keys(), copyAccount);
+    this.ledger = ledger;
+    const accounts = this.accounts;
+    return {
+      *entries() {
+        for (const [address, h] of ledger.rows((a) => accounts.get(a))) {
+          const orders: [OrderRecord, OrderView][] = [];
+          for (const [id, row] of h.orders) orders.push([row, h.views.get(id) as OrderView]);
+          yield [address, orders, h.closed, h.trades];
+        }
+      },
+      release: () => {
+        ledger.release();
+        if (this.ledger === ledger) this.ledger = null;
+      },
+    };
+  }
+
+  /** Adds an account's rows from a checkpoint entry (see {@link checkpoint}). */
+  private restoreAccount(entry: unknown): void {
+    const bad = (detail: string): never => {
+      throw new CheckpointEntryError('history', detail);
+    };
+    if (!Array.isArray(entry) || entry.length !== 4)
+      bad('an entry is not [address, orders, closed, trades]');
+    const [address, orders, closed, trades] = entry as unknown[];
+    if (typeof address !== 'string' || !/^0x[0-9a-f]{40}$/.test(address))
+      bad(`${String(address)} is not an account address`);
+    if (this.accounts.has(address as string)) bad(`account ${String(address)} appears twice`);
+    if (!Array.isArray(orders) || !Array.isArray(closed) || !Array.isArray(trades))
+      bad(`account ${String(address)}: orders, closed and trades must be lists`);
+    const h: AccountHistory = { orders: new Map(), views: new Map(), closed: [], trades: [] };
+    for (const pair of orders as unknown[]) {
+      const [row, view] = Array.isArray(pair) ? (pair as unknown[]) : [];
+      if (!isRecord(row) || !isRecord(view) || typeof row.orderId !== 'string')
+        bad(`account ${String(address)}: an order is not [row, view]`);
+      const r = row as unknown as OrderRecord;
+      const v = view as unknown as OrderView;
+      if (
+        String(v.orderId) !== r.orderId ||
+        typeof r.createdTime !== 'number' ||
+        (r.closedTime !== null && typeof r.closedTime !== 'number')
+      )
+        bad(`account ${String(address)}: order ${r.orderId} has a row and view that disagree`);
+      if (h.orders.has(r.orderId))
+        bad(`account ${String(address)}: order ${r.orderId} appears twice`);
+      h.orders.set(r.orderId, r);
+      h.views.set(r.orderId, v);
+    }
+    for (const id of closed as unknown[]) {
+      const row = typeof id === 'string' ? h.orders.get(id) : undefined;
+      if (row === undefined || row.closedTime === null)
+        bad(
+          `account ${String(address)}: closed id ${String(id)} is not a closed order of the account`,
+        );
+      h.closed.push(id as string);
+    }
+    for (const t of trades as unknown[]) {
+      if (!isRecord(t) || typeof t.tradeId !== 'string' || typeof t.time !== 'number')
+        bad(`account ${String(address)}: a trade row is malformed`);
+      h.trades.push(t as unknown as TradeRecord);
+    }
+    this.accounts.set(address as string, h);
   }
 
   /** Applies a committed batch. */
@@ -170,8 +278,10 @@ export class HistoryStore {
     for (const events of batch.events) for (const e of events) this.applyEvent(e, specOf);
   }
 
+  /** An account's rows, about to be changed. */
   private account(address: string): AccountHistory {
     let h = this.accounts.get(address);
+    this.ledger?.beforeChange(address, h);
     if (h === undefined) {
       h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
       this.accounts.set(address, h);
@@ -266,6 +376,7 @@ export class HistoryStore {
    */
   private bustEndedOrder(e: TradeBustReport, specOf: SpecOf): void {
     const h = this.accounts.get(e.account);
+    this.ledger?.beforeChange(e.account, h);
     const id = String(e.orderId);
     const row = h?.orders.get(id);
     const view = h?.views.get(id);
@@ -286,12 +397,13 @@ export class HistoryStore {
   markBusted(account: string, tradeId: string, time: number, reason: string): void {
     const h = this.accounts.get(account);
     if (h === undefined) return;
-    for (const t of h.trades) {
-      if (t.tradeId === tradeId) {
-        t.busted = true;
-        t.bustTime = time;
-        t.bustReason = reason;
-      }
+    this.ledger?.beforeChange(account, h);
+    const { trades } = h;
+    for (let i = 0; i < trades.length; i++) {
+      const t = trades[i] as TradeRecord;
+      // Replaced, not changed: a checkpoint capture may still hold the row as it was.
+      if (t.tradeId === tradeId)
+        trades[i] = { ...t, busted: true, bustTime: time, bustReason: reason };
     }
   }
 
@@ -382,6 +494,10 @@ function page<T>(
   const nextCursor =
     selected.length > limit && last !== undefined ? encodeCursor(kind, last.k) : null;
   return { rows: out.map((x) => x.r), nextCursor };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Whether a report carries an order (helper for listeners). */

@@ -9,6 +9,12 @@
  */
 import type { ExecutionReport } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import {
+  CaptureLedger,
+  CheckpointEntryError,
+  type CheckpointPart,
+  type ReadModelCapture,
+} from './checkpoint.js';
 
 /** Receives the reports of one account, in seq order. */
 export type ReportListener = (reports: readonly ExecutionReport[], batch: CommittedBatch) => void;
@@ -33,6 +39,8 @@ export class ReportStreams {
   private readonly accounts = new Map<string, Buffer>();
   private readonly capacity: number;
   private readonly maxAgeMs: number;
+  /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
+  private ledger: CaptureLedger<string, ExecutionReport[]> | null = null;
 
   constructor(options: { capacity?: number; maxAgeMs?: number } = {}) {
     this.capacity = options.capacity ?? 100_000;
@@ -64,6 +72,7 @@ export class ReportStreams {
     }
     for (const [account, reports] of byAccount) {
       const b = this.buffer(account);
+      this.ledger?.beforeChange(account, b.reports);
       for (const r of reports) b.reports.push(r);
       const newest = reports[reports.length - 1] as ExecutionReport;
       let drop = 0;
@@ -89,7 +98,83 @@ export class ReportStreams {
    * history before it: see `backfill.ts`) in place of this one's; subscribers stay.
    */
   adoptReports(other: ReportStreams): void {
-    for (const [account, b] of other.accounts) this.buffer(account).reports = b.reports;
+    for (const [account, b] of other.accounts) {
+      const mine = this.buffer(account);
+      // A capture in progress keeps describing the buffer it started with.
+      this.ledger?.beforeChange(account, mine.reports);
+      mine.reports = b.reports;
+    }
+  }
+
+  /**
+   * The replay buffers as a checkpoint part (`checkpoint.ts`). An entry is one account's
+   * buffered reports: `[address, reports]`. Subscribers are not part of it.
+   */
+  checkpoint(): CheckpointPart {
+    return {
+      name: 'reportStreams',
+      version: 1,
+      capture: () => this.capture(),
+      restorer: () => {
+        const restored = this.emptyCopy();
+        return {
+          add: (entry) => restored.restoreBuffer(entry),
+          commit: () => this.adoptReports(restored),
+        };
+      },
+    };
+  }
+
+  private capture(): ReadModelCapture {
+    if (this.ledger?.isActive === true)
+      throw new Error('a report-stream checkpoint capture is already in progress');
+    const ledger = new CaptureLedger(this.accounts.keys(), (reports: ExecutionReport[]) =>
+      reports.slice(),
+    );
+    this.ledger = ledger;
+    const accounts = this.accounts;
+    return {
+      *entries() {
+        for (const [account, reports] of ledger.rows((a) => accounts.get(a)?.reports)) {
+          if (reports.length > 0) yield [account, reports];
+        }
+      },
+      release: () => {
+        ledger.release();
+        if (this.ledger === ledger) this.ledger = null;
+      },
+    };
+  }
+
+  /** Adds an account's buffered reports from a checkpoint entry (see {@link checkpoint}). */
+  private restoreBuffer(entry: unknown): void {
+    const bad = (detail: string): never => {
+      throw new CheckpointEntryError('reportStreams', detail);
+    };
+    if (!Array.isArray(entry) || entry.length !== 2) bad('an entry is not [address, reports]');
+    const [account, reports] = entry as unknown[];
+    if (typeof account !== 'string' || !Array.isArray(reports))
+      bad('an entry is not [address, reports]');
+    if (this.accounts.has(account as string)) bad(`account ${String(account)} appears twice`);
+    let seq = 0;
+    for (const r of reports as unknown[]) {
+      const report = r as Partial<ExecutionReport> | null;
+      if (
+        typeof report !== 'object' ||
+        report === null ||
+        report.type !== 'executionReport' ||
+        report.account !== account ||
+        typeof report.seq !== 'number' ||
+        // `since` indexes the buffer by seq: one account's seqs run without gaps.
+        (seq === 0 ? report.seq < 1 : report.seq !== seq + 1) ||
+        typeof report.time !== 'number'
+      )
+        bad(
+          `account ${String(account)}: the report after seq ${seq} is malformed or out of sequence`,
+        );
+      seq = report?.seq as number;
+    }
+    this.buffer(account as string).reports = reports as ExecutionReport[];
   }
 
   /**
