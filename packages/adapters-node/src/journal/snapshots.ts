@@ -35,7 +35,7 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { type FileHandle, open, rename, rm } from 'node:fs/promises';
+import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
@@ -50,6 +50,15 @@ import {
 } from '@perp/core';
 import type { EngineHost } from '../engine/host.js';
 import { stateKeccak } from '../native-keccak.js';
+import type { CheckpointPart } from '../read/checkpoint.js';
+import { syncDir, writeFully } from './durable-write.js';
+import {
+  type CheckpointCapture,
+  captureReadModels,
+  pruneCheckpoints,
+  removeUnfinishedCheckpoints,
+  writeCheckpointFile,
+} from './read-model-files.js';
 
 /** When snapshots are taken. */
 export interface SnapshotPolicy {
@@ -357,6 +366,12 @@ export interface SnapshotterOptions {
   readonly lastSeq?: number;
   readonly log?: (line: string) => void;
   readonly hooks?: SnapshotHooks;
+  /**
+   * The read models to checkpoint beside each snapshot (`read-model-files.ts`), asked in the
+   * turn the snapshot's state is taken: `null` while they are incomplete (a history backfill is
+   * running), and no checkpoint is written then.
+   */
+  readonly readModels?: () => readonly CheckpointPart[] | null;
 }
 
 /** What a finished snapshot write produced. */
@@ -366,6 +381,8 @@ export interface WrittenSnapshot {
   readonly hash: string;
   readonly bytes: number;
   readonly ms: number;
+  /** The read-model checkpoint written beside it, if any. */
+  readonly readModels: { readonly path: string; readonly bytes: number } | null;
 }
 
 /** Takes snapshots of a running host; see the module comment. */
@@ -374,6 +391,7 @@ export class Snapshotter {
   readonly policy: SnapshotPolicy;
   private readonly log: (line: string) => void;
   private readonly hooks: SnapshotHooks;
+  private readonly readModels: (() => readonly CheckpointPart[] | null) | null;
   private lastSeq: number;
   private latest: { state: EngineState; seq: number } | null = null;
   private running: Promise<WrittenSnapshot | null> | null = null;
@@ -392,6 +410,7 @@ export class Snapshotter {
     this.policy = { ...DEFAULT_SNAPSHOT_POLICY, ...options.policy };
     this.log = options.log ?? ((line: string) => console.error(line));
     this.hooks = options.hooks ?? {};
+    this.readModels = options.readModels ?? null;
     this.lastSeq = options.lastSeq ?? 0;
     // A `.tmp` file is a write that a crash interrupted before its rename: never valid.
     for (const name of readdirSync(this.dir)) {
@@ -400,6 +419,8 @@ export class Snapshotter {
         this.log(`snapshot: removed ${name}, an unfinished snapshot write`);
       }
     }
+    for (const name of removeUnfinishedCheckpoints(this.dir))
+      this.log(`snapshot: removed ${name}, an unfinished read-model checkpoint write`);
   }
 
   /**
@@ -457,7 +478,15 @@ export class Snapshotter {
    */
   write(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
     if (this.running !== null) return Promise.resolve(null);
-    const job = this.run(state, seq).then((written) => {
+    // Captured in this turn, with `state`: the read models have seen exactly its batches.
+    let capture: CheckpointCapture | null = null;
+    try {
+      const parts = this.readModels?.() ?? null;
+      if (parts !== null) capture = captureReadModels(parts);
+    } catch (e) {
+      this.log(`snapshot at seq ${seq}: no read-model checkpoint: ${(e as Error).message}`);
+    }
+    const job = this.run(state, seq, capture).then((written) => {
       this.running = null;
       // Records may have piled up meanwhile: start the next one now rather than on a later
       // batch. After a failure, wait for the next trigger instead of retrying in a loop.
@@ -473,7 +502,11 @@ export class Snapshotter {
     return job;
   }
 
-  private async run(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
+  private async run(
+    state: EngineState,
+    seq: number,
+    capture: CheckpointCapture | null,
+  ): Promise<WrittenSnapshot | null> {
     const started = performance.now();
     const path = join(this.dir, snapshotFileName(seq));
     const tmp = `${path}.tmp`;
@@ -497,7 +530,7 @@ export class Snapshotter {
           pending = [];
           pendingChars = 0;
           crc = crc32(piece, crc);
-          await this.writeAll(fh, piece, HEADER_BLOCK + bytes);
+          await writeFully(fh, piece, HEADER_BLOCK + bytes);
           bytes += piece.length;
         };
         for (let done = false; !done; ) {
@@ -530,7 +563,7 @@ export class Snapshotter {
         const line = JSON.stringify(header);
         if (line.length >= HEADER_BLOCK) throw new Error('snapshot header does not fit its block');
         // Padding spaces before the newline: the header line stays plain JSON.
-        await this.writeAll(fh, Buffer.from(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 'utf8'), 0);
+        await writeFully(fh, Buffer.from(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 'utf8'), 0);
         if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
         else await fh.sync();
       } finally {
@@ -542,12 +575,17 @@ export class Snapshotter {
       this.checked.set(path, true);
       await syncDir(this.dir);
       this.lastSeq = Math.max(this.lastSeq, seq);
+      const readModels = capture === null ? null : await this.checkpoint(capture, seq, hash);
+      capture = null;
       placed = 'removing older snapshots';
       await this.prune();
       const ms = performance.now() - started;
-      this.log(`snapshot ${path}: seq ${seq}, ${bytes} bytes, ${ms.toFixed(0)} ms`);
-      return { path, seq, hash, bytes, ms };
+      this.log(
+        `snapshot ${path}: seq ${seq}, ${bytes} bytes, ${ms.toFixed(0)} ms${readModels === null ? '' : `, read models ${readModels.bytes} bytes`}`,
+      );
+      return { path, seq, hash, bytes, ms, readModels };
     } catch (e) {
+      for (const c of capture?.captures ?? []) c.release();
       await rm(tmp, { force: true }).catch(() => {});
       this.retryAt = performance.now() + RETRY_AFTER_MS;
       // Not fatal: the journal (with the kept snapshots of older rules) recovers everything; the
@@ -563,19 +601,29 @@ export class Snapshotter {
   }
 
   /**
-   * Writes all of `data` at `position`. A write may write less than asked (a disk that is
-   * nearly full writes what fits and reports the rest only on the next call): the rest is
-   * written after it, and a write that makes no progress fails the snapshot. Ignoring the
-   * count left snapshots short of their header's length, reported as written, and the
-   * rotation then deleted the older, valid ones.
+   * Writes the read models captured with the snapshot at `seq`; `null` when it failed (logged:
+   * the snapshot stands, and a restart from it rebuilds the read models by backfill instead).
    */
-  private async writeAll(fh: FileHandle, data: Buffer, position: number): Promise<void> {
-    for (let done = 0; done < data.length; ) {
-      const rest = data.subarray(done);
-      const { bytesWritten } = await fh.write(rest, 0, rest.length, position + done);
-      if (bytesWritten <= 0)
-        throw new Error(`snapshot write made no progress at byte ${position + done}`);
-      done += bytesWritten;
+  private async checkpoint(
+    capture: CheckpointCapture,
+    seq: number,
+    stateHash: string,
+  ): Promise<{ path: string; bytes: number } | null> {
+    try {
+      return await writeCheckpointFile({
+        dir: this.dir,
+        seq,
+        stateHash,
+        capture,
+        sliceMs: () => this.sliceMs,
+        abandoned: () => this.closed,
+        ...(this.hooks.sync === undefined ? {} : { sync: this.hooks.sync }),
+      });
+    } catch (e) {
+      this.log(
+        `snapshot at seq ${seq}: the read-model checkpoint failed and was abandoned (a restart from this snapshot rebuilds them from the journal): ${(e as Error).message}`,
+      );
+      return null;
     }
   }
 
@@ -626,6 +674,7 @@ export class Snapshotter {
       await rm(f.path, { force: true });
       this.checked.delete(f.path);
     }
+    await pruneCheckpoints(this.dir, new Set(listSnapshotFiles(this.dir).map((f) => f.seq)));
   }
 
   /** Whether a snapshot file's body has the length and CRC its header records (cached). */
@@ -671,15 +720,5 @@ export class Snapshotter {
     this.closed = true;
     this.detach?.();
     await this.running;
-  }
-}
-
-/** fsync of a directory, so a rename in it is durable. */
-async function syncDir(dir: string): Promise<void> {
-  const dh = await open(dir, 'r');
-  try {
-    await dh.sync();
-  } finally {
-    await dh.close();
   }
 }
