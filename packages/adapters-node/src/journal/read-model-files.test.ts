@@ -189,6 +189,37 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
     expect(a.state.released).toBe(3);
   });
 
+  it('a clean stop with nothing new writes the read models beside the newest snapshot if it has none', async () => {
+    const dir = tempDir();
+    const v = venueState();
+    const plain = new Snapshotter({ dir, log: () => {} });
+    const snap = await plain.write(v.state, 5);
+    const a = listPart('a', [{ n: 5n }]);
+    const lines: string[] = [];
+    const options = {
+      dir,
+      lastSeq: 5,
+      log: (l: string) => lines.push(l),
+      readModels: () => [a.part],
+    };
+    expect(await new Snapshotter(options).writeFinal(v.state, 5)).toBeNull();
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([5]);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /^read models at seq 5 written beside snapshot .*snapshot-0+5\.snap: \d+ bytes$/,
+      ),
+    ]);
+    const b = listPart('a', []);
+    expect(restoreCheckpoint(dir, { seq: 5, hash: snap?.hash as string }, [b.part])).toMatchObject({
+      restored: true,
+    });
+    // Once there, it is not written again.
+    lines.length = 0;
+    await new Snapshotter(options).writeFinal(v.state, 5);
+    expect(lines).toEqual([]);
+    expect(a.state.released).toBe(1);
+  });
+
   it('a failed checkpoint keeps its snapshot and says why', async () => {
     const dir = tempDir();
     const v = venueState();

@@ -28,6 +28,7 @@
  */
 import {
   closeSync,
+  existsSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -55,6 +56,7 @@ import { syncDir, writeFully } from './durable-write.js';
 import {
   type CheckpointCapture,
   captureReadModels,
+  checkpointFileName,
   pruneCheckpoints,
   removeUnfinishedCheckpoints,
   writeCheckpointFile,
@@ -710,9 +712,32 @@ export class Snapshotter {
     this.detach?.();
     this.detach = null;
     while (this.running !== null) await this.running;
-    if (this.closed || seq <= this.lastSeq) return null;
+    if (this.closed) return null;
     this.stopping = true;
+    if (seq === this.lastSeq) await this.checkpointNewest(seq);
+    if (seq <= this.lastSeq) return null;
     return this.write(state, seq);
+  }
+
+  /**
+   * At a clean stop with nothing newer than the newest snapshot: writes the read models beside
+   * it when it has none yet (a venue that started from it without a checkpoint and rebuilt them
+   * by backfill), so the next start loads them instead of rebuilding them again.
+   */
+  private async checkpointNewest(seq: number): Promise<void> {
+    const parts = this.readModels?.() ?? null;
+    const path = join(this.dir, snapshotFileName(seq));
+    if (parts === null || existsSync(join(this.dir, checkpointFileName(seq)))) return;
+    let header: SnapshotHeader | null;
+    try {
+      header = readSnapshotHeader(path);
+    } catch {
+      return;
+    }
+    if (header === null || header.seq !== seq) return;
+    const written = await this.checkpoint(captureReadModels(parts), seq, header.stateHash);
+    if (written !== null)
+      this.log(`read models at seq ${seq} written beside snapshot ${path}: ${written.bytes} bytes`);
   }
 
   /** Stops following the host; a snapshot in progress is abandoned (its tmp file removed). */
