@@ -127,6 +127,27 @@ describe('read-model checkpoint files', () => {
     expect(reasonFor()).toMatch(/not a read-model checkpoint$/);
   });
 
+  it('a part that finds its entries incomplete as a whole stops every part being committed', async () => {
+    const dir = tempDir();
+    await write(dir, [listPart('a', [1]).part, listPart('b', [2]).part]);
+    const a = listPart('a', []);
+    const b = listPart('b', []);
+    const strict: CheckpointPart = {
+      ...b.part,
+      restorer: () => ({
+        ...b.part.restorer(),
+        check: () => {
+          throw new CheckpointEntryError('b', 'market 1 lacks its 1h candles');
+        },
+      }),
+    };
+    expect(restoreCheckpoint(dir, SNAP, [a.part, strict])).toEqual({
+      restored: false,
+      reason: `${join(dir, checkpointFileName(42))}: b: market 1 lacks its 1h candles`,
+    });
+    expect([a.state.restored, b.state.restored]).toEqual([null, null]);
+  });
+
   it('an abandoned write leaves no file and releases its captures', async () => {
     const dir = tempDir();
     const a = listPart(

@@ -246,6 +246,11 @@ export function restoreCheckpoint(
   } catch (e) {
     return no(`entry ${line + 1}: ${(e as Error).message}`);
   }
+  try {
+    for (const r of restorers.values()) r.check?.();
+  } catch (e) {
+    return no((e as Error).message);
+  }
   for (const r of restorers.values()) r.commit();
   return { restored: true, path, bytes: body.length };
 }

@@ -30,7 +30,12 @@ export interface ReadModelCapture {
 export interface PartRestorer {
   /** Adds one entry as {@link ReadModelCapture.entries} yielded it; throws on a malformed one. */
   add(entry: unknown): void;
-  /** Makes the restored read model the live one (before any batch reaches it). */
+  /**
+   * Checks what was added as a whole (every entry a read model needs is there); throws
+   * {@link CheckpointEntryError}. Called for every part before any is committed.
+   */
+  check?(): void;
+  /** Makes the restored read model the live one (before any batch reaches it); never throws. */
   commit(): void;
 }
 
