@@ -47,6 +47,7 @@ function listPart(name: string, entries: unknown[], version = 1) {
           if (e === 'refused') throw new CheckpointEntryError(name, 'this entry is refused');
           aside.push(e);
         },
+        apply: () => {},
         commit: () => {
           state.restored = aside;
         },
@@ -84,7 +85,7 @@ describe('read-model checkpoint files', () => {
 
     const a2 = listPart('a', []);
     const b2 = listPart('b', []);
-    const r = restoreCheckpoint(dir, SNAP, [a2.part, b2.part]);
+    const r = restoreCheckpoint({ dir, snapshot: SNAP, parts: [a2.part, b2.part] });
     expect(r).toEqual({ restored: true, path: written.path, bytes: written.bytes });
     expect(a2.state.restored).toEqual([{ x: 1n, y: 'z' }, [2, null]]);
     expect(b2.state.restored).toHaveLength(3000);
@@ -97,7 +98,7 @@ describe('read-model checkpoint files', () => {
     const reasonFor = (snapshot = SNAP, parts?: CheckpointPart[]) => {
       const a = listPart('a', []);
       const b = listPart('b', []);
-      const r = restoreCheckpoint(dir, snapshot, parts ?? [a.part, b.part]);
+      const r = restoreCheckpoint({ dir, snapshot, parts: parts ?? [a.part, b.part] });
       expect([a.state.restored, b.state.restored]).toEqual([null, null]);
       return r.restored ? 'restored' : r.reason;
     };
@@ -141,7 +142,7 @@ describe('read-model checkpoint files', () => {
         },
       }),
     };
-    expect(restoreCheckpoint(dir, SNAP, [a.part, strict])).toEqual({
+    expect(restoreCheckpoint({ dir, snapshot: SNAP, parts: [a.part, strict] })).toEqual({
       restored: false,
       reason: `${join(dir, checkpointFileName(42))}: b: market 1 lacks its 1h candles`,
     });
@@ -203,7 +204,9 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
     expect(listCheckpointFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
     const b = listPart('a', []);
-    expect(restoreCheckpoint(dir, { seq: 4, hash: last?.hash as string }, [b.part])).toMatchObject({
+    expect(
+      restoreCheckpoint({ dir, snapshot: { seq: 4, hash: last?.hash as string }, parts: [b.part] }),
+    ).toMatchObject({
       restored: true,
     });
     expect(b.state.restored).toEqual([{ n: 1n }]);
@@ -231,7 +234,9 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
       ),
     ]);
     const b = listPart('a', []);
-    expect(restoreCheckpoint(dir, { seq: 5, hash: snap?.hash as string }, [b.part])).toMatchObject({
+    expect(
+      restoreCheckpoint({ dir, snapshot: { seq: 5, hash: snap?.hash as string }, parts: [b.part] }),
+    ).toMatchObject({
       restored: true,
     });
     // Once there, it is not written again.
@@ -252,7 +257,7 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
         entries: () => [{ cyclic: 1n, toJSON: () => JSON.parse('x') }],
         release: () => {},
       }),
-      restorer: () => ({ add: () => {}, commit: () => {} }),
+      restorer: () => ({ add: () => {}, apply: () => {}, commit: () => {} }),
     };
     const s = new Snapshotter({ dir, log: (l) => lines.push(l), readModels: () => [broken] });
     const w = await s.write(v.state, 7);

@@ -17,12 +17,12 @@
  * @module
  */
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
 import { decodeJson, encodeJson } from '@perp/core';
-import type { CheckpointPart, ReadModelCapture } from '../read/checkpoint.js';
+import type { CheckpointPart, PartRestorer, ReadModelCapture } from '../read/checkpoint.js';
 import { syncDir, writeFully } from './durable-write.js';
 
 const FORMAT = 'perp-read-models';
@@ -185,26 +185,48 @@ export async function writeCheckpointFile(
   }
 }
 
+/** The checkpoint a snapshot's read models are restored from. */
+export interface CheckpointSource {
+  readonly dir: string;
+  readonly snapshot: { readonly seq: number; readonly hash: string };
+  readonly parts: readonly CheckpointPart[];
+}
+
+/** Restorers filled from a checkpoint and checked, ready to be fed later batches and committed. */
+export interface LoadedCheckpoint {
+  readonly restored: true;
+  readonly path: string;
+  readonly bytes: number;
+  readonly entries: number;
+  /** By part, in the order of {@link CheckpointSource.parts}. */
+  readonly restorers: readonly PartRestorer[];
+}
+
+/** Why a checkpoint was not used (naming its file); nothing was changed. */
+export interface RefusedCheckpoint {
+  readonly restored: false;
+  readonly reason: string;
+}
+
+/** Bytes of body checked (CRC) or entries decoded per step of {@link readCheckpoint}. */
+const STEP_BYTES = 1 << 20;
+const STEP_ENTRIES = 256;
+
 /**
- * Restores `parts` from the checkpoint of the snapshot at `seq` with `stateHash`: every entry is
- * added aside and the parts are committed only when all of them were read. Returns `null` when
- * they were restored, otherwise why not (nothing was changed).
+ * Reads and checks a checkpoint into fresh restorers, one bounded step per iteration (a CRC over
+ * 1 MB, or 256 entries), so a caller can spread it over event-loop turns; its return value is
+ * the outcome. Nothing is committed.
  */
-export function restoreCheckpoint(
-  dir: string,
-  snapshot: { readonly seq: number; readonly hash: string },
-  parts: readonly CheckpointPart[],
-): { restored: true; path: string; bytes: number } | { restored: false; reason: string } {
-  const path = join(dir, checkpointFileName(snapshot.seq));
-  const no = (reason: string) => ({ restored: false as const, reason: `${path}: ${reason}` });
-  let data: Buffer;
-  try {
-    data = readFileSync(path);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'ENOENT'
-      ? no('there is none')
-      : no(`unreadable (${(e as Error).message})`);
-  }
+function* readCheckpoint(
+  source: CheckpointSource,
+  data: Buffer,
+): Generator<void, LoadedCheckpoint | RefusedCheckpoint> {
+  const { snapshot, parts } = source;
+  const path = join(source.dir, checkpointFileName(snapshot.seq));
+  const no = (reason: string): RefusedCheckpoint => ({
+    restored: false,
+    reason: `${path}: ${reason}`,
+  });
   const nl = data.indexOf(10);
   if (nl < 0) return no('no header line');
   let header: CheckpointHeader;
@@ -228,29 +250,92 @@ export function restoreCheckpoint(
   const body = data.subarray(nl + 1);
   if (body.length !== header.bodyBytes)
     return no(`body is ${body.length} bytes, the header says ${String(header.bodyBytes)}`);
-  if (crc32(body) !== header.bodyCrc32) return no('body checksum mismatch');
-  const restorers = new Map(parts.map((p) => [p.name, p.restorer()]));
-  const text = body.toString('utf8');
+  let crc = 0;
+  for (let at = 0; at < body.length; at += STEP_BYTES) {
+    crc = crc32(body.subarray(at, at + STEP_BYTES), crc);
+    yield;
+  }
+  if (crc !== header.bodyCrc32) return no('body checksum mismatch');
+  const restorers = parts.map((p) => p.restorer());
+  const byName = new Map(parts.map((p, i) => [p.name, restorers[i] as PartRestorer]));
   let line = 0;
   try {
-    for (let at = 0; at < text.length; line++) {
-      const end = text.indexOf('\n', at);
+    for (let at = 0; at < body.length; line++) {
+      const end = body.indexOf(10, at);
       if (end < 0) throw new Error('the last line has no end');
-      const row = decodeJson<unknown>(text.slice(at, end));
+      const row = decodeJson<unknown>(body.toString('utf8', at, end));
       at = end + 1;
       const [name, entry] = Array.isArray(row) && row.length === 2 ? row : [];
-      const restorer = typeof name === 'string' ? restorers.get(name) : undefined;
+      const restorer = typeof name === 'string' ? byName.get(name) : undefined;
       if (restorer === undefined) throw new Error('not [known part, entry]');
       restorer.add(entry);
+      if (line % STEP_ENTRIES === STEP_ENTRIES - 1) yield;
     }
   } catch (e) {
     return no(`entry ${line + 1}: ${(e as Error).message}`);
   }
   try {
-    for (const r of restorers.values()) r.check?.();
+    for (const r of restorers) r.check?.();
   } catch (e) {
     return no((e as Error).message);
   }
-  for (const r of restorers.values()) r.commit();
-  return { restored: true, path, bytes: body.length };
+  return { restored: true, path, bytes: body.length, entries: line, restorers };
+}
+
+/** The file's bytes, or why there are none. */
+function fileProblem(e: unknown): string {
+  return (e as NodeJS.ErrnoException).code === 'ENOENT'
+    ? 'there is none'
+    : `unreadable (${(e as Error).message})`;
+}
+
+/**
+ * Reads and checks the checkpoint of `source.snapshot` in slices of at most `sliceMs` between
+ * event-loop turns (the file read is asynchronous). Resolves with the restorers, filled and
+ * checked but not committed, or with why not; `null` when `cancelled` said to stop.
+ */
+export async function loadCheckpoint(
+  source: CheckpointSource,
+  options: { readonly sliceMs: number; readonly cancelled: () => boolean },
+): Promise<LoadedCheckpoint | RefusedCheckpoint | null> {
+  const path = join(source.dir, checkpointFileName(source.snapshot.seq));
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (e) {
+    return { restored: false, reason: `${path}: ${fileProblem(e)}` };
+  }
+  const steps = readCheckpoint(source, data);
+  for (;;) {
+    const until = performance.now() + options.sliceMs;
+    let next = steps.next();
+    while (next.done !== true && performance.now() < until) next = steps.next();
+    if (next.done === true) return next.value;
+    await yieldToLoop();
+    if (options.cancelled()) return null;
+  }
+}
+
+/**
+ * Restores `source.parts` from its checkpoint at once: every entry is added aside and the parts
+ * are committed only when all of them were read and checked. Returns why not otherwise
+ * (nothing changed). For tools and tests; a venue loads in the background (`loadCheckpoint`).
+ */
+export function restoreCheckpoint(
+  source: CheckpointSource,
+): { restored: true; path: string; bytes: number } | RefusedCheckpoint {
+  const path = join(source.dir, checkpointFileName(source.snapshot.seq));
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (e) {
+    return { restored: false, reason: `${path}: ${fileProblem(e)}` };
+  }
+  const steps = readCheckpoint(source, data);
+  let next = steps.next();
+  while (next.done !== true) next = steps.next();
+  const r = next.value;
+  if (!r.restored) return r;
+  for (const restorer of r.restorers) restorer.commit();
+  return { restored: true, path: r.path, bytes: r.bytes };
 }

@@ -4,6 +4,10 @@
  * arriving meanwhile, refuses a prefix whose state hash is not the snapshot's, and stops when
  * cancelled, leaving the read models as they were.
  */
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   type Command,
   createEngineState,
@@ -16,6 +20,7 @@ import {
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { BatchListener, CommittedBatch } from '../engine/host.js';
+import { captureReadModels, writeCheckpointFile } from '../journal/read-model-files.js';
 import { HistoryBackfill, historyRebuild, reportStreamsRebuild } from './backfill.js';
 import { HistoryStore } from './history.js';
 import { ReportStreams } from './report-streams.js';
@@ -230,5 +235,110 @@ describe('history backfill', () => {
     });
     expect(await short.start()).toBe('abandoned');
     expect(lines[1]).toContain(`the journal ends before seq ${cut}`);
+  });
+
+  it('loads the checkpoint beside the snapshot instead, merges the live batches, and re-reduces only without one', async () => {
+    const { commands, cut } = journal();
+    const dir = mkdtempSync(join(tmpdir(), 'perp-backfill-ckpt-'));
+    try {
+      // The read models at `cut`, checkpointed as a snapshotter does.
+      const genesis = createEngineState({}, (commands[0] as Command).time);
+      const prefix = reduceAll(genesis, commands.slice(0, cut));
+      const at = { history: new HistoryStore(), streams: new ReportStreams() };
+      const prefixBatch = {
+        commands: commands.slice(0, cut),
+        events: prefix.events,
+        state: prefix.state,
+      };
+      at.history.apply(prefixBatch);
+      at.streams.apply(prefixBatch);
+      const hash = stateHash(prefix.state);
+      await writeCheckpointFile({
+        dir,
+        seq: cut,
+        stateHash: hash,
+        capture: captureReadModels([at.history.checkpoint(), at.streams.checkpoint()]),
+        sliceMs: () => 4,
+        abandoned: () => false,
+      });
+
+      const { host, history, streams } = restarted(commands, cut);
+      const lines: string[] = [];
+      const backfill = new HistoryBackfill({
+        host,
+        snapshot: { seq: cut, hash },
+        // Never read: the checkpoint is used.
+        records: () => {
+          throw new Error('the journal was read');
+        },
+        rebuilds: [historyRebuild(history), reportStreamsRebuild(streams)],
+        log: (l) => lines.push(l),
+        checkpoint: {
+          dir,
+          snapshot: { seq: cut, hash },
+          parts: [history.checkpoint(), streams.checkpoint()],
+        },
+        sliceMs: 0,
+      });
+      const tail = commands.slice(cut);
+      host.run(tail.slice(0, 3));
+      void backfill.start();
+      for (const c of tail.slice(3)) {
+        await new Promise((r) => setImmediate(r));
+        host.run([c]);
+      }
+      expect(await backfill.done).toBe('complete');
+      expect(backfill.progress).toMatchObject({
+        phase: 'complete',
+        source: 'checkpoint',
+        reduced: 0,
+      });
+      expect(lines).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^history backfill: done, the read models at seq ${cut} loaded from .* \\(\\d+ bytes, \\d+ entries\\) in \\d+\\.\\d s, \\d+ later batches merged;`,
+          ),
+        ),
+      ]);
+
+      const full = new HistoryStore();
+      const fullStreams = new ReportStreams();
+      const r = reduceAll(genesis, commands);
+      const batch = { commands, events: r.events, state: r.state };
+      full.apply(batch);
+      fullStreams.apply(batch);
+      const now = (commands[commands.length - 1] as Command).time + 1;
+      expect(view(history, now)).toEqual(view(full, now));
+      for (const w of [wallet(1), wallet(2)]) {
+        const seq = r.state.accounts.get(w)?.reportSeq ?? 0;
+        expect(streams.since(w, 0, seq)).toEqual(fullStreams.since(w, 0, seq));
+      }
+
+      // A checkpoint of another state: named, then the journal is re-reduced.
+      const other = restarted(commands, cut);
+      lines.length = 0;
+      const fallback = new HistoryBackfill({
+        host: other.host,
+        snapshot: { seq: cut, hash },
+        records: () => records(commands),
+        rebuilds: [historyRebuild(other.history), reportStreamsRebuild(other.streams)],
+        log: (l) => lines.push(l),
+        checkpoint: {
+          dir,
+          snapshot: { seq: cut, hash: `0x${'2'.repeat(64)}` },
+          parts: [other.history.checkpoint(), other.streams.checkpoint()],
+        },
+      });
+      other.host.run(tail);
+      expect(await fallback.start()).toBe('complete');
+      expect(fallback.progress.source).toBe('journal');
+      expect(lines[0]).toMatch(
+        /^history backfill: no read-model checkpoint loaded \(.*readmodels-0+\d+\.ckpt: taken at seq \d+ with state hash 0x[0-9a-f]{64}, not the snapshot's/,
+      );
+      expect(lines[1]).toMatch(/^history backfill: re-reducing journal records 1\.\./);
+      expect(view(other.history, now)).toEqual(view(full, now));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -33,6 +33,7 @@ import {
   reduceAll,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import { type CheckpointSource, loadCheckpoint } from '../journal/read-model-files.js';
 import { stateHashInSlices } from '../sliced-hash.js';
 import type { HistoryStore } from './history.js';
 import type { ReportStreams } from './report-streams.js';
@@ -77,6 +78,12 @@ export interface HistoryBackfillOptions {
   readonly sliceMs?: number;
   /** Called once when the backfill ends, whatever the outcome (releases the journal's copy). */
   readonly onEnd?: () => void;
+  /**
+   * The read-model checkpoint written beside the snapshot (`journal/read-model-files.ts`): tried
+   * first, and the journal is re-reduced only when it is missing or fails a check. Its parts
+   * are the same read models as {@link rebuilds}.
+   */
+  readonly checkpoint?: CheckpointSource;
 }
 
 /** How a backfill ended. */
@@ -84,7 +91,12 @@ export type BackfillOutcome = 'complete' | 'abandoned' | 'cancelled';
 
 /** Where a backfill is. */
 export interface BackfillProgress {
-  readonly phase: 'pending' | 'reducing' | 'hashing' | 'merging' | BackfillOutcome;
+  readonly phase: 'pending' | 'loading' | 'reducing' | 'hashing' | 'merging' | BackfillOutcome;
+  /**
+   * Where the history before the snapshot comes from: its read-model checkpoint, or the journal
+   * re-reduced from the first record (`null` before it is known).
+   */
+  readonly source: 'checkpoint' | 'journal' | null;
   /** Records 1..`reduced` re-reduced so far. */
   readonly reduced: number;
   /** The snapshot's seq: records to re-reduce. */
@@ -102,6 +114,7 @@ export class HistoryBackfill {
   private unsubscribe: (() => void) | null;
   private phase: BackfillProgress['phase'] = 'pending';
   private reduced = 0;
+  private source: BackfillProgress['source'] = null;
   private cancelled = false;
   private started: Promise<BackfillOutcome> | null = null;
   private resolveDone!: (outcome: BackfillOutcome) => void;
@@ -122,6 +135,7 @@ export class HistoryBackfill {
   get progress(): BackfillProgress {
     return {
       phase: this.phase,
+      source: this.source,
       reduced: this.reduced,
       total: this.options.snapshot.seq,
       pendingBatches: this.kept.length,
@@ -161,9 +175,66 @@ export class HistoryBackfill {
   }
 
   private async run(): Promise<BackfillOutcome> {
-    const { snapshot, rebuilds, log } = this.options;
-    const chunk = Math.max(1, Math.floor(this.options.chunkRecords ?? 1024));
+    const { checkpoint, log } = this.options;
     const sliceMs = this.options.sliceMs ?? 10;
+    if (checkpoint !== undefined) {
+      const t0 = performance.now();
+      this.phase = 'loading';
+      const loaded = await loadCheckpoint(checkpoint, {
+        sliceMs,
+        cancelled: () => this.cancelled,
+      });
+      if (loaded === null || this.cancelled) return 'cancelled';
+      if (loaded.restored) {
+        this.source = 'checkpoint';
+        const merged = await this.merge(loaded.restorers, sliceMs);
+        if (merged === null) return 'cancelled';
+        log(
+          `history backfill: done, the read models at seq ${checkpoint.snapshot.seq} loaded from ${loaded.path} (${loaded.bytes} bytes, ${loaded.entries} entries) in ${((performance.now() - t0) / 1000).toFixed(1)} s, ${merged} later batches merged; the read models now reach back to the first record`,
+        );
+        return 'complete';
+      }
+      log(`history backfill: no read-model checkpoint loaded (${loaded.reason})`);
+    }
+    return this.reduceJournal(sliceMs);
+  }
+
+  /**
+   * Feeds the kept batches to `rebuilds` in slices and, in the same turn as the last one (no
+   * batch can come in between), makes them the live read models. Resolves with the number of
+   * batches merged, `null` when cancelled.
+   */
+  private async merge(
+    rebuilds: readonly ProjectionRebuild[],
+    sliceMs: number,
+  ): Promise<number | null> {
+    this.phase = 'merging';
+    let merged = 0;
+    for (;;) {
+      if (this.cancelled) return null;
+      const until = performance.now() + sliceMs;
+      let i = 0;
+      while (i < this.kept.length) {
+        const batch = this.kept[i++] as CommittedBatch;
+        for (const r of rebuilds) r.apply(batch);
+        if (performance.now() >= until) break;
+      }
+      merged += i;
+      this.kept.splice(0, i);
+      if (this.kept.length === 0) {
+        // Same turn as the last merged batch: the rebuilt read models have seen every batch.
+        for (const r of rebuilds) r.commit();
+        return merged;
+      }
+      await yieldToLoop();
+    }
+  }
+
+  /** Re-reduces the journal's records up to the snapshot's seq into {@link rebuilds}. */
+  private async reduceJournal(sliceMs: number): Promise<BackfillOutcome> {
+    const { snapshot, rebuilds, log } = this.options;
+    this.source = 'journal';
+    const chunk = Math.max(1, Math.floor(this.options.chunkRecords ?? 1024));
     const total = snapshot.seq;
     const t0 = performance.now();
     log(
@@ -232,26 +303,8 @@ export class HistoryBackfill {
       );
 
     // ---- the batches since the snapshot, then the swap -------------------------------------
-    this.phase = 'merging';
-    let merged = 0;
-    for (;;) {
-      if (this.cancelled) return 'cancelled';
-      const until = performance.now() + sliceMs;
-      let i = 0;
-      while (i < this.kept.length) {
-        const batch = this.kept[i++] as CommittedBatch;
-        for (const r of rebuilds) r.apply(batch);
-        if (performance.now() >= until) break;
-      }
-      merged += i;
-      this.kept.splice(0, i);
-      if (this.kept.length === 0) {
-        // Same turn as the last merged batch: the rebuilt read models have seen every batch.
-        for (const r of rebuilds) r.commit();
-        break;
-      }
-      await yieldToLoop();
-    }
+    const merged = await this.merge(rebuilds, sliceMs);
+    if (merged === null) return 'cancelled';
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
     log(
       `history backfill: done, ${total} journal records re-reduced in ${seconds} s (state hash matches the snapshot), ${merged} later batches merged; the read models now reach back to the first record`,

@@ -13,6 +13,7 @@
  *
  * @module
  */
+import type { CommittedBatch } from '../engine/host.js';
 
 /** A read model's rows as they were when the capture started. */
 export interface ReadModelCapture {
@@ -26,7 +27,10 @@ export interface ReadModelCapture {
   release(): void;
 }
 
-/** Rebuilds a read model from a checkpoint's entries, aside, then swaps it in. */
+/**
+ * Rebuilds a read model from a checkpoint's entries aside, feeds it the batches that followed
+ * the checkpoint, then swaps it in for the live one (as a history backfill does, `backfill.ts`).
+ */
 export interface PartRestorer {
   /** Adds one entry as {@link ReadModelCapture.entries} yielded it; throws on a malformed one. */
   add(entry: unknown): void;
@@ -35,7 +39,9 @@ export interface PartRestorer {
    * {@link CheckpointEntryError}. Called for every part before any is committed.
    */
   check?(): void;
-  /** Makes the restored read model the live one (before any batch reaches it); never throws. */
+  /** Feeds a batch that followed the checkpoint to the restored copy (never visible, never pushed). */
+  apply(batch: CommittedBatch): void;
+  /** Makes the restored copy the live read model; called once, between two host batches; never throws. */
   commit(): void;
 }
 

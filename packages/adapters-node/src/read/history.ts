@@ -198,6 +198,7 @@ export class HistoryStore {
         const restored = this.emptyCopy();
         return {
           add: (entry) => restored.restoreAccount(entry),
+          apply: (batch) => restored.apply(batch),
           commit: () => this.adopt(restored),
         } satisfies PartRestorer;
       },

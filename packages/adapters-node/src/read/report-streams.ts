@@ -119,6 +119,7 @@ export class ReportStreams {
         const restored = this.emptyCopy();
         return {
           add: (entry) => restored.restoreBuffer(entry),
+          apply: (batch) => restored.apply(batch),
           commit: () => this.adoptReports(restored),
         };
       },
