@@ -14,6 +14,7 @@ import {
   quoteAmount,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import { Captures, type RowsCapture } from './capture.js';
 import { minuteOf, type Print, PrintLog, printFloor, type TradeAggregate } from './prints.js';
 
 /** Candle intervals and their length in ms; every one divides a UTC day. */
@@ -53,7 +54,10 @@ export const DEFAULT_CANDLE_HISTORY = 1_000;
  */
 export const MINUTES_KEPT_FOR_BUSTS = 2 * 1_440;
 
-/** One candle in engine units. Frozen in spirit once `closed`. */
+/**
+ * One candle in engine units. Only the open one changes in place: once `closed` it is never
+ * changed (a bust replaces it), so a copy of a series copies its open candle and the list only.
+ */
 export interface Candle {
   readonly market: number;
   readonly interval: CandleInterval;
@@ -138,26 +142,51 @@ function emptyCandle(
   };
 }
 
-/** Sets a candle to "no trade": every price at `price`, no volume. */
-function setEmpty(candle: Candle, price: bigint): void {
-  candle.open = price;
-  candle.high = price;
-  candle.low = price;
-  candle.close = price;
-  candle.volume = 0n;
-  candle.quoteVolume = 0n;
-  candle.trades = 0;
+/** A candle as `candle` with "no trade": every price at `price`, no volume. */
+function emptied(candle: Candle, price: bigint): Candle {
+  return {
+    ...candle,
+    open: price,
+    high: price,
+    low: price,
+    close: price,
+    volume: 0n,
+    quoteVolume: 0n,
+    trades: 0,
+  };
 }
 
-/** Sets a candle to the aggregate of its trades. */
-function setValues(candle: Candle, values: TradeAggregate): void {
-  candle.open = values.open;
-  candle.high = values.high;
-  candle.low = values.low;
-  candle.close = values.close;
-  candle.volume = values.volume;
-  candle.quoteVolume = values.quoteVolume;
-  candle.trades = values.trades;
+/** A candle as `candle` with the aggregate of its trades. */
+function withValues(candle: Candle, values: TradeAggregate): Candle {
+  return {
+    ...candle,
+    open: values.open,
+    high: values.high,
+    low: values.low,
+    close: values.close,
+    volume: values.volume,
+    quoteVolume: values.quoteVolume,
+    trades: values.trades,
+  };
+}
+
+/** What one series holds, as a checkpoint saves it (`checkpoint.ts`). */
+export interface SeriesRows {
+  /** Every candle from this open time on is held; `-Infinity` when the series saw them all. */
+  readonly completeFrom: number;
+  /** The close before the oldest held candle (evicted or seeded), `null` for none. */
+  readonly priorClose: bigint | null;
+  /** The open candle, `null` before the market traded. */
+  readonly current: Candle | null;
+  /** Closed candles, oldest first. */
+  readonly history: readonly Candle[];
+}
+
+/** What the candles keep of one market: its series (in {@link INTERVALS} order) and prints. */
+export interface MarketCandleRows {
+  readonly series: readonly SeriesRows[];
+  /** The prints held for busts, in trade-id order. */
+  readonly prints: readonly Print[];
 }
 
 /** The candles of one (instrument, interval): the open one and a bounded closed history. */
@@ -165,9 +194,10 @@ class CandleSeries {
   readonly market: number;
   readonly interval: CandleInterval;
   readonly ms: number;
-  private readonly limit: number;
+  /** Closed candles kept. */
+  readonly limit: number;
   current: Candle | null = null;
-  readonly history: Candle[] = [];
+  private history: Candle[] = [];
   /** Every candle from this open time on is held (earlier ones were evicted or never seen). */
   private completeFrom = Number.NEGATIVE_INFINITY;
   /** The close before the oldest held candle: of the last one evicted, or the seeded price. */
@@ -178,6 +208,37 @@ class CandleSeries {
     this.interval = interval;
     this.ms = CANDLE_INTERVALS[interval];
     this.limit = limit;
+  }
+
+  /** Whether {@link advance} at `time` would close the open candle. */
+  dueBy(time: number): boolean {
+    return this.current !== null && time > this.current.closeTime;
+  }
+
+  /** What the series holds now; the list is the series' own, so copy it before keeping it. */
+  rows(): SeriesRows {
+    return {
+      completeFrom: this.completeFrom,
+      priorClose: this.priorClose,
+      current: this.current,
+      history: this.history,
+    };
+  }
+
+  /**
+   * Sets what the series holds (a restore or a copy): the open candle is copied, closed ones are
+   * shared (never changed). More closed candles than the series keeps: the oldest are evicted.
+   */
+  adopt(rows: SeriesRows): void {
+    this.completeFrom = rows.completeFrom;
+    this.priorClose = rows.priorClose;
+    this.current = rows.current === null ? null : { ...rows.current };
+    const excess = rows.history.length - this.limit;
+    if (excess > 0) {
+      this.priorClose = (rows.history[excess - 1] as Candle).close;
+      this.history = rows.history.slice(excess);
+      this.completeFrom = (this.history[0] as Candle).openTime;
+    } else this.history = [...rows.history];
   }
 
   align(time: number): number {
@@ -310,25 +371,34 @@ class CandleSeries {
   restate(openTime: number, values: TradeAggregate | null): Candle[] {
     const i = this.lowerBound(openTime);
     if (i >= this.count || this.at(i).openTime !== openTime) return [];
-    const candle = this.at(i);
-    if (values !== null) setValues(candle, values);
+    const old = this.at(i);
+    let candle: Candle;
+    if (values !== null) candle = withValues(old, values);
     else {
       const before = i > 0 ? this.at(i - 1).close : this.priorClose;
       if (before === null) {
-        setEmpty(candle, candle.open);
+        this.put(i, emptied(old, old.open));
         this.dropLeadingEmpty();
         return [];
       }
-      setEmpty(candle, before);
+      candle = emptied(old, before);
     }
+    this.put(i, candle);
     const changed = [candle];
     for (let j = i + 1; j < this.count; j++) {
       const next = this.at(j);
       if (next.trades > 0 || next.close === candle.close) break;
-      setEmpty(next, candle.close);
-      changed.push(next);
+      const followed = emptied(next, candle.close);
+      this.put(j, followed);
+      changed.push(followed);
     }
     return changed;
+  }
+
+  /** Replaces the `i`-th held candle (closed candles are replaced, never changed). */
+  private put(i: number, candle: Candle): void {
+    if (i < this.history.length) this.history[i] = candle;
+    else this.current = candle;
   }
 
   private dropLeadingEmpty(): void {
@@ -389,11 +459,18 @@ export interface CandleTrade {
   readonly time: number;
 }
 
+/** What the candles keep of one market. */
+interface MarketCandles {
+  /** One series per interval, in {@link INTERVALS} order. */
+  readonly series: readonly CandleSeries[];
+  readonly log: PrintLog;
+}
+
 /** Every interval's candles of every instrument, fed by committed batches. */
 export class CandleProjection {
-  private readonly series = new Map<number, CandleSeries[]>();
-  private readonly prints = new Map<number, PrintLog>();
+  private readonly markets = new Map<number, MarketCandles>();
   private readonly limit: number;
+  private readonly captures = new Captures<number, MarketCandles>((m) => this.copyOf(m));
 
   constructor(historyLimit: number = DEFAULT_CANDLE_HISTORY) {
     if (!Number.isInteger(historyLimit) || historyLimit < 1) {
@@ -402,40 +479,96 @@ export class CandleProjection {
     this.limit = historyLimit;
   }
 
-  private of(market: number): CandleSeries[] {
-    let s = this.series.get(market);
-    if (s === undefined) {
-      const minutes = Math.max(this.limit, MINUTES_KEPT_FOR_BUSTS);
-      s = INTERVALS.map((i) => new CandleSeries(market, i, i === '1m' ? minutes : this.limit));
-      this.series.set(market, s);
-    }
-    return s;
+  /** An empty projection with the same history size. */
+  emptyCopy(): CandleProjection {
+    return new CandleProjection(this.limit);
   }
 
-  private log(market: number): PrintLog {
-    let log = this.prints.get(market);
-    if (log === undefined) {
-      log = new PrintLog();
-      this.prints.set(market, log);
+  private market(id: number): MarketCandles {
+    let m = this.markets.get(id);
+    if (m === undefined) {
+      const minutes = Math.max(this.limit, MINUTES_KEPT_FOR_BUSTS);
+      m = {
+        series: INTERVALS.map((i) => new CandleSeries(id, i, i === '1m' ? minutes : this.limit)),
+        log: new PrintLog(),
+      };
+      this.markets.set(id, m);
     }
-    return log;
+    return m;
+  }
+
+  private of(market: number): readonly CandleSeries[] {
+    return this.market(market).series;
+  }
+
+  /** Lets running captures keep a market's rows before they change. */
+  private touch(market: number): void {
+    if (this.captures.active) this.captures.beforeChange(market, this.markets.get(market));
+  }
+
+  /** A copy of a market's rows that later changes leave alone (lists and open candles only). */
+  private copyOf(m: MarketCandles): MarketCandles {
+    return {
+      series: m.series.map((s) => {
+        const copy = new CandleSeries(s.market, s.interval, s.limit);
+        copy.adopt(s.rows());
+        return copy;
+      }),
+      log: PrintLog.of(m.log.held()),
+    };
+  }
+
+  /**
+   * Starts a capture of every market's candles and prints as they are now (O(markets)): from
+   * here on a market's rows are copied before they first change. Yielded rows are copies.
+   */
+  capture(): RowsCapture<number, MarketCandleRows> {
+    const rows = this.captures.start(this.markets.keys(), (id) => {
+      const m = this.markets.get(id);
+      return m === undefined ? undefined : this.copyOf(m);
+    });
+    return {
+      *rows() {
+        for (const [id, m] of rows.rows()) {
+          yield [id, { series: m.series.map((s) => s.rows()), prints: m.log.held() }];
+        }
+      },
+      release: () => rows.release(),
+    };
+  }
+
+  /**
+   * Sets a market's rows in a projection being restored (before any batch reaches it). Each
+   * series keeps at most its own history size: older candles are evicted as a trade would.
+   */
+  restore(market: number, rows: MarketCandleRows): void {
+    if (rows.series.length !== INTERVALS.length) {
+      throw new RangeError(`a market has ${INTERVALS.length} series, got ${rows.series.length}`);
+    }
+    const m = this.market(market);
+    m.series.forEach((s, i) => {
+      s.adopt(rows.series[i] as SeriesRows);
+    });
+    this.markets.set(market, { series: m.series, log: PrintLog.of(rows.prints) });
   }
 
   /** Starts every series of a market that has traded before the projection saw its trades. */
   seed(market: number, price: bigint, time: number): void {
+    this.touch(market);
     for (const s of this.of(market)) s.seed(price, time);
   }
 
   /** Adds one trade to every interval of its market. */
   trade(market: number, trade: CandleTrade, out: CandleChanges): void {
-    const series = this.of(market);
+    this.touch(market);
+    const { series, log } = this.market(market);
     for (const s of series) {
       s.trade(trade.price, trade.quantity, trade.quote, trade.time, out.closed);
       out.touched.add(`${market}|${s.interval}`);
     }
     // Where the one-minute candle put it places it in every interval (each is whole minutes).
     const minute = (series[0] as CandleSeries).current as Candle;
-    this.log(market).add({ ...trade, at: Math.max(trade.time, minute.openTime) });
+    log.add({ ...trade, at: Math.max(trade.time, minute.openTime) });
   }
 
   /**
@@ -444,10 +577,13 @@ export class CandleProjection {
    * close. A trade the projection never saw (or no longer holds) changes nothing.
    */
   bust(market: number, tradeId: number, out: CandleChanges): void {
-    const log = this.prints.get(market);
-    const print = log?.remove(tradeId);
-    if (log === undefined || print === undefined) return;
-    const [minutes, ...longer] = this.of(market) as [CandleSeries, ...CandleSeries[]];
+    const m = this.markets.get(market);
+    if (m === undefined) return;
+    this.touch(market);
+    const log = m.log;
+    const print = log.remove(tradeId);
+    if (print === undefined) return;
+    const [minutes, ...longer] = m.series as [CandleSeries, ...CandleSeries[]];
     const start = minuteOf(print.at);
     const changed = minutes.restate(start, log.aggregate(start, start + 60_000, 'at'));
     for (const s of longer) {
@@ -470,7 +606,10 @@ export class CandleProjection {
 
   /** Drops the prints of trades placed before `floor` (ms): no bust can reach them. */
   prune(floor: number): void {
-    for (const log of this.prints.values()) log.prune(floor);
+    for (const [id, m] of this.markets) {
+      if (this.captures.active && m.log.expiresBy(floor)) this.touch(id);
+      m.log.prune(floor);
+    }
   }
 
   /** Applies the trade prints and busts of a committed batch. */
@@ -505,26 +644,29 @@ export class CandleProjection {
   /** Closes every candle whose interval ended before `time`; returns them in order. */
   advance(time: number): Candle[] {
     const out: Candle[] = [];
-    for (const list of this.series.values()) for (const s of list) s.advance(time, out);
+    for (const [id, m] of this.markets) {
+      if (this.captures.active && m.series.some((s) => s.dueBy(time))) this.touch(id);
+      for (const s of m.series) s.advance(time, out);
+    }
     return out;
   }
 
   /** The open candle of a series, if the market has traded. */
   current(market: number, interval: CandleInterval): Candle | undefined {
-    const s = this.series.get(market)?.[INTERVALS.indexOf(interval)];
+    const s = this.markets.get(market)?.series[INTERVALS.indexOf(interval)];
     return s?.current ?? undefined;
   }
 
   /** Candles of a series for a history query, oldest first. */
   range(market: number, interval: CandleInterval, query: CandleQuery = {}): Candle[] {
-    const s = this.series.get(market)?.[INTERVALS.indexOf(interval)];
+    const s = this.markets.get(market)?.series[INTERVALS.indexOf(interval)];
     return s === undefined ? [] : s.range(query);
   }
 
   /** Trade prints held for busts (all markets). */
   get heldPrints(): number {
     let n = 0;
-    for (const log of this.prints.values()) n += log.size;
+    for (const m of this.markets.values()) n += m.log.size;
     return n;
   }
 

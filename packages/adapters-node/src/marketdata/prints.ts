@@ -56,6 +56,24 @@ export class PrintLog {
     this.prints.push(print);
   }
 
+  /** Whether {@link prune} at `floor` would drop prints. */
+  expiresBy(floor: number): boolean {
+    const first = this.prints[this.head];
+    return first !== undefined && first.at < floor;
+  }
+
+  /** The prints held, oldest first, in a list of their own (prints are never changed). */
+  held(): Print[] {
+    return this.prints.slice(this.head);
+  }
+
+  /** A log holding `prints` (in trade-id order), for a restore or a copy. */
+  static of(prints: readonly Print[]): PrintLog {
+    const log = new PrintLog();
+    log.prints = [...prints];
+    return log;
+  }
+
   /** Drops the prints placed before `floor` (ms). */
   prune(floor: number): void {
     const prints = this.prints;

@@ -19,16 +19,28 @@ export const DAY_MS = 86_400_000;
 /** Bucket width in ms. */
 export const BUCKET_MS = 60_000;
 
-interface Bucket {
+/**
+ * One minute's trades. Never changed once made (a trade or a bust replaces it), so a copy of the
+ * window only copies the list ({@link RollingWindow.clone}).
+ */
+export interface Bucket {
   /** Start of the bucket's minute, ms. */
   readonly start: number;
-  open: bigint;
-  high: bigint;
-  low: bigint;
-  close: bigint;
-  volume: bigint;
-  quoteVolume: bigint;
-  trades: number;
+  readonly open: bigint;
+  readonly high: bigint;
+  readonly low: bigint;
+  readonly close: bigint;
+  readonly volume: bigint;
+  readonly quoteVolume: bigint;
+  readonly trades: number;
+}
+
+/** What a window holds, as a checkpoint saves it (`ticker.ts`). */
+export interface WindowRows {
+  /** Close of the newest bucket that left the window, or the seeded price. */
+  readonly priorClose: bigint | null;
+  /** The buckets, oldest first. */
+  readonly buckets: readonly Bucket[];
 }
 
 /** Statistics of the window; prices `null` while the market has never traded. */
@@ -88,13 +100,17 @@ export class RollingWindow {
     while (i >= 0 && (this.buckets[i] as Bucket).start > start) i--;
     const b = this.buckets[i];
     if (b !== undefined && b.start === start) {
-      if (price > b.high) b.high = price;
-      if (price < b.low) b.low = price;
-      // Within a minute, the trade with the latest time sets the close (ties: the later one).
-      b.close = price;
-      b.volume += quantity;
-      b.quoteVolume += quoteVolume;
-      b.trades++;
+      this.buckets[i] = {
+        start,
+        open: b.open,
+        high: price > b.high ? price : b.high,
+        low: price < b.low ? price : b.low,
+        // Within a minute, the trade with the latest time sets the close (ties: the later one).
+        close: price,
+        volume: b.volume + quantity,
+        quoteVolume: b.quoteVolume + quoteVolume,
+        trades: b.trades + 1,
+      };
     } else {
       this.buckets.splice(i + 1, 0, {
         start,
@@ -123,6 +139,30 @@ export class RollingWindow {
     else this.buckets[i] = { start, ...left };
     this.version++;
     return true;
+  }
+
+  /** Whether {@link stats} at `time` would drop buckets that left the window. */
+  expiresBy(time: number): boolean {
+    const first = this.buckets[0];
+    return first !== undefined && first.start < windowStart(time, this.windowMs);
+  }
+
+  /** A copy that later changes to this window leave alone (buckets are never changed in place). */
+  clone(): RollingWindow {
+    return RollingWindow.fromRows(this.windowMs, this.rows());
+  }
+
+  /** What the window holds now; the list is this window's own, so copy it before keeping it. */
+  rows(): WindowRows {
+    return { priorClose: this.priorClose, buckets: this.buckets };
+  }
+
+  /** A window holding `rows` (buckets oldest first, one per minute). */
+  static fromRows(windowMs: number, rows: WindowRows): RollingWindow {
+    const w = new RollingWindow(windowMs);
+    w.priorClose = rows.priorClose;
+    w.buckets = [...rows.buckets];
+    return w;
   }
 
   private prune(start: number): void {

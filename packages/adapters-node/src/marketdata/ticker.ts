@@ -17,7 +17,8 @@ import {
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import type { BustedPrint } from './candles.js';
-import { DAY_MS, RollingWindow } from './rolling-window.js';
+import { Captures, type RowsCapture } from './capture.js';
+import { DAY_MS, RollingWindow, type WindowRows } from './rolling-window.js';
 
 /** Funding of a market as the ticker shows it; built by the funding engine, `null` until then. */
 export interface FundingView {
@@ -74,10 +75,40 @@ export class TickerProjection {
   private readonly windows = new Map<number, RollingWindow>();
   private readonly funding: FundingSource;
   private readonly windowMs: number;
+  private readonly captures = new Captures<number, RollingWindow>((w) => w.clone());
 
   constructor(funding: FundingSource = noFunding, windowMs: number = DAY_MS) {
     this.funding = funding;
     this.windowMs = windowMs;
+  }
+
+  /** An empty projection with the same funding source and window. */
+  emptyCopy(): TickerProjection {
+    return new TickerProjection(this.funding, this.windowMs);
+  }
+
+  /**
+   * Starts a capture of every market's window as it is now (O(markets)): from here on a window
+   * is copied before it first changes. Rows yielded from a live window hold until it changes.
+   */
+  capture(): RowsCapture<number, WindowRows> {
+    const rows = this.captures.start(this.windows.keys(), (id) => this.windows.get(id));
+    return {
+      *rows() {
+        for (const [id, w] of rows.rows()) yield [id, w.rows()];
+      },
+      release: () => rows.release(),
+    };
+  }
+
+  /** Sets a market's window in a projection being restored (before any batch reaches it). */
+  restore(market: number, rows: WindowRows): void {
+    this.windows.set(market, RollingWindow.fromRows(this.windowMs, rows));
+  }
+
+  /** Lets running captures keep a market's window before it changes. */
+  private touch(market: number): void {
+    if (this.captures.active) this.captures.beforeChange(market, this.windows.get(market));
   }
 
   private window(market: number): RollingWindow {
@@ -99,6 +130,7 @@ export class TickerProjection {
             const spec = batch.state.markets.get(e.market)?.spec;
             if (spec === undefined) break;
             const quote = quoteAmount(spec, e.quantity, e.price);
+            this.touch(e.market);
             this.window(e.market).add(e.price, e.quantity, quote, e.time);
             touched.add(e.market);
             break;
@@ -123,6 +155,7 @@ export class TickerProjection {
   restate(busts: readonly BustedPrint[]): Set<number> {
     const touched = new Set<number>();
     for (const b of busts) {
+      this.touch(b.market);
       if (this.window(b.market).restate(b.minute, b.left)) touched.add(b.market);
     }
     return touched;
@@ -131,7 +164,9 @@ export class TickerProjection {
   /** Seeds the last trade price of markets whose trades this projection never saw. */
   seedFrom(state: EngineState): void {
     state.markets.forEach((m, id) => {
-      if (m.lastTrade !== null) this.window(id).seed(m.lastTrade);
+      if (m.lastTrade === null) return;
+      this.touch(id);
+      this.window(id).seed(m.lastTrade);
     });
   }
 
@@ -152,7 +187,10 @@ export class TickerProjection {
 
   private tickerOf(state: EngineState, m: Market, time: number): WireTicker {
     const spec = m.spec;
-    const stats = this.window(spec.id).stats(time);
+    const window = this.window(spec.id);
+    // Reading the statistics drops the buckets that left the window.
+    if (this.captures.active && window.expiresBy(time)) this.touch(spec.id);
+    const stats = window.stats(time);
     // Not the engine's `lastTrade`: a bust does not restate it, and a market whose trades were
     // all busted has not traded (seedFrom puts the trades this projection never saw in the window).
     const last = stats.last;
