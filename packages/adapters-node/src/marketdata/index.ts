@@ -5,6 +5,7 @@
  * @module
  */
 export * from './candles.js';
+export * from './checkpoint.js';
 export * from './liquidations.js';
 export * from './orderbook.js';
 export * from './pacing.js';

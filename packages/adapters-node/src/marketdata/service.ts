@@ -25,6 +25,7 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
 import { clientAddress } from '../http/client-address.js';
 import type { ProjectionRebuild } from '../read/backfill.js';
+import type { CheckpointPart } from '../read/checkpoint.js';
 import { ConnectionSlots } from '../ws/connection-slots.js';
 import { armIdle } from '../ws/idle.js';
 import {
@@ -36,6 +37,12 @@ import {
   type WireCandle,
   wireCandle,
 } from './candles.js';
+import {
+  captureMarketData,
+  MARKET_DATA_PART,
+  MARKET_DATA_PART_VERSION,
+  MarketDataRestore,
+} from './checkpoint.js';
 import {
   type AuctionEventSource,
   type AuctionSource,
@@ -157,6 +164,15 @@ export interface MarketDataService {
    * service's projections (ticker and candle channels then get their next paced snapshot).
    */
   rebuild(): ProjectionRebuild;
+  /**
+   * The ticker and candle projections as a read-model checkpoint part (`marketData`, see
+   * `marketdata/checkpoint.ts`). Its capture covers the projections live when it starts; its
+   * restorer fills fresh ones and `commit` makes them the service's, at start-up before the
+   * journal's tail is replayed (nothing is advanced to now: the tail trades in the minutes
+   * after the snapshot). `commit` throws `CheckpointEntryError`, changing nothing, when a market
+   * lacks some of its series.
+   */
+  checkpoint(): CheckpointPart;
   /** Open sockets. */
   readonly connections: number;
   /** Updates skipped because their socket was above the soft buffer cap (a metric). */
@@ -321,6 +337,14 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     const wire = wireCandle(c, s.symbol, s.qd);
     const body = JSON.stringify(wire);
     return { body, text: `{"type":"candle",${body.slice(1)}` };
+  };
+
+  /** Asks every ticker and candle channel for a push (the projections were replaced). */
+  const requestProjectionPushes = (): void => {
+    for (const ch of channels.values()) {
+      const c = ch.topic.channel;
+      if (c === 'tickers' || c === 'ticker' || c === 'candles') ch.pacer?.request();
+    }
   };
 
   /** Closes candles up to `now()` and pushes each close to its channel, never dropped. */
@@ -720,10 +744,34 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           candles.advance(time);
           tickerProjection = ticker;
           candleProjection = candles;
-          for (const ch of channels.values()) {
-            const c = ch.topic.channel;
-            if (c === 'tickers' || c === 'ticker' || c === 'candles') ch.pacer?.request();
-          }
+          requestProjectionPushes();
+        },
+      };
+    },
+
+    checkpoint() {
+      return {
+        name: MARKET_DATA_PART,
+        version: MARKET_DATA_PART_VERSION,
+        capture: () => captureMarketData(tickerProjection, candleProjection),
+        restorer() {
+          // The live projections' configuration (history size, window, funding), not the file's.
+          const ticker = tickerProjection.emptyCopy();
+          const candles = candleProjection.emptyCopy();
+          const restore = new MarketDataRestore(ticker, candles);
+          return {
+            add: (entry) => restore.add(entry),
+            commit() {
+              restore.finish();
+              if (closing) return;
+              // Unlike a rebuild's commit, nothing closes here: the journal's tail, replayed
+              // next, trades in the minutes after the snapshot and must land in them, and the
+              // candles replaced were never pushed (no socket is open before the replay).
+              tickerProjection = ticker;
+              candleProjection = candles;
+              requestProjectionPushes();
+            },
+          };
         },
       };
     },
