@@ -265,7 +265,8 @@ function seriesRows(e: Record<string, unknown>, m: number, interval: CandleInter
   if (current !== null) ascending([current], 'current', history.at(-1)?.[0]);
   const completeFrom =
     e.completeFrom === null ? Number.NEGATIVE_INFINITY : integer(e.completeFrom, 'completeFrom');
-  if (completeFrom % ms !== 0) fail(`completeFrom ${completeFrom} is not a multiple of ${ms} ms`);
+  if (Number.isFinite(completeFrom) && completeFrom % ms !== 0)
+    fail(`completeFrom ${completeFrom} is not a multiple of ${ms} ms`);
   return {
     completeFrom,
     priorClose: nullableAmount(e.priorClose, 'priorClose'),
