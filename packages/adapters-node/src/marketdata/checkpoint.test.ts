@@ -219,7 +219,9 @@ describe('market-data checkpoint part', () => {
 
     const entries: unknown[] = [];
     const walk = capture.entries()[Symbol.iterator]();
-    let next = prefix;
+    // A batch before the writer's first slice too: every market changes before it is walked.
+    live.play(s.steps[prefix] as Step);
+    let next = prefix + 1;
     for (let done = false; !done; ) {
       for (let n = 0; n < 3 && !done; n++) {
         const r = walk.next();
@@ -309,6 +311,55 @@ describe('market-data checkpoint part', () => {
       '61000',
       '61000',
       '60700',
+    ]);
+  });
+
+  it('keeps a copy before prints leave the bust window (a batch that only prunes)', () => {
+    const s = new Script();
+    s.at(T0 + 10 * M + 1_000);
+    const first = s.trade('BTC-PERP', '60000');
+    s.trade('BTC-PERP', '60500');
+    s.at(T0 + 40 * M);
+    const third = s.trade('BTC-PERP', '60400');
+    const h = new Harness(createEngineState({}, T0), T0);
+    h.play(s.cut());
+    const capture = h.md.checkpoint().capture();
+    // The engine stops retaining the first two trades: the candles drop their prints.
+    s.at(T0 + 71 * M);
+    h.host.replay(s.cut().commands);
+    const entries = [...capture.entries()] as MarketDataEntry[];
+    capture.release();
+    const prints = entries.find((e) => e.kind === 'prints' && e.market === 1);
+    expect(prints?.kind === 'prints' && prints.prints.map((p) => p[0])).toEqual([
+      first,
+      first + 1,
+      third,
+    ]);
+  });
+
+  it('keeps a copy before a read closes candles or slides the 24 h window (no batch)', () => {
+    const s = new Script();
+    s.at(T0 + 10 * M + 1_000);
+    s.trade('BTC-PERP', '60000');
+    const h = new Harness(createEngineState({}, T0), T0);
+    h.play(s.cut());
+    const capture = h.md.checkpoint().capture();
+    h.clock.set(T0 + 10 * M + 25 * 60 * M);
+    expect(h.md.tickers()[0]).toMatchObject({ open24h: '60000', volume24h: '0' });
+    expect(h.md.candles('BTC-PERP', '1m', undefined, undefined, 5_000)).toHaveLength(1_501);
+    const entries = [...capture.entries()] as MarketDataEntry[];
+    capture.release();
+    const ticker = entries.find((e) => e.kind === 'ticker' && e.market === 1);
+    expect(ticker?.kind === 'ticker' && [ticker.priorClose, ticker.buckets.length]).toEqual([
+      null,
+      1,
+    ]);
+    const minutes = entries.find(
+      (e) => e.kind === 'candles' && e.market === 1 && e.interval === '1m',
+    );
+    expect(minutes?.kind === 'candles' && [minutes.current?.[0], minutes.history.length]).toEqual([
+      T0 + 10 * M,
+      0,
     ]);
   });
 

@@ -321,6 +321,9 @@ export class MarketDataRestore {
     let name = `entry ${index}`;
     try {
       const e = record(entry, 'the entry');
+      if (e.kind !== 'ticker' && e.kind !== 'candles' && e.kind !== 'prints') {
+        fail(`unknown kind ${describe(e.kind)}`);
+      }
       const m = market(e.market);
       switch (e.kind) {
         case 'ticker': {
@@ -354,11 +357,9 @@ export class MarketDataRestore {
             }
             last = p;
           });
-          seen.prints.push(...prints);
+          for (const p of prints) seen.prints.push(p);
           return;
         }
-        default:
-          fail(`unknown kind ${describe(e.kind)}`);
       }
     } catch (error) {
       if (error instanceof Malformed) {
