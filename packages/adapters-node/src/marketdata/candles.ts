@@ -523,17 +523,17 @@ export class CandleProjection {
    * here on a market's rows are copied before they first change. Yielded rows are copies.
    */
   capture(): RowsCapture<number, MarketCandleRows> {
-    const rows = this.captures.start(this.markets.keys(), (id) => {
+    const markets = this.captures.start(this.markets.keys(), (id) => {
       const m = this.markets.get(id);
       return m === undefined ? undefined : this.copyOf(m);
     });
     return {
       *rows() {
-        for (const [id, m] of rows.rows()) {
+        for (const [id, m] of markets.rows()) {
           yield [id, { series: m.series.map((s) => s.rows()), prints: m.log.held() }];
         }
       },
-      release: () => rows.release(),
+      release: () => markets.release(),
     };
   }
 

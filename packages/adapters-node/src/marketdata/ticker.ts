@@ -92,12 +92,12 @@ export class TickerProjection {
    * is copied before it first changes. Rows yielded from a live window hold until it changes.
    */
   capture(): RowsCapture<number, WindowRows> {
-    const rows = this.captures.start(this.windows.keys(), (id) => this.windows.get(id));
+    const windows = this.captures.start(this.windows.keys(), (id) => this.windows.get(id));
     return {
       *rows() {
-        for (const [id, w] of rows.rows()) yield [id, w.rows()];
+        for (const [id, w] of windows.rows()) yield [id, w.rows()];
       },
-      release: () => rows.release(),
+      release: () => windows.release(),
     };
   }
 
