@@ -410,7 +410,6 @@ async function startLocked(
     options.replayUnderNewRules === true,
   );
   if (underNewRules !== null) log(underNewRules);
-  if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const firstTime = records[0]?.time ?? 0;
   const journaledTime = records[records.length - 1]?.time ?? snapshot?.state.time ?? 0;
   const clock = options.clock ?? new SystemClock(journaledTime);
@@ -463,8 +462,11 @@ async function startLocked(
     },
   });
   // After a snapshot, the read models get the history before it in the background: the backfill
-  // keeps every batch from the tail replay on, re-reduces records 1..snapshot seq aside, then
-  // swaps rebuilt read models in (docs/durability.md).
+  // keeps every batch from the tail replay on, loads the read models at the snapshot's seq from
+  // the checkpoint written beside it (or, without a valid one, re-reduces records 1..snapshot
+  // seq), feeds them the kept batches, then swaps them in (docs/durability.md).
+  const readModelParts = [history.checkpoint(), streams.checkpoint(), marketData.checkpoint()];
+  if (snapshot !== null) history.seedWorkingOrders(snapshot.state);
   const fileJournal = journal instanceof FileJournal ? journal : null;
   const backfill =
     snapshot !== null &&
@@ -481,6 +483,9 @@ async function startLocked(
             ? {}
             : { chunkRecords: options.historyBackfill.chunkRecords }),
           onEnd: () => fileJournal.forget(fileJournal.lastSeq),
+          ...(snapshotDir === null
+            ? {}
+            : { checkpoint: { dir: snapshotDir, snapshot, parts: readModelParts } }),
         })
       : null;
   for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
@@ -498,6 +503,10 @@ async function startLocked(
           dir: snapshotDir,
           lastSeq: snapshot?.seq ?? 0,
           log,
+          // Only complete read models are checkpointed: not while a backfill rebuilds them, nor
+          // after one that did not complete (or was turned off) on a start from a snapshot.
+          readModels: () =>
+            snapshot === null || backfill?.progress.phase === 'complete' ? readModelParts : null,
           ...(options.snapshots ? { policy: options.snapshots } : {}),
         });
   snapshotter?.attach(host);

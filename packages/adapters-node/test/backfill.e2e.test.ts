@@ -5,13 +5,14 @@
  * are what a full replay of the same data directory serves; trades made while a slow backfill
  * runs are all there, in order.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { wallet as plainWallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/engine/clock.js';
 import { DEFAULT_CONFIG } from '../src/index.js';
+import { listCheckpointFiles } from '../src/journal/read-model-files.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
@@ -171,6 +172,11 @@ function clockFor(dir: string): Clock {
   return clock;
 }
 
+/** Deletes the read-model checkpoints: the start falls back to re-reducing the journal. */
+function dropCheckpoints(dir: string): void {
+  for (const f of listCheckpointFiles(dir)) rmSync(f.path);
+}
+
 async function restart(dir: string, options: StartVenueOptions = {}): Promise<TestVenue> {
   return startTestVenue({
     dataDir: dir,
@@ -198,6 +204,8 @@ describe('history backfill after a restart from a snapshot', () => {
     await rest(x, 60300, false);
     await trade(x, 65110, 0.02);
     await t.close();
+    // These tests rebuild from the journal: a data directory from before read-model checkpoints.
+    dropCheckpoints(dir);
 
     // Control: without the backfill the history starts at the snapshot (the defect).
     const lines: string[] = [];
@@ -218,6 +226,7 @@ describe('history backfill after a restart from a snapshot', () => {
     expect(await t.venue.historyBackfill?.done).toBe('complete');
     expect(t.venue.historyBackfill?.progress).toMatchObject({
       phase: 'complete',
+      source: 'journal',
       reduced: seqOf,
       total: seqOf,
     });
@@ -273,8 +282,10 @@ describe('history backfill after a restart from a snapshot', () => {
     await trade(x, 65010);
     await snapshotCoveringAll(t, dir);
     await t.close();
+    dropCheckpoints(dir);
 
-    t = await restart(dir, { historyBackfill: { chunkRecords: 1 } });
+    const lines: string[] = [];
+    t = await restart(dir, { historyBackfill: { chunkRecords: 1 }, log: (l) => lines.push(l) });
     const backfill = t.venue.historyBackfill;
     expect(backfill).not.toBeNull();
     x = await traders(t, false);
@@ -291,6 +302,12 @@ describe('history backfill after a restart from a snapshot', () => {
     expect(await backfill?.done).toBe('complete');
     // The backfill was still running after some of them were acknowledged.
     expect(during.length).toBeGreaterThanOrEqual(2);
+    // Snapshots taken while it ran have no read-model checkpoint: the read models lacked the
+    // history before the snapshot, and a start from one would have loaded them so.
+    const done = lines.findIndex((l) => l.startsWith('history backfill: done'));
+    const snapshotsDuring = lines.slice(0, done).filter((l) => /^snapshot .*: seq \d+/.test(l));
+    expect(snapshotsDuring.length).toBeGreaterThan(0);
+    for (const l of snapshotsDuring) expect(l).not.toContain('read models');
     await trade(x, 66000);
     const backfilled = await readModels(t, x);
     await t.close();
@@ -306,4 +323,98 @@ describe('history backfill after a restart from a snapshot', () => {
     await t.close();
     expect(backfilled).toEqual(full);
   }, 120_000);
+});
+
+describe('read-model checkpoints beside the snapshots', () => {
+  /** Until no snapshot write is in progress and the newest snapshot has its checkpoint. */
+  async function checkpointsSettled(dir: string): Promise<void> {
+    for (let i = 0; i < 1000; i++) {
+      const busy = readdirSync(dir).some((n) => n.endsWith('.tmp'));
+      if (!busy && listSnapshotFiles(dir)[0]?.seq === listCheckpointFiles(dir)[0]?.seq) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    throw new Error('the newest snapshot never got its read-model checkpoint');
+  }
+
+  /** Trades and orders before a snapshot and after it; stops without a clean-stop snapshot. */
+  async function history(dir: string): Promise<number> {
+    const t = await restart(dir, { snapshots: { ...SNAPSHOTS, atClose: false } });
+    await t.oracle({ 'BTC-PERP': '65000' });
+    const x = await traders(t, true);
+    for (let i = 0; i < 3; i++) await trade(x, 65000 + i * 10);
+    await rest(x, 60000, true);
+    await rest(x, 60100, false);
+    const snapSeq = await snapshotCoveringAll(t, dir);
+    await trade(x, 65100);
+    await rest(x, 60200, true);
+    await checkpointsSettled(dir);
+    await t.close();
+    return snapSeq;
+  }
+
+  it('a restart loads the read models of its snapshot instead of re-reducing the journal', async () => {
+    const dir = tempDir();
+    await history(dir);
+    const newest = listSnapshotFiles(dir)[0]?.seq as number;
+    expect(listCheckpointFiles(dir)[0]?.seq).toBe(newest);
+
+    const lines: string[] = [];
+    let t = await restart(dir, { log: (l) => lines.push(l) });
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(t.venue.historyBackfill?.progress).toMatchObject({
+      phase: 'complete',
+      source: 'checkpoint',
+      reduced: 0,
+    });
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^history backfill: done, the read models at seq ${newest} loaded from .*readmodels-0+${newest}\\.ckpt \\(\\d+ bytes, \\d+ entries\\) in \\d+\\.\\d s, \\d+ later batches merged`,
+        ),
+      ),
+    );
+    expect(lines.some((l) => l.includes('re-reducing'))).toBe(false);
+    let x = await traders(t, false);
+    const restored = await readModels(t, x);
+    await t.close();
+
+    t = await restart(dir, { snapshots: false });
+    x = await traders(t, false);
+    const full = await readModels(t, x);
+    await t.close();
+    expect((full['alice.trades'] as { trades: unknown[] }).trades).toHaveLength(4);
+    expect(restored).toEqual(full);
+  }, 60_000);
+
+  it('a damaged checkpoint is skipped with its reason, the journal rebuilds, and the next start loads a new one', async () => {
+    const dir = tempDir();
+    await history(dir);
+    const newest = listCheckpointFiles(dir)[0] as { path: string; seq: number };
+    const data = readFileSync(newest.path);
+    data.writeUInt8(data.readUInt8(data.length - 2) ^ 0x01, data.length - 2);
+    writeFileSync(newest.path, data);
+
+    const lines: string[] = [];
+    let t = await restart(dir, { log: (l) => lines.push(l) });
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(t.venue.historyBackfill?.progress).toMatchObject({ source: 'journal' });
+    expect(lines).toContain(
+      `history backfill: no read-model checkpoint loaded (${newest.path}: body checksum mismatch)`,
+    );
+    let x = await traders(t, false);
+    const rebuilt = await readModels(t, x);
+    // Complete again, the read models are checkpointed beside the snapshots written from now on
+    // (and beside the newest one at a clean stop with nothing newer: read-model-files.test.ts).
+    await t.close();
+    expect(listCheckpointFiles(dir)[0]?.seq).toBe(listSnapshotFiles(dir)[0]?.seq);
+
+    lines.length = 0;
+    t = await restart(dir, { log: (l) => lines.push(l) });
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(t.venue.historyBackfill?.progress).toMatchObject({ source: 'checkpoint' });
+    x = await traders(t, false);
+    const restored = await readModels(t, x);
+    await t.close();
+    expect(restored).toEqual(rebuilt);
+  }, 60_000);
 });

@@ -15,7 +15,7 @@ import {
 import { BTC_SETTINGS, ETH_SETTINGS, T0, TestVenue, wallet } from '@perp/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../engine/clock.js';
-import { EngineHost } from '../engine/host.js';
+import { type CommittedBatch, EngineHost } from '../engine/host.js';
 import { CheckpointEntryError, type ReadModelCapture } from '../read/checkpoint.js';
 import { CandleProjection, INTERVALS, noCandleChanges } from './candles.js';
 import {
@@ -243,6 +243,7 @@ describe('market-data checkpoint part', () => {
     const restored = new Harness(snapshot, captureTime);
     const restorer = restored.md.checkpoint().restorer();
     for (const e of entries) restorer.add(e);
+    restorer.check?.();
     restorer.commit();
     expect(restored.answers()).toEqual(atCapture);
 
@@ -395,7 +396,7 @@ describe('market-data checkpoint part', () => {
     expect(h.md.candles('BTC-PERP', '1m')?.[0]).toMatchObject({ trades: 1, open: '60500' });
   });
 
-  it('lands the journal tail in its own minutes after a restore (commit closes nothing)', () => {
+  it('lands the journal tail in its own minutes after a restore', () => {
     const s = new Script();
     s.at(T0 + 5_000);
     s.trade('BTC-PERP', '65000');
@@ -410,12 +411,17 @@ describe('market-data checkpoint part', () => {
     s.trade('BTC-PERP', '65100');
     const tail = s.cut();
 
-    // Restarted an hour later: restore, then replay the tail, as venue.ts does.
+    // Restarted an hour later: the tail replayed, then the checkpoint loaded and fed the batches
+    // since, as the history backfill does.
     const restarted = new Harness(snapshot, T0 + 60 * M);
+    const kept: CommittedBatch[] = [];
+    restarted.host.subscribe((b) => kept.push(b));
+    restarted.host.replay(tail.commands);
     const restorer = restarted.md.checkpoint().restorer();
     for (const e of entries) restorer.add(e);
+    restorer.check?.();
+    for (const b of kept) restorer.apply(b);
     restorer.commit();
-    restarted.host.replay(tail.commands);
     const traded = restarted.md.candles('BTC-PERP', '1m')?.filter((c) => c.trades > 0);
     expect(traded?.map((c) => [c.openTime - T0, c.close])).toEqual([
       [0, '65000'],
@@ -439,6 +445,7 @@ describe('market-data checkpoint part', () => {
     const small = new Harness(h.host.state, at, 3);
     const restorer = small.md.checkpoint().restorer();
     for (const e of entries) restorer.add(e);
+    restorer.check?.();
     restorer.commit();
     const full = h.md.candles('BTC-PERP', '15m', undefined, undefined, 100) ?? [];
     expect(full).toHaveLength(9);
@@ -640,13 +647,13 @@ describe('market-data checkpoint entries that cannot be read', () => {
     expect(h.answers()).toEqual(before);
   });
 
-  it('refuses at commit a market missing a series, and changes nothing', () => {
+  it('refuses at check a market missing a series, and changes nothing', () => {
     const { h, entries, before } = captured();
     const restorer = h.md.checkpoint().restorer();
     for (const [i, e] of entries.entries())
       if (i !== find(entries, 'candles', '4h')) restorer.add(e);
-    expect(() => restorer.commit()).toThrow(CheckpointEntryError);
-    expect(() => restorer.commit()).toThrow(/marketData: market 1 has no 4h candles/);
+    expect(() => restorer.check?.()).toThrow(CheckpointEntryError);
+    expect(() => restorer.check?.()).toThrow(/marketData: market 1 has no 4h candles/);
     expect(h.answers()).toEqual(before);
   });
 
@@ -654,6 +661,7 @@ describe('market-data checkpoint entries that cannot be read', () => {
     const { h, entries, before } = captured();
     const restorer = h.md.checkpoint().restorer();
     for (const e of entries) restorer.add(e);
+    restorer.check?.();
     restorer.commit();
     const restored = h.answers();
     expect(restored).not.toEqual(before);

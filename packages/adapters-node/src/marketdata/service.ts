@@ -167,10 +167,8 @@ export interface MarketDataService {
   /**
    * The ticker and candle projections as a read-model checkpoint part (`marketData`, see
    * `marketdata/checkpoint.ts`). Its capture covers the projections live when it starts; its
-   * restorer fills fresh ones and `commit` makes them the service's, at start-up before the
-   * journal's tail is replayed (nothing is advanced to now: the tail trades in the minutes
-   * after the snapshot). `commit` throws `CheckpointEntryError`, changing nothing, when a market
-   * lacks some of its series.
+   * restorer fills fresh ones (`check` refuses a market that lacks some of its series), is fed
+   * the batches since the checkpoint, and `commit` makes them the service's as a rebuild's does.
    */
   checkpoint(): CheckpointPart;
   /** Open sockets. */
@@ -761,12 +759,20 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           const restore = new MarketDataRestore(ticker, candles);
           return {
             add: (entry) => restore.add(entry),
+            // Every market has all its series, then the candles are filled (aside).
+            check: () => restore.finish(),
+            // The batches since the checkpoint, as a rebuild is fed them.
+            apply(batch) {
+              ticker.apply(batch);
+              ticker.restate(candles.apply(batch).busts);
+            },
             commit() {
-              restore.finish();
               if (closing) return;
-              // Unlike a rebuild's commit, nothing closes here: the journal's tail, replayed
-              // next, trades in the minutes after the snapshot and must land in them, and the
-              // candles replaced were never pushed (no socket is open before the replay).
+              // As a rebuild's commit: candles that ended by now are pushed closed by the live
+              // projection, and closed silently in the restored one (closed once on the wire).
+              const time = now();
+              sendClosed(candleProjection.advance(time));
+              candles.advance(time);
               tickerProjection = ticker;
               candleProjection = candles;
               requestProjectionPushes();

@@ -2,20 +2,24 @@
  * History backfill after a restart from a snapshot (docs/durability.md, "Read models after a
  * snapshot restart"). Recovery reduces only the journal records after the snapshot, so the read
  * models (order and trade history, report replay buffers, tickers, candles) start with what
- * followed it. The journal still holds every record since genesis and the core is deterministic,
- * so this rebuilds them completely, in the background, while the venue serves:
+ * followed it. The backfill gives them the history before it, in the background, while the venue
+ * serves:
  *
  * 1. It listens to the host from before the tail replay and keeps every committed batch (the
  *    tail replay, then live batches) until it is done.
- * 2. It re-reduces records 1..snapshot seq from `createEngineState({}, time of record 1)`, as a
- *    full replay does, a slice of records per event-loop turn (`setImmediate` between slices),
- *    and hands the events to fresh, empty projections (never to the live state, never to
- *    clients) in batches of 4,096 records aligned as a full replay's, so they see what a full
- *    replay's projections saw.
- * 3. It checks that the state it reached has the snapshot's hash (hashed in slices too); if not,
- *    it logs an error and gives up, leaving the read models as they are.
- * 4. It feeds the fresh projections the kept batches, in slices, then, in the same turn as the
- *    last one (no batch can come in between), makes them the live read models (`commit`).
+ * 2. The read models at the snapshot's seq come from the read-model checkpoint written beside
+ *    the snapshot (`journal/read-model-files.ts`), read and checked in slices into fresh copies.
+ *    Without one that passes every check (the reason is logged), they are rebuilt from the
+ *    journal, which holds every record since genesis, and the core is deterministic:
+ *    - it re-reduces records 1..snapshot seq from `createEngineState({}, time of record 1)`, as a
+ *      full replay does, a slice of records per event-loop turn (`setImmediate` between
+ *      slices), and hands the events to fresh, empty projections (never to the live state, never
+ *      to clients) in batches of 4,096 records aligned as a full replay's, so they see what a
+ *      full replay's projections saw;
+ *    - it checks that the state it reached has the snapshot's hash (hashed in slices too); if
+ *      not, it logs an error and gives up, leaving the read models as they are.
+ * 3. It feeds the fresh copies the kept batches, in slices, then, in the same turn as the last
+ *    one (no batch can come in between), makes them the live read models (`commit`).
  *
  * The result is the read models of a full replay of the same journal, with every live batch that
  * arrived during the backfill in its place.
