@@ -6,7 +6,8 @@
  * journal record `seq`, the seq of the snapshot written in the same turn. Like a snapshot file
  * it has a header line (JSON: format, version, seq, the snapshot's state hash, each part's
  * version, body length and CRC-32; padded with spaces to 512 bytes) and a body: one line per
- * entry, `[part name, entry]` in `encodeJson`. It is written in slices between the engine's
+ * entry, `[part name, entry]`, the entries in the compact form of `compact-json.ts` (one
+ * encoder for the file: a shape or long string is written once, then referred to by number). It is written in slices between the engine's
  * batches to a temporary file, fsynced, renamed into place and the directory fsynced, so a crash
  * leaves either no file or a whole one.
  *
@@ -21,8 +22,8 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
-import { decodeJson, encodeJson } from '@perp/core';
 import type { CheckpointPart, PartRestorer, ReadModelCapture } from '../read/checkpoint.js';
+import { CompactDecoder, CompactEncoder } from './compact-json.js';
 import { syncDir, writeFully } from './durable-write.js';
 
 const FORMAT = 'perp-read-models';
@@ -136,6 +137,7 @@ export async function writeCheckpointFile(
         await writeFully(fh, piece, HEADER_BLOCK + bytes);
         bytes += piece.length;
       };
+      const encoder = new CompactEncoder();
       for (const [i, part] of parts.entries()) {
         const entries = (captures[i] as ReadModelCapture).entries()[Symbol.iterator]();
         const prefix = `[${JSON.stringify(part.name)},`;
@@ -146,7 +148,7 @@ export async function writeCheckpointFile(
             if (next.done === true) done = true;
             else {
               // Encoded in the turn it was yielded: an entry from live rows holds until then.
-              const line = `${prefix}${encodeJson(next.value)}]\n`;
+              const line = `${prefix}${encoder.encode(next.value)}]\n`;
               pending.push(line);
               pendingChars += line.length;
             }
@@ -258,17 +260,18 @@ function* readCheckpoint(
   if (crc !== header.bodyCrc32) return no('body checksum mismatch');
   const restorers = parts.map((p) => p.restorer());
   const byName = new Map(parts.map((p, i) => [p.name, restorers[i] as PartRestorer]));
+  const decoder = new CompactDecoder();
   let line = 0;
   try {
     for (let at = 0; at < body.length; line++) {
       const end = body.indexOf(10, at);
       if (end < 0) throw new Error('the last line has no end');
-      const row = decodeJson<unknown>(body.toString('utf8', at, end));
+      const row: unknown = JSON.parse(body.toString('utf8', at, end));
       at = end + 1;
       const [name, entry] = Array.isArray(row) && row.length === 2 ? row : [];
       const restorer = typeof name === 'string' ? byName.get(name) : undefined;
       if (restorer === undefined) throw new Error('not [known part, entry]');
-      restorer.add(entry);
+      restorer.add(decoder.decodeParsed(entry));
       if (line % STEP_ENTRIES === STEP_ENTRIES - 1) yield;
     }
   } catch (e) {
