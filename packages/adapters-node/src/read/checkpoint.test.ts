@@ -156,6 +156,68 @@ describe('read-model checkpoints of history and report streams', () => {
     expect(busted).toHaveLength(1);
   });
 
+  // The part walked first sees its accounts' live rows change between their chunks; the other
+  // finds them already copied. Each order gives one part the harder case.
+  it.each([
+    ['history', false],
+    ['reportStreams', true],
+  ])(
+    'writes a large account in chunks that all describe the capture, batches arriving between them (%s walked first)',
+    (_first, reverse) => {
+      const v = new TestVenue();
+      v.list(BTC_SETTINGS);
+      for (const w of [A, B]) {
+        v.open(w);
+        v.fund(w, '10000000');
+      }
+      v.oracle({ 'BTC-PERP': '65000' });
+      const trade = (i: number) => {
+        const side = i % 2 === 0;
+        v.place(B, 'BTC-PERP', { side: side ? 'Sell' : 'Buy', qty: '0.01', price: '65000' });
+        v.place(A, 'BTC-PERP', {
+          side: side ? 'Buy' : 'Sell',
+          qty: '0.01',
+          price: '65000',
+          tif: 'IOC',
+        });
+      };
+      for (let i = 0; i < 1_100; i++) trade(i);
+      const cut = v.log.length;
+      for (let i = 0; i < 40; i++) trade(i);
+      const all = batches(v.log, 1);
+      const now = (all[all.length - 1] as CommittedBatch).state.time + 1;
+      const live = fresh();
+      feed(live, all.slice(0, cut));
+      const atCapture = fresh();
+      feed(atCapture, all.slice(0, cut));
+
+      const parts = partsOf(live);
+      if (reverse) parts.reverse();
+      const captures = parts.map((p) => p.capture());
+      const pending = all.slice(cut);
+      const written: [string, string][] = [];
+      const chunksOf = new Map<string, number>();
+      for (const [i, capture] of captures.entries()) {
+        const name = (parts[i] as CheckpointPart).name;
+        for (const entry of capture.entries()) {
+          written.push([name, encodeJson(entry)]);
+          const key = name === 'history' ? `history ${String((entry as unknown[])[1])}` : name;
+          chunksOf.set(key, (chunksOf.get(key) ?? 0) + 1);
+          // A trade of both accounts between every two entries.
+          feed(live, pending.splice(0, 2));
+        }
+        capture.release();
+      }
+      // Each account's 1,100 trades took two entries, its reports (one or two a trade) two or more.
+      expect(chunksOf.get('history trades')).toBe(4);
+      expect(chunksOf.get('history orders')).toBe(4);
+      expect(chunksOf.get('reportStreams')).toBeGreaterThanOrEqual(4);
+      feed(live, pending);
+      expect(reads(restoreFrom(written), now)).toEqual(reads(atCapture, now));
+      expect(reads(live, now)).not.toEqual(reads(atCapture, now));
+    },
+  );
+
   it('a released capture keeps no copies, and a second capture may start', () => {
     const { before, after } = scenario();
     const all = batches([...before, ...after], 4);
@@ -176,11 +238,12 @@ describe('read-model checkpoints of history and report streams', () => {
     feed(m, batches(before, 8));
     const now = m.history.orders(A, { startTime: 0 }, Number.MAX_SAFE_INTEGER);
     const cases: [CheckpointPart, unknown, RegExp][] = [
-      [m.history.checkpoint(), 'x', /not \[address, orders, closed, trades\]/],
-      [m.history.checkpoint(), ['0xnope', [], [], []], /not an account address/],
-      [m.history.checkpoint(), [A, [[{ orderId: '1' }, { orderId: 2n }]], [], []], /disagree/],
-      [m.history.checkpoint(), [A, [], ['9'], []], /not a closed order/],
-      [m.history.checkpoint(), [A, [], [], [{ tradeId: 1 }]], /trade row is malformed/],
+      [m.history.checkpoint(), 'x', /not \[address, orders \| closed \| trades, rows\]/],
+      [m.history.checkpoint(), ['0xnope', 'orders', []], /not an account address/],
+      [m.history.checkpoint(), [A, 'views', []], /views is not orders, closed or trades/],
+      [m.history.checkpoint(), [A, 'orders', [[{ orderId: '1' }, { orderId: 2n }]]], /disagree/],
+      [m.history.checkpoint(), [A, 'closed', ['9']], /not a closed order/],
+      [m.history.checkpoint(), [A, 'trades', [{ tradeId: 1 }]], /trade row is malformed/],
       [m.streams.checkpoint(), [A, [{ type: 'executionReport', account: B }]], /out of sequence/],
       [
         m.streams.checkpoint(),
@@ -199,10 +262,17 @@ describe('read-model checkpoints of history and report streams', () => {
       expect(() => r.add(entry)).toThrow(CheckpointEntryError);
       expect(() => part.restorer().add(entry)).toThrow(message);
     }
-    // A duplicate account is refused too.
+    // An account's chunks come together and in order; a gap between two chunks of reports.
     const r = m.history.checkpoint().restorer();
-    r.add([A, [], [], []]);
-    expect(() => r.add([A, [], [], []])).toThrow(/appears twice/);
+    r.add([A, 'trades', []]);
+    expect(() => r.add([A, 'orders', []])).toThrow(/orders after trades/);
+    r.add([B, 'orders', []]);
+    expect(() => r.add([A, 'trades', []])).toThrow(/account 0x0+1 appears twice/);
+    const s = m.streams.checkpoint().restorer();
+    s.add([A, [{ type: 'executionReport', account: A, seq: 1, time: 0 }]]);
+    expect(() => s.add([A, [{ type: 'executionReport', account: A, seq: 3, time: 0 }]])).toThrow(
+      /after seq 1/,
+    );
     expect(m.history.orders(A, { startTime: 0 }, Number.MAX_SAFE_INTEGER)).toEqual(now);
   });
 });

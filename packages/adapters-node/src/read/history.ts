@@ -127,6 +127,11 @@ function newerFirst(a: PageKey, b: PageKey): number {
   return x === y ? 0 : x < y ? 1 : -1;
 }
 
+/** Rows per checkpoint entry (closed ids: eight times as many), so no entry holds a slice long. */
+const HISTORY_CHUNK = 1_024;
+/** The kinds of a history checkpoint entry, in the order an account's chunks come. */
+const KINDS = ['orders', 'closed', 'trades'] as const;
+
 /** An account's rows that later changes leave alone (rows are replaced, never changed). */
 function copyAccount(h: AccountHistory): AccountHistory {
   return {
@@ -144,6 +149,8 @@ export class HistoryStore {
   private readonly maxTrades: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
   private ledger: CaptureLedger<string, AccountHistory> | null = null;
+  /** A restore's current account and the last kind of its chunks (see `restoreChunk`). */
+  private restoring: { account: string; order: number } | null = null;
 
   constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
     this.maxClosed = options.maxClosedOrders ?? 10_000;
@@ -186,8 +193,9 @@ export class HistoryStore {
   }
 
   /**
-   * The history as a checkpoint part (`checkpoint.ts`). An entry is one account's rows:
-   * `[address, [[row, view], ...], closed ids, trades]`.
+   * The history as a checkpoint part (`checkpoint.ts`). An entry is a chunk of one account's
+   * rows: `[address, 'orders', [[row, view], ...]]`, `[address, 'closed', ids]` or
+   * `[address, 'trades', rows]`, an account's chunks together and in that order.
    */
   checkpoint(): CheckpointPart {
     return {
@@ -197,7 +205,7 @@ export class HistoryStore {
       restorer: () => {
         const restored = this.emptyCopy();
         return {
-          add: (entry) => restored.restoreAccount(entry),
+          add: (entry) => restored.restoreChunk(entry),
           apply: (batch) => restored.apply(batch),
           commit: () => this.adopt(restored),
         } satisfies PartRestorer;
@@ -213,10 +221,24 @@ export class HistoryStore {
     const accounts = this.accounts;
     return {
       *entries() {
-        for (const [address, h] of ledger.rows((a) => accounts.get(a))) {
-          const orders: [OrderRecord, OrderView][] = [];
-          for (const [id, row] of h.orders) orders.push([row, h.views.get(id) as OrderView]);
-          yield [address, orders, h.closed, h.trades];
+        for (const [address, rows] of ledger.rows((a) => accounts.get(a))) {
+          // Rows yielded live hold only until the next turn: a large account is copied first,
+          // so its chunks, written across turns, all describe the capture's turn.
+          const large = rows.orders.size > HISTORY_CHUNK || rows.trades.length > HISTORY_CHUNK;
+          const h = large ? copyAccount(rows) : rows;
+          let orders: [OrderRecord, OrderView][] = [];
+          for (const [id, row] of h.orders) {
+            orders.push([row, h.views.get(id) as OrderView]);
+            if (orders.length === HISTORY_CHUNK) {
+              yield [address, 'orders', orders];
+              orders = [];
+            }
+          }
+          if (orders.length > 0) yield [address, 'orders', orders];
+          for (let i = 0; i < h.closed.length; i += HISTORY_CHUNK * 8)
+            yield [address, 'closed', h.closed.slice(i, i + HISTORY_CHUNK * 8)];
+          for (let i = 0; i < h.trades.length; i += HISTORY_CHUNK)
+            yield [address, 'trades', h.trades.slice(i, i + HISTORY_CHUNK)];
         }
       },
       release: () => {
@@ -226,51 +248,62 @@ export class HistoryStore {
     };
   }
 
-  /** Adds an account's rows from a checkpoint entry (see {@link checkpoint}). */
-  private restoreAccount(entry: unknown): void {
+  /**
+   * Adds a chunk of an account's rows from a checkpoint entry (see {@link checkpoint}): an
+   * account's chunks come together, orders before closed ids before trades.
+   */
+  private restoreChunk(entry: unknown): void {
     const bad = (detail: string): never => {
       throw new CheckpointEntryError('history', detail);
     };
-    if (!Array.isArray(entry) || entry.length !== 4)
-      bad('an entry is not [address, orders, closed, trades]');
-    const [address, orders, closed, trades] = entry as unknown[];
+    if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[2]))
+      bad('an entry is not [address, orders | closed | trades, rows]');
+    const [address, kind, rows] = entry as [unknown, unknown, unknown[]];
     if (typeof address !== 'string' || !/^0x[0-9a-f]{40}$/.test(address))
       bad(`${String(address)} is not an account address`);
-    if (this.accounts.has(address as string)) bad(`account ${String(address)} appears twice`);
-    if (!Array.isArray(orders) || !Array.isArray(closed) || !Array.isArray(trades))
-      bad(`account ${String(address)}: orders, closed and trades must be lists`);
-    const h: AccountHistory = { orders: new Map(), views: new Map(), closed: [], trades: [] };
-    for (const pair of orders as unknown[]) {
-      const [row, view] = Array.isArray(pair) ? (pair as unknown[]) : [];
-      if (!isRecord(row) || !isRecord(view) || typeof row.orderId !== 'string')
-        bad(`account ${String(address)}: an order is not [row, view]`);
-      const r = row as unknown as OrderRecord;
-      const v = view as unknown as OrderView;
-      if (
-        String(v.orderId) !== r.orderId ||
-        typeof r.createdTime !== 'number' ||
-        (r.closedTime !== null && typeof r.closedTime !== 'number')
-      )
-        bad(`account ${String(address)}: order ${r.orderId} has a row and view that disagree`);
-      if (h.orders.has(r.orderId))
-        bad(`account ${String(address)}: order ${r.orderId} appears twice`);
-      h.orders.set(r.orderId, r);
-      h.views.set(r.orderId, v);
+    const account = address as string;
+    const order = KINDS.indexOf(kind as (typeof KINDS)[number]);
+    if (order < 0) bad(`account ${account}: ${String(kind)} is not orders, closed or trades`);
+    let h = this.accounts.get(account);
+    if (h === undefined) {
+      h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
+      this.accounts.set(account, h);
+      this.restoring = { account, order };
+    } else if (this.restoring?.account !== account) bad(`account ${account} appears twice`);
+    else if (order < this.restoring.order)
+      bad(`account ${account}: ${String(kind)} after ${KINDS[this.restoring.order]}`);
+    this.restoring = { account, order };
+    if (kind === 'orders') {
+      for (const pair of rows) {
+        const [row, view] = Array.isArray(pair) ? (pair as unknown[]) : [];
+        if (!isRecord(row) || !isRecord(view) || typeof row.orderId !== 'string')
+          bad(`account ${account}: an order is not [row, view]`);
+        const r = row as unknown as OrderRecord;
+        const v = view as unknown as OrderView;
+        if (
+          String(v.orderId) !== r.orderId ||
+          typeof r.createdTime !== 'number' ||
+          (r.closedTime !== null && typeof r.closedTime !== 'number')
+        )
+          bad(`account ${account}: order ${r.orderId} has a row and view that disagree`);
+        if (h.orders.has(r.orderId)) bad(`account ${account}: order ${r.orderId} appears twice`);
+        h.orders.set(r.orderId, r);
+        h.views.set(r.orderId, v);
+      }
+    } else if (kind === 'closed') {
+      for (const id of rows) {
+        const row = typeof id === 'string' ? h.orders.get(id) : undefined;
+        if (row === undefined || row.closedTime === null)
+          bad(`account ${account}: closed id ${String(id)} is not a closed order of the account`);
+        h.closed.push(id as string);
+      }
+    } else {
+      for (const t of rows) {
+        if (!isRecord(t) || typeof t.tradeId !== 'string' || typeof t.time !== 'number')
+          bad(`account ${account}: a trade row is malformed`);
+        h.trades.push(t as unknown as TradeRecord);
+      }
     }
-    for (const id of closed as unknown[]) {
-      const row = typeof id === 'string' ? h.orders.get(id) : undefined;
-      if (row === undefined || row.closedTime === null)
-        bad(
-          `account ${String(address)}: closed id ${String(id)} is not a closed order of the account`,
-        );
-      h.closed.push(id as string);
-    }
-    for (const t of trades as unknown[]) {
-      if (!isRecord(t) || typeof t.tradeId !== 'string' || typeof t.time !== 'number')
-        bad(`account ${String(address)}: a trade row is malformed`);
-      h.trades.push(t as unknown as TradeRecord);
-    }
-    this.accounts.set(address as string, h);
   }
 
   /** Applies a committed batch. */

@@ -29,6 +29,9 @@ export interface Replay {
   readonly resyncRequired: boolean;
 }
 
+/** Reports per checkpoint entry, so no entry holds a slice long. */
+const REPORT_CHUNK = 1_024;
+
 interface Buffer {
   reports: ExecutionReport[];
   listeners: Set<ReportListener>;
@@ -41,6 +44,8 @@ export class ReportStreams {
   private readonly maxAgeMs: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
   private ledger: CaptureLedger<string, ExecutionReport[]> | null = null;
+  /** The account a restore is adding chunks to (see `restoreChunk`). */
+  private restoring: string | null = null;
 
   constructor(options: { capacity?: number; maxAgeMs?: number } = {}) {
     this.capacity = options.capacity ?? 100_000;
@@ -107,8 +112,9 @@ export class ReportStreams {
   }
 
   /**
-   * The replay buffers as a checkpoint part (`checkpoint.ts`). An entry is one account's
-   * buffered reports: `[address, reports]`. Subscribers are not part of it.
+   * The replay buffers as a checkpoint part (`checkpoint.ts`). An entry is a chunk of one
+   * account's buffered reports, `[address, reports]`, an account's chunks together and in seq
+   * order. Subscribers are not part of it.
    */
   checkpoint(): CheckpointPart {
     return {
@@ -118,7 +124,7 @@ export class ReportStreams {
       restorer: () => {
         const restored = this.emptyCopy();
         return {
-          add: (entry) => restored.restoreBuffer(entry),
+          add: (entry) => restored.restoreChunk(entry),
           apply: (batch) => restored.apply(batch),
           commit: () => this.adoptReports(restored),
         };
@@ -136,8 +142,12 @@ export class ReportStreams {
     const accounts = this.accounts;
     return {
       *entries() {
-        for (const [account, reports] of ledger.rows((a) => accounts.get(a)?.reports)) {
-          if (reports.length > 0) yield [account, reports];
+        for (const [account, rows] of ledger.rows((a) => accounts.get(a)?.reports)) {
+          // Rows yielded live hold only until the next turn: a long buffer is copied first, so
+          // its chunks, written across turns, all describe the capture's turn.
+          const reports = rows.length > REPORT_CHUNK ? rows.slice() : rows;
+          for (let i = 0; i < reports.length; i += REPORT_CHUNK)
+            yield [account, reports.slice(i, i + REPORT_CHUNK)];
         }
       },
       release: () => {
@@ -147,8 +157,11 @@ export class ReportStreams {
     };
   }
 
-  /** Adds an account's buffered reports from a checkpoint entry (see {@link checkpoint}). */
-  private restoreBuffer(entry: unknown): void {
+  /**
+   * Adds a chunk of an account's buffered reports from a checkpoint entry (see
+   * {@link checkpoint}): an account's chunks come together, in seq order.
+   */
+  private restoreChunk(entry: unknown): void {
     const bad = (detail: string): never => {
       throw new CheckpointEntryError('reportStreams', detail);
     };
@@ -156,8 +169,12 @@ export class ReportStreams {
     const [account, reports] = entry as unknown[];
     if (typeof account !== 'string' || !Array.isArray(reports))
       bad('an entry is not [address, reports]');
-    if (this.accounts.has(account as string)) bad(`account ${String(account)} appears twice`);
-    let seq = 0;
+    const buffered = this.accounts.get(account as string)?.reports;
+    if (buffered !== undefined && this.restoring !== account)
+      bad(`account ${String(account)} appears twice`);
+    this.restoring = account as string;
+    const into = buffered ?? [];
+    let seq = (into[into.length - 1] as ExecutionReport | undefined)?.seq ?? 0;
     for (const r of reports as unknown[]) {
       const report = r as Partial<ExecutionReport> | null;
       if (
@@ -174,8 +191,9 @@ export class ReportStreams {
           `account ${String(account)}: the report after seq ${seq} is malformed or out of sequence`,
         );
       seq = report?.seq as number;
+      into.push(report as ExecutionReport);
     }
-    this.buffer(account as string).reports = reports as ExecutionReport[];
+    if (buffered === undefined) this.buffer(account as string).reports = into;
   }
 
   /**
