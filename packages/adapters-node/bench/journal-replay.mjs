@@ -11,7 +11,8 @@
 //   BENCH_OPEN     open-loop ack phases, rate/s x seconds, comma-separated (default 1000x2,4000x2)
 //   BENCH_ONLY     sections to run, comma-separated: replay, snapshot (one-shot encode/decode/
 //                  hash), stall (background snapshot write under an event-loop delay monitor),
-//                  acks (default: all four)
+//                  readmodels (read models rebuilt from the journal against written to and
+//                  loaded from a checkpoint), acks (default: all five)
 //   BENCH_JSON     1: print one JSON line with every figure at the end
 //
 // ab-durability.mjs runs the stall and acks sections of two builds alternately.
@@ -32,6 +33,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import {
   createEngineState,
   decodeSnapshot,
+  encodeJson,
   encodeSnapshot,
   reduceAll,
   SnapshotEncoder,
@@ -41,8 +43,16 @@ import {
 import { SystemClock } from '../dist/engine/clock.js';
 import { EngineHost } from '../dist/engine/host.js';
 import { encodeRecord, FileJournal } from '../dist/journal/file-journal.js';
+import {
+  captureReadModels,
+  loadCheckpoint,
+  writeCheckpointFile,
+} from '../dist/journal/read-model-files.js';
 import { Snapshotter } from '../dist/journal/snapshots.js';
+import { createMarketDataService } from '../dist/marketdata/service.js';
 import { stateKeccak } from '../dist/native-keccak.js';
+import { HistoryStore } from '../dist/read/history.js';
+import { ReportStreams } from '../dist/read/report-streams.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const coreDir = resolve(here, '../../core');
@@ -63,7 +73,9 @@ const OPEN = (process.env.BENCH_OPEN ?? '1000x2,4000x2')
   .split(',')
   .filter((x) => x !== '')
   .map((x) => x.split('x').map(Number));
-const ONLY = new Set((process.env.BENCH_ONLY ?? 'replay,snapshot,stall,acks').split(','));
+const ONLY = new Set(
+  (process.env.BENCH_ONLY ?? 'replay,snapshot,stall,readmodels,acks').split(','),
+);
 const JSON_OUT = process.env.BENCH_JSON === '1';
 const BATCH = 4096;
 /** Every figure, for BENCH_JSON. */
@@ -150,6 +162,109 @@ function sameDepth(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
+// ---- read models ---------------------------------------------------------------------------------
+
+/** The venue's read models over a host that publishes replayed batches, as at start-up. */
+function readModels(state, limits) {
+  const listeners = new Set();
+  const host = {
+    state,
+    subscribe: (l) => {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+    publish(batch) {
+      this.state = batch.state;
+      for (const l of listeners) l(batch);
+    },
+  };
+  const history = new HistoryStore(limits.history);
+  const streams = new ReportStreams(limits.streams);
+  const md = createMarketDataService({
+    host,
+    now: () => host.state.time,
+    pacing: { housekeepingMs: 3_600_000 },
+  });
+  host.subscribe((b) => history.apply(b));
+  host.subscribe((b) => streams.apply(b));
+  const parts = [history.checkpoint(), streams.checkpoint(), md.checkpoint()];
+  return { host, history, streams, md, parts };
+}
+
+/** What a sample of accounts and the market read from `m` (to compare two read models). */
+function answers(m, state) {
+  const out = [];
+  let k = 0;
+  state.accounts.forEach((a) => {
+    if (k++ % 97 !== 0) return;
+    out.push(m.history.orders(a.address, { startTime: 0, limit: 50 }, state.time + 1));
+    out.push(m.history.trades(a.address, { startTime: 0, limit: 50 }, state.time + 1));
+    out.push(m.streams.since(a.address, Math.max(0, a.reportSeq - 20), a.reportSeq));
+  });
+  out.push(m.md.tickers(), m.md.candles('BENCH-PERP', '1m', undefined, undefined, 100));
+  return encodeJson(out);
+}
+
+/**
+ * The read models after `commands` rebuilt as the backfill does (re-reduce, feed the batches),
+ * written to a checkpoint in slices under an event-loop delay monitor, and loaded from it.
+ */
+async function readModelFigures(commands, hash, limits) {
+  gc();
+  let t0 = process.hrtime.bigint();
+  const built = readModels(createEngineState({}, commands[0].time), limits);
+  let state = built.host.state;
+  for (let i = 0; i < commands.length; i += BATCH) {
+    const slice = commands.slice(i, i + BATCH);
+    const r = reduceAll(state, slice);
+    state = r.state;
+    built.host.publish({ commands: slice, events: r.events, state });
+  }
+  const rebuildS = seconds(t0);
+
+  gc();
+  const ckptDir = mkdtempSync(join(dir, 'ckpt-'));
+  const stalls = monitorEventLoopDelay({ resolution: 1 });
+  const ticker = setInterval(() => {}, 1);
+  stalls.enable();
+  t0 = process.hrtime.bigint();
+  const written = await writeCheckpointFile({
+    dir: ckptDir,
+    seq: commands.length,
+    stateHash: hash,
+    capture: captureReadModels(built.parts),
+    sliceMs: () => 4,
+    abandoned: () => false,
+  });
+  const writeS = seconds(t0);
+  stalls.disable();
+  clearInterval(ticker);
+
+  gc();
+  const loadedInto = readModels(state, limits);
+  t0 = process.hrtime.bigint();
+  const loaded = await loadCheckpoint(
+    { dir: ckptDir, snapshot: { seq: commands.length, hash }, parts: loadedInto.parts },
+    { sliceMs: 10, cancelled: () => false },
+  );
+  if (!loaded?.restored) throw new Error(`checkpoint not loaded: ${loaded?.reason}`);
+  for (const r of loaded.restorers) r.commit();
+  const loadS = seconds(t0);
+  if (answers(loadedInto, state) !== answers(built, state))
+    throw new Error('the loaded read models answer differently');
+  await built.md.close();
+  await loadedInto.md.close();
+  rmSync(ckptDir, { recursive: true, force: true });
+  return {
+    rebuildS,
+    writeS,
+    loadS,
+    bytes: written.bytes,
+    p99: stalls.percentile(99) / 1e6,
+    max: stalls.max / 1e6,
+  };
+}
+
 // ---- main -------------------------------------------------------------------------------------------
 
 // fsync must reach a real disk: put BENCH_DIR on the volume a venue's data directory would use.
@@ -182,7 +297,7 @@ try {
       `our journal: ${fmt(commands.length)} records, ${fmt(bytes / 1e6)} MB (${(bytes / commands.length).toFixed(0)} B/record)`,
     );
   }
-  const needState = ONLY.has('replay') || ONLY.has('snapshot') || ONLY.has('stall');
+  const needState = ['replay', 'snapshot', 'stall', 'readmodels'].some((x) => ONLY.has(x));
   const live = needState
     ? reduceAll(createEngineState({}, commands[0].time), commands).state
     : null;
@@ -353,6 +468,37 @@ try {
     );
   }
 
+  // ---- read models: rebuilt from the journal (the backfill) against loaded from a checkpoint ----
+  // Twice: with the venue's retention, which keeps all of this run (the worst case for a
+  // checkpoint: it holds as much as the journal), and with a tenth of it, as a venue whose journal
+  // outgrew what its read models keep (history and report buffers are bounded per account).
+  if (ONLY.has('readmodels')) {
+    const perAccount = Math.max(1, Math.round(commands.length / 1000));
+    const retentions = [
+      ["the venue's (all of this run)", {}],
+      [
+        `a tenth of this run (${fmt(perAccount / 10)} reports, closed orders and trades per account)`,
+        {
+          history: { maxClosedOrders: perAccount / 10, maxTrades: perAccount / 10 },
+          streams: { capacity: perAccount / 10 },
+        },
+      ],
+    ];
+    console.log(`\n## Read models at the end of ${fmt(commands.length)} records`);
+    console.log(
+      '| retention | rebuilt from the journal (backfill: reduce + projections) | checkpoint size | written in slices | event-loop delay while writing p99 / max | loaded from it (read + CRC + decode) | load / rebuild |',
+    );
+    console.log('|---|---:|---:|---:|---:|---:|---:|');
+    figures.readModels = [];
+    for (const [name, limits] of retentions) {
+      const row = await readModelFigures(commands, liveHash, limits);
+      figures.readModels.push({ retention: name, ...row });
+      console.log(
+        `| ${name} | ${row.rebuildS.toFixed(1)} s | ${fmt(row.bytes / 1e6)} MB | ${row.writeS.toFixed(1)} s | ${row.p99.toFixed(1)} / ${row.max.toFixed(1)} ms | ${row.loadS.toFixed(1)} s | ${(row.loadS / row.rebuildS).toFixed(2)} |`,
+      );
+    }
+  }
+
   // ---- acknowledgement latency with fsync on ----------------------------------------------------
   if (ONLY.has('acks')) {
     console.log(
@@ -497,5 +643,6 @@ try {
   }
   if (JSON_OUT) console.log(JSON.stringify(figures));
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  if (process.env.BENCH_KEEP === undefined) rmSync(dir, { recursive: true, force: true });
+  else console.log(`kept ${dir}`);
 }
