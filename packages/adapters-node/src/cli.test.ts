@@ -43,6 +43,7 @@ describe('pnpm start --help', () => {
       minRecords: 1,
     });
     expect(parseArgs(['--snapshot-records', '10', '--no-snapshots']).snapshots).toBe(false);
+    expect(parseArgs(['--no-read-model-checkpoints']).snapshots).toEqual({ readModels: false });
   });
 });
 

@@ -3,6 +3,7 @@
  * `pnpm start`: runs the whole venue on one port (protocol.md section 8). Flags: `--port`,
  * `--host`, `--json`, `--memory`, `--data <dir>`, `--config <file>`, `--price-feed
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
+ * `--no-read-model-checkpoints`,
  * `--verify-workers <n>`, `--trust-proxy <list>`, `--replay-under-new-rules`, `--check`,
  * `--replay`. With `--check` it starts nothing: it reads the data directory, prints what a start
  * would do with it and exits 0 when a start would succeed, 1 when not. Otherwise it stops
@@ -35,7 +36,9 @@ export interface CliOptions {
   config: string | undefined;
   priceFeed: 'simulated' | 'none' | undefined;
   /** Snapshot cadence overrides; `false`: no snapshots. */
-  snapshots: { everyRecords?: number; everyMs?: number; minRecords?: number } | false;
+  snapshots:
+    | { everyRecords?: number; everyMs?: number; minRecords?: number; readModels?: boolean }
+    | false;
   /** Signature-verification worker threads (0: inline); undefined keeps the config's. */
   verifyWorkers: number | undefined;
   /** Proxies whose `X-Forwarded-For` is believed; undefined keeps the config's `trustProxy`. */
@@ -67,6 +70,9 @@ data at /marketdata, all on one port.
                              3600 s once 10000 records are new; 0 off)
   --no-snapshots             never snapshot, not even at a clean stop (SIGINT, SIGTERM): every
                              start replays the whole journal
+  --no-read-model-checkpoints
+                             snapshot the engine state only: after a restart from a snapshot the
+                             history before it is rebuilt by re-reducing the journal
   --verify-workers <n>       signature-verification worker threads (default min(4, cores - 1); 0 inline)
   --trust-proxy <list>       comma-separated proxies (addresses, CIDR ranges, loopback, linklocal,
                              uniquelocal; 0.0.0.0/0,::/0 trusts every hop) whose X-Forwarded-For
@@ -181,6 +187,9 @@ export function parseArgs(argv: readonly string[]): CliOptions {
         break;
       case '--no-snapshots':
         o.snapshots = false;
+        break;
+      case '--no-read-model-checkpoints':
+        if (o.snapshots !== false) o.snapshots.readModels = false;
         break;
       case '--verify-workers': {
         const n = count(a, value());

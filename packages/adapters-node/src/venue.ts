@@ -234,7 +234,9 @@ function policyObject(value: unknown, name: string): object {
  * so a string, a negative or a fraction would not fail: it would snapshot at every record, never,
  * or keep no file, silently.
  */
-const SNAPSHOT_POLICY_LEAST: Readonly<Record<Exclude<keyof SnapshotPolicy, 'atClose'>, number>> = {
+const SNAPSHOT_POLICY_LEAST: Readonly<
+  Record<Exclude<keyof SnapshotPolicy, 'atClose' | 'readModels'>, number>
+> = {
   everyRecords: 0,
   everyMs: 0,
   minRecords: 0,
@@ -244,12 +246,16 @@ const SNAPSHOT_POLICY_LEAST: Readonly<Record<Exclude<keyof SnapshotPolicy, 'atCl
 
 function checkSnapshotOption(snapshots: StartVenueOptions['snapshots']): void {
   if (snapshots === undefined || snapshots === false) return;
-  const { atClose, ...numbers } = policyObject(snapshots, 'snapshots') as Partial<SnapshotPolicy>;
-  if (atClose !== undefined && typeof atClose !== 'boolean')
-    throw new StartupError(
-      `startVenue options: snapshots.atClose must be true or false, not ${JSON.stringify(atClose)}`,
-    );
-  numbersIn(numbers, 'snapshots', SNAPSHOT_POLICY_LEAST, ['atClose']);
+  const { atClose, readModels, ...numbers } = policyObject(
+    snapshots,
+    'snapshots',
+  ) as Partial<SnapshotPolicy>;
+  for (const [key, flag] of Object.entries({ atClose, readModels }))
+    if (flag !== undefined && typeof flag !== 'boolean')
+      throw new StartupError(
+        `startVenue options: snapshots.${key} must be true or false, not ${JSON.stringify(flag)}`,
+      );
+  numbersIn(numbers, 'snapshots', SNAPSHOT_POLICY_LEAST, ['atClose', 'readModels']);
 }
 
 /**

@@ -143,10 +143,13 @@ describe('startVenue checks the config it is given', () => {
       'startVenue options: snapshots.everyMs must be an integer in 0..2147483647, not 2147483648',
     );
     expect(await start({ dataDir, snapshots: { everyrecords: 10 } })).toBe(
-      'startVenue options: snapshots.everyrecords is not an option (snapshots: everyRecords, everyMs, minRecords, keep, sliceMs, atClose)',
+      'startVenue options: snapshots.everyrecords is not an option (snapshots: everyRecords, everyMs, minRecords, keep, sliceMs, atClose, readModels)',
     );
     expect(await start({ dataDir, snapshots: { atClose: 'no' } })).toBe(
       'startVenue options: snapshots.atClose must be true or false, not "no"',
+    );
+    expect(await start({ dataDir, snapshots: { readModels: 1 } })).toBe(
+      'startVenue options: snapshots.readModels must be true or false, not 1',
     );
     expect(await start({ dataDir, snapshots: true })).toBe(
       'startVenue options: snapshots must be false or an object, not true',

@@ -246,6 +246,23 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
     expect(a.state.released).toBe(1);
   });
 
+  it('writes none with the policy off (--no-read-model-checkpoints), at a clean stop neither', async () => {
+    const dir = tempDir();
+    const v = venueState();
+    const a = listPart('a', [{ n: 1n }]);
+    const s = new Snapshotter({
+      dir,
+      log: () => {},
+      policy: { readModels: false },
+      readModels: () => [a.part],
+    });
+    expect((await s.write(v.state, 2))?.readModels).toBeNull();
+    await s.writeFinal(v.state, 2);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([2]);
+    expect(listCheckpointFiles(dir)).toEqual([]);
+    expect(a.state.released).toBe(0);
+  });
+
   it('a failed checkpoint keeps its snapshot and says why', async () => {
     const dir = tempDir();
     const v = venueState();

@@ -80,6 +80,11 @@ export interface SnapshotPolicy {
    * records of the old rules to replay (docs/durability.md, "Upgrades").
    */
   readonly atClose: boolean;
+  /**
+   * Write the read models beside each snapshot (`read-model-files.ts`), so a restart loads them
+   * instead of re-reducing the journal. Costs about a rebuild of what they retain per snapshot.
+   */
+  readonly readModels: boolean;
 }
 
 /**
@@ -95,6 +100,7 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
   keep: 2,
   sliceMs: 4,
   atClose: true,
+  readModels: true,
 };
 
 const FORMAT = 'perp-engine-snapshot';
@@ -483,7 +489,7 @@ export class Snapshotter {
     // Captured in this turn, with `state`: the read models have seen exactly its batches.
     let capture: CheckpointCapture | null = null;
     try {
-      const parts = this.readModels?.() ?? null;
+      const parts = this.policy.readModels ? (this.readModels?.() ?? null) : null;
       if (parts !== null) capture = captureReadModels(parts);
     } catch (e) {
       this.log(`snapshot at seq ${seq}: no read-model checkpoint: ${(e as Error).message}`);
@@ -725,7 +731,7 @@ export class Snapshotter {
    * by backfill), so the next start loads them instead of rebuilding them again.
    */
   private async checkpointNewest(seq: number): Promise<void> {
-    const parts = this.readModels?.() ?? null;
+    const parts = this.policy.readModels ? (this.readModels?.() ?? null) : null;
     const path = join(this.dir, snapshotFileName(seq));
     if (parts === null || existsSync(join(this.dir, checkpointFileName(seq)))) return;
     let header: SnapshotHeader | null;
