@@ -24,8 +24,14 @@ import {
 } from '@perp/core';
 import { wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkDataDir, type DataDirCheckOptions, type DataDirReport } from './data-dir-check.js';
+import {
+  checkDataDir,
+  type DataDirCheckOptions,
+  type DataDirReport,
+  formatDataDirReport,
+} from './data-dir-check.js';
 import { crc32, encodeRecord, FileJournal } from './journal/file-journal.js';
+import { checkpointFileName } from './journal/read-model-files.js';
 import { Snapshotter, snapshotFileName } from './journal/snapshots.js';
 import { startVenue } from './venue.js';
 
@@ -135,6 +141,10 @@ describe('--check of a data directory', () => {
     expect(report.recovery).toEqual({
       snapshot: six,
       snapshotSeq: 6,
+      readModels: {
+        source: 'journal',
+        reason: `${join(dir, checkpointFileName(6))}: there is none`,
+      },
       replayRecords: 3,
       replayFirstSeq: 7,
       replayLastSeq: 9,
@@ -176,6 +186,22 @@ describe('--check of a data directory', () => {
     const used = report.snapshots.find((s) => s.status === 'used');
     expect(used).toBeDefined();
     expect(report.recovery?.replayRecords).toBe(seq - (used?.seq ?? 0));
+    // The venue wrote its read models beside that snapshot; a start loads them.
+    const checkpoint = join(dir, checkpointFileName(used?.seq ?? 0));
+    expect(report.recovery?.readModels).toEqual({ source: 'checkpoint', file: checkpoint });
+    expect(formatDataDirReport(report)).toContain(
+      `read models before the snapshot: loaded in the background from ${checkpoint}`,
+    );
+    // Damaged, it is named, and the start still succeeds (the journal rebuilds them).
+    const intact = readFileSync(checkpoint);
+    flipByte(checkpoint, 0);
+    const damaged = check(dir);
+    expect(damaged.ok).toBe(true);
+    expect(damaged.recovery?.readModels).toEqual({
+      source: 'journal',
+      reason: `${checkpoint}: the header is not JSON`,
+    });
+    writeFileSync(checkpoint, intact);
     // A start logs the same recovery.
     const lines: string[] = [];
     const again = await startVenue({

@@ -41,6 +41,7 @@ import {
   scanFrames,
   tornTailCutLine,
 } from './journal/file-journal.js';
+import { checkCheckpoint } from './journal/read-model-files.js';
 import { checkReplayRules } from './journal/rules-version.js';
 import {
   JournalBehindSnapshotError,
@@ -50,7 +51,17 @@ import {
   readSnapshotFile,
   readSnapshotHeader,
 } from './journal/snapshots.js';
+import { CandleProjection } from './marketdata/candles.js';
+import {
+  MARKET_DATA_PART,
+  MARKET_DATA_PART_VERSION,
+  MarketDataRestore,
+} from './marketdata/checkpoint.js';
+import { TickerProjection } from './marketdata/ticker.js';
 import { stateKeccak } from './native-keccak.js';
+import type { CheckpointPart } from './read/checkpoint.js';
+import { HistoryStore } from './read/history.js';
+import { ReportStreams } from './read/report-streams.js';
 import { StartupError } from './startup-error.js';
 
 /** What the check does beyond start-up's checks, and which start it predicts. */
@@ -128,6 +139,15 @@ export interface DataDirReport {
     readonly snapshotSeq: number;
     /** Journal records it decodes and replays after the snapshot, and their seqs. */
     readonly replayRecords: number;
+    /**
+     * Where the history before the snapshot comes from, in the background: its read-model
+     * checkpoint (`file`, checked as a start's backfill checks it), or the journal re-reduced
+     * (`reason`: why the checkpoint is not used); `null` with a full replay.
+     */
+    readonly readModels:
+      | { readonly source: 'checkpoint'; readonly file: string }
+      | { readonly source: 'journal'; readonly reason: string }
+      | null;
     readonly replayFirstSeq: number;
     readonly replayLastSeq: number;
   } | null;
@@ -143,6 +163,34 @@ export interface DataDirReport {
 }
 
 const BATCH = 4096;
+
+/**
+ * How a start from `snapshot` gets the read models before it: its checkpoint, checked entry by
+ * entry by the read models' own restorers (into empty copies, nothing else touched), or the
+ * journal, and why.
+ */
+function readModelsOf(
+  dir: string,
+  snapshot: LoadedSnapshot,
+): NonNullable<DataDirReport['recovery']>['readModels'] {
+  const market: CheckpointPart = {
+    name: MARKET_DATA_PART,
+    version: MARKET_DATA_PART_VERSION,
+    capture: () => {
+      throw new Error('--check captures nothing');
+    },
+    restorer: () => {
+      const r = new MarketDataRestore(new TickerProjection(), new CandleProjection());
+      return { add: (e) => r.add(e), check: () => r.finish(), apply: () => {}, commit: () => {} };
+    },
+  };
+  // The parts a venue checkpoints, in its order (venue.ts).
+  const parts = [new HistoryStore().checkpoint(), new ReportStreams().checkpoint(), market];
+  const r = checkCheckpoint({ dir, snapshot: { seq: snapshot.seq, hash: snapshot.hash }, parts });
+  return r.restored
+    ? { source: 'checkpoint', file: r.path }
+    : { source: 'journal', reason: r.reason };
+}
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -224,6 +272,10 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     if (/^snapshot-\d{20}\.snap\.tmp$/.test(name))
       notes.push(
         `${join(root, name)}: an unfinished snapshot write; a start with snapshots deletes it`,
+      );
+    if (/^readmodels-\d{20}\.ckpt\.tmp$/.test(name))
+      notes.push(
+        `${join(root, name)}: an unfinished read-model checkpoint write; a start with snapshots deletes it`,
       );
     if (name.startsWith('journal.log.detached-'))
       notes.push(
@@ -315,6 +367,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       recovery = {
         snapshot: used?.path ?? null,
         snapshotSeq: afterSeq,
+        readModels: used === null ? null : readModelsOf(root, used),
         replayRecords: commands.length,
         replayFirstSeq: afterSeq + 1,
         replayLastSeq: lastSeq ?? afterSeq,
@@ -472,6 +525,12 @@ export function formatDataDirReport(report: DataDirReport): string {
         ? `recovery: a full replay of ${records}`
         : `recovery: the snapshot at seq ${r.snapshotSeq}, then ${records}`,
     );
+    if (r.readModels !== null)
+      out.push(
+        r.readModels.source === 'checkpoint'
+          ? `read models before the snapshot: loaded in the background from ${r.readModels.file}`
+          : `read models before the snapshot: rebuilt in the background from the journal (no checkpoint used: ${r.readModels.reason})`,
+      );
   }
   const file = (f: FileReport) =>
     `${f.file.slice(f.file.lastIndexOf('/') + 1)}: ${!f.present ? 'absent' : f.error === undefined ? 'ok' : 'REFUSED'}`;
