@@ -24,12 +24,11 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { crc32 } from 'node:zlib';
 import type { CheckpointPart, PartRestorer, ReadModelCapture } from '../read/checkpoint.js';
 import { CompactDecoder, CompactEncoder } from './compact-json.js';
-import { syncDir, writeFully } from './durable-write.js';
+import { BlockFileWriter, syncDir } from './durable-write.js';
 
 const FORMAT = 'perp-read-models';
 const VERSION = 1;
 const HEADER_BLOCK = 512;
-const FLUSH_BYTES = 1 << 20;
 const NAME_RE = /^readmodels-(\d{20})\.ckpt$/;
 const TMP_RE = /^readmodels-\d{20}\.ckpt\.tmp$/;
 
@@ -124,19 +123,8 @@ export async function writeCheckpointFile(
   try {
     const fh = await open(tmp, 'w');
     let bytes = 0;
-    let crc = 0;
     try {
-      let pending: string[] = [];
-      let pendingChars = 0;
-      const flush = async (): Promise<void> => {
-        if (pendingChars === 0) return;
-        const piece = Buffer.from(pending.join(''), 'utf8');
-        pending = [];
-        pendingChars = 0;
-        crc = crc32(piece, crc);
-        await writeFully(fh, piece, HEADER_BLOCK + bytes);
-        bytes += piece.length;
-      };
+      const body = new BlockFileWriter(fh, HEADER_BLOCK);
       const encoder = new CompactEncoder();
       for (const [i, part] of parts.entries()) {
         const entries = (captures[i] as ReadModelCapture).entries()[Symbol.iterator]();
@@ -146,31 +134,26 @@ export async function writeCheckpointFile(
           do {
             const next = entries.next();
             if (next.done === true) done = true;
-            else {
-              // Encoded in the turn it was yielded: an entry from live rows holds until then.
-              const line = `${prefix}${encoder.encode(next.value)}]\n`;
-              pending.push(line);
-              pendingChars += line.length;
-            }
-          } while (!done && pendingChars < FLUSH_BYTES && performance.now() < until);
-          if (pendingChars >= FLUSH_BYTES) await flush();
+            // Encoded in the turn it was yielded: an entry from live rows holds until then.
+            else body.add(`${prefix}${encoder.encode(next.value)}]\n`);
+          } while (!done && !body.full && performance.now() < until);
+          if (body.full) await body.flush();
           else if (!done) await yieldToLoop();
           if (w.abandoned()) throw new Error('the venue is closing');
         }
       }
-      await flush();
-      const header: CheckpointHeader = {
-        format: FORMAT,
-        version: VERSION,
-        seq: w.seq,
-        stateHash: w.stateHash,
-        parts: Object.fromEntries(parts.map((p) => [p.name, p.version])),
-        bodyBytes: bytes,
-        bodyCrc32: crc,
-      };
-      const line = JSON.stringify(header);
-      if (line.length >= HEADER_BLOCK) throw new Error('checkpoint header does not fit its block');
-      await writeFully(fh, Buffer.from(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 'utf8'), 0);
+      await body.finish(
+        (b): CheckpointHeader => ({
+          format: FORMAT,
+          version: VERSION,
+          seq: w.seq,
+          stateHash: w.stateHash,
+          parts: Object.fromEntries(parts.map((p) => [p.name, p.version])),
+          bodyBytes: b.bytes,
+          bodyCrc32: b.crc,
+        }),
+      );
+      bytes = body.bytes;
       if (w.sync !== undefined) await w.sync(fh.fd);
       else await fh.sync();
     } finally {

@@ -52,7 +52,7 @@ import {
 import type { EngineHost } from '../engine/host.js';
 import { stateKeccak } from '../native-keccak.js';
 import type { CheckpointPart } from '../read/checkpoint.js';
-import { syncDir, writeFully } from './durable-write.js';
+import { BlockFileWriter, syncDir } from './durable-write.js';
 import {
   type CheckpointCapture,
   captureReadModels,
@@ -106,8 +106,6 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
 const FORMAT = 'perp-engine-snapshot';
 /** Bytes reserved for the header line at the start of a snapshot file. */
 const HEADER_BLOCK = 512;
-/** Encoded text gathered before it is written (characters). */
-const FLUSH_CHARS = 1 << 20;
 /** Pause after a failed snapshot write before the policy may start another. */
 const RETRY_AFTER_MS = 30_000;
 const VERSION = 1;
@@ -526,52 +524,37 @@ export class Snapshotter {
       // and CRC are known.
       const fh = await open(tmp, 'w');
       let bytes = 0;
-      let crc = 0;
       let hash: string;
       try {
         const encoder = new SnapshotEncoder(state);
-        let pending: string[] = [];
-        let pendingChars = 0;
-        const flush = async (): Promise<void> => {
-          if (pendingChars === 0) return;
-          const piece = Buffer.from(pending.join(''), 'utf8');
-          pending = [];
-          pendingChars = 0;
-          crc = crc32(piece, crc);
-          await writeFully(fh, piece, HEADER_BLOCK + bytes);
-          bytes += piece.length;
-        };
+        const body = new BlockFileWriter(fh, HEADER_BLOCK);
         for (let done = false; !done; ) {
           const until = performance.now() + this.sliceMs;
           do {
             const text = encoder.step(512);
             if (text === null) done = true;
-            else {
-              pending.push(text);
-              pendingChars += text.length;
-            }
-          } while (!done && pendingChars < FLUSH_CHARS && performance.now() < until);
-          if (done || pendingChars >= FLUSH_CHARS) await flush();
+            else body.add(text);
+          } while (!done && !body.full && performance.now() < until);
+          if (done || body.full) await body.flush();
           else await yieldToLoop();
           if (this.closed) throw new Error('the venue is closing');
         }
         const hasher = new StateHasher(state, stateKeccak());
         await this.sliced(() => hasher.step(512));
         hash = hasher.hash;
-        const header: SnapshotHeader = {
-          format: FORMAT,
-          version: VERSION,
-          seq,
-          time: state.time,
-          stateHash: hash,
-          bodyBytes: bytes,
-          bodyCrc32: crc,
-          rules: state.rulesVersion,
-        };
-        const line = JSON.stringify(header);
-        if (line.length >= HEADER_BLOCK) throw new Error('snapshot header does not fit its block');
-        // Padding spaces before the newline: the header line stays plain JSON.
-        await writeFully(fh, Buffer.from(`${line.padEnd(HEADER_BLOCK - 1, ' ')}\n`, 'utf8'), 0);
+        await body.finish(
+          (b): SnapshotHeader => ({
+            format: FORMAT,
+            version: VERSION,
+            seq,
+            time: state.time,
+            stateHash: hash,
+            bodyBytes: b.bytes,
+            bodyCrc32: b.crc,
+            rules: state.rulesVersion,
+          }),
+        );
+        bytes = body.bytes;
         if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
         else await fh.sync();
       } finally {

@@ -345,6 +345,28 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     }
   };
 
+  /**
+   * Projections built aside (a backfill's, a checkpoint's restore), fed batches, then swapped in
+   * for the live ones between two batches.
+   */
+  const swapIn = (ticker: TickerProjection, candles: CandleProjection): ProjectionRebuild => ({
+    apply(batch) {
+      ticker.apply(batch);
+      ticker.restate(candles.apply(batch).busts);
+    },
+    commit() {
+      if (closing) return;
+      // Candles that ended by now: the live projection pushes its closes as usual, the one
+      // swapped in closes the same intervals silently (a candle is closed once on the wire).
+      const time = now();
+      sendClosed(candleProjection.advance(time));
+      candles.advance(time);
+      tickerProjection = ticker;
+      candleProjection = candles;
+      requestProjectionPushes();
+    },
+  });
+
   /** Closes candles up to `now()` and pushes each close to its channel, never dropped. */
   const advanceCandles = (): void => sendClosed(candleProjection.advance(now()));
 
@@ -726,25 +748,10 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     },
 
     rebuild() {
-      const ticker = new TickerProjection(options.funding);
-      const candles = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
-      return {
-        apply(batch) {
-          ticker.apply(batch);
-          ticker.restate(candles.apply(batch).busts);
-        },
-        commit() {
-          if (closing) return;
-          // Candles that ended by now: the live projection pushes its closes as usual, the
-          // rebuilt one closes the same intervals silently (a candle is closed once on the wire).
-          const time = now();
-          sendClosed(candleProjection.advance(time));
-          candles.advance(time);
-          tickerProjection = ticker;
-          candleProjection = candles;
-          requestProjectionPushes();
-        },
-      };
+      return swapIn(
+        new TickerProjection(options.funding),
+        new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY),
+      );
     },
 
     checkpoint() {
@@ -761,22 +768,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
             add: (entry) => restore.add(entry),
             // Every market has all its series, then the candles are filled (aside).
             check: () => restore.finish(),
-            // The batches since the checkpoint, as a rebuild is fed them.
-            apply(batch) {
-              ticker.apply(batch);
-              ticker.restate(candles.apply(batch).busts);
-            },
-            commit() {
-              if (closing) return;
-              // As a rebuild's commit: candles that ended by now are pushed closed by the live
-              // projection, and closed silently in the restored one (closed once on the wire).
-              const time = now();
-              sendClosed(candleProjection.advance(time));
-              candles.advance(time);
-              tickerProjection = ticker;
-              candleProjection = candles;
-              requestProjectionPushes();
-            },
+            ...swapIn(ticker, candles),
           };
         },
       };
