@@ -14,7 +14,7 @@ import {
   quoteAmount,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
-import { Captures, type RowsCapture } from './capture.js';
+import { Captures, type RowsCapture } from '../read/checkpoint.js';
 import { minuteOf, type Print, PrintLog, printFloor, type TradeAggregate } from './prints.js';
 
 /** Candle intervals and their length in ms; every one divides a UTC day. */

@@ -16,8 +16,8 @@ import {
   quoteAmount,
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
+import { Captures, type RowsCapture } from '../read/checkpoint.js';
 import type { BustedPrint } from './candles.js';
-import { Captures, type RowsCapture } from './capture.js';
 import { DAY_MS, RollingWindow, type WindowRows } from './rolling-window.js';
 
 /** Funding of a market as the ticker shows it; built by the funding engine, `null` until then. */

@@ -26,7 +26,7 @@ import {
   wireTrade,
 } from '../wire/format.js';
 import {
-  CaptureLedger,
+  Captures,
   CheckpointEntryError,
   type CheckpointPart,
   type PartRestorer,
@@ -148,7 +148,7 @@ export class HistoryStore {
   private readonly maxClosed: number;
   private readonly maxTrades: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
-  private ledger: CaptureLedger<string, AccountHistory> | null = null;
+  private readonly captures = new Captures<string, AccountHistory>(copyAccount);
   /** A restore's current account and the last kind of its chunks (see `restoreChunk`). */
   private restoring: { account: string; order: number } | null = null;
 
@@ -187,7 +187,7 @@ export class HistoryStore {
    */
   adopt(other: HistoryStore): void {
     // A capture in progress keeps describing the rows it started with.
-    for (const [address, h] of this.accounts) this.ledger?.beforeChange(address, h);
+    for (const [address, h] of this.accounts) this.captures.beforeChange(address, h);
     this.accounts.clear();
     for (const [address, h] of other.accounts) this.accounts.set(address, h);
   }
@@ -214,14 +214,10 @@ export class HistoryStore {
   }
 
   private capture(): ReadModelCapture {
-    if (this.ledger?.isActive === true)
-      throw new Error('a history checkpoint capture is already in progress');
-    const ledger = new CaptureLedger(this.accounts.keys(), copyAccount);
-    this.ledger = ledger;
-    const accounts = this.accounts;
+    const capture = this.captures.start(this.accounts.keys(), (a) => this.accounts.get(a));
     return {
       *entries() {
-        for (const [address, rows] of ledger.rows((a) => accounts.get(a))) {
+        for (const [address, rows] of capture.rows()) {
           // Rows yielded live hold only until the next turn: a large account is copied first,
           // so its chunks, written across turns, all describe the capture's turn.
           const large = rows.orders.size > HISTORY_CHUNK || rows.trades.length > HISTORY_CHUNK;
@@ -241,10 +237,7 @@ export class HistoryStore {
             yield [address, 'trades', h.trades.slice(i, i + HISTORY_CHUNK)];
         }
       },
-      release: () => {
-        ledger.release();
-        if (this.ledger === ledger) this.ledger = null;
-      },
+      release: () => capture.release(),
     };
   }
 
@@ -315,7 +308,7 @@ export class HistoryStore {
   /** An account's rows, about to be changed. */
   private account(address: string): AccountHistory {
     let h = this.accounts.get(address);
-    this.ledger?.beforeChange(address, h);
+    this.captures.beforeChange(address, h);
     if (h === undefined) {
       h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
       this.accounts.set(address, h);
@@ -410,7 +403,7 @@ export class HistoryStore {
    */
   private bustEndedOrder(e: TradeBustReport, specOf: SpecOf): void {
     const h = this.accounts.get(e.account);
-    this.ledger?.beforeChange(e.account, h);
+    this.captures.beforeChange(e.account, h);
     const id = String(e.orderId);
     const row = h?.orders.get(id);
     const view = h?.views.get(id);
@@ -431,7 +424,7 @@ export class HistoryStore {
   markBusted(account: string, tradeId: string, time: number, reason: string): void {
     const h = this.accounts.get(account);
     if (h === undefined) return;
-    this.ledger?.beforeChange(account, h);
+    this.captures.beforeChange(account, h);
     const { trades } = h;
     for (let i = 0; i < trades.length; i++) {
       const t = trades[i] as TradeRecord;

@@ -10,7 +10,7 @@
 import type { ExecutionReport } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import {
-  CaptureLedger,
+  Captures,
   CheckpointEntryError,
   type CheckpointPart,
   type ReadModelCapture,
@@ -43,7 +43,7 @@ export class ReportStreams {
   private readonly capacity: number;
   private readonly maxAgeMs: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
-  private ledger: CaptureLedger<string, ExecutionReport[]> | null = null;
+  private readonly captures = new Captures<string, ExecutionReport[]>((reports) => reports.slice());
   /** The account a restore is adding chunks to (see `restoreChunk`). */
   private restoring: string | null = null;
 
@@ -77,7 +77,7 @@ export class ReportStreams {
     }
     for (const [account, reports] of byAccount) {
       const b = this.buffer(account);
-      this.ledger?.beforeChange(account, b.reports);
+      this.captures.beforeChange(account, b.reports);
       for (const r of reports) b.reports.push(r);
       const newest = reports[reports.length - 1] as ExecutionReport;
       let drop = 0;
@@ -106,7 +106,7 @@ export class ReportStreams {
     for (const [account, b] of other.accounts) {
       const mine = this.buffer(account);
       // A capture in progress keeps describing the buffer it started with.
-      this.ledger?.beforeChange(account, mine.reports);
+      this.captures.beforeChange(account, mine.reports);
       mine.reports = b.reports;
     }
   }
@@ -133,16 +133,10 @@ export class ReportStreams {
   }
 
   private capture(): ReadModelCapture {
-    if (this.ledger?.isActive === true)
-      throw new Error('a report-stream checkpoint capture is already in progress');
-    const ledger = new CaptureLedger(this.accounts.keys(), (reports: ExecutionReport[]) =>
-      reports.slice(),
-    );
-    this.ledger = ledger;
-    const accounts = this.accounts;
+    const capture = this.captures.start(this.accounts.keys(), (a) => this.accounts.get(a)?.reports);
     return {
       *entries() {
-        for (const [account, rows] of ledger.rows((a) => accounts.get(a)?.reports)) {
+        for (const [account, rows] of capture.rows()) {
           // Rows yielded live hold only until the next turn: a long buffer is copied first, so
           // its chunks, written across turns, all describe the capture's turn.
           const reports = rows.length > REPORT_CHUNK ? rows.slice() : rows;
@@ -150,10 +144,7 @@ export class ReportStreams {
             yield [account, reports.slice(i, i + REPORT_CHUNK)];
         }
       },
-      release: () => {
-        ledger.release();
-        if (this.ledger === ledger) this.ledger = null;
-      },
+      release: () => capture.release(),
     };
   }
 
