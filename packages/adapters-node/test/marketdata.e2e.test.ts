@@ -120,6 +120,9 @@ describe('market data through the venue', () => {
     await md.close();
     await t.venue.close();
     t = await startTestVenue({ dataDir: dir });
+    // Restarted from its clean-stop snapshot: the statistics from before it come with the history
+    // backfill (docs/durability.md, "Read models after a snapshot restart").
+    await t.venue.historyBackfill?.done;
     md = await WsClient.connect(t.venue.marketdata);
     await md.request({ type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 5 });
     await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });

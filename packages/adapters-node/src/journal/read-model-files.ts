@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -195,6 +195,8 @@ export interface RefusedCheckpoint {
 
 /** Bytes of body checked (CRC) or entries decoded per step of {@link readCheckpoint}. */
 const STEP_BYTES = 1 << 20;
+/** Checkpoint files up to this size are read synchronously by {@link loadCheckpoint}. */
+const SYNC_READ_BYTES = 1 << 20;
 const STEP_ENTRIES = 256;
 
 /**
@@ -287,7 +289,9 @@ export async function loadCheckpoint(
   const path = join(source.dir, checkpointFileName(source.snapshot.seq));
   let data: Buffer;
   try {
-    data = await readFile(path);
+    // A small file is read at once (well under a slice), so a small venue's read models are
+    // complete by the time its first clients subscribe; a large one without holding the loop.
+    data = statSync(path).size <= SYNC_READ_BYTES ? readFileSync(path) : await readFile(path);
   } catch (e) {
     return { restored: false, reason: `${path}: ${fileProblem(e)}` };
   }
