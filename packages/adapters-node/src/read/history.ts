@@ -86,6 +86,12 @@ interface AccountHistory {
   /** Closed order ids in closing order, for bounded retention. */
   closed: string[];
   trades: TradeRecord[];
+  /**
+   * Whether {@link trades} is in ascending (time, execId) order, as fills arrive: a read then
+   * walks back from its window's end instead of sorting every row. (Kept as a flag rather than
+   * assumed, so a row out of order can only cost speed.)
+   */
+  tradesInOrder: boolean;
 }
 
 /** Which read a cursor pages: a cursor of one is refused by the other. */
@@ -139,6 +145,7 @@ function copyAccount(h: AccountHistory): AccountHistory {
     views: new Map(h.views),
     closed: h.closed.slice(),
     trades: h.trades.slice(),
+    tradesInOrder: h.tradesInOrder,
   };
 }
 
@@ -259,7 +266,7 @@ export class HistoryStore {
     if (order < 0) bad(`account ${account}: ${String(kind)} is not orders, closed or trades`);
     let h = this.accounts.get(account);
     if (h === undefined) {
-      h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
+      h = { orders: new Map(), views: new Map(), closed: [], trades: [], tradesInOrder: true };
       this.accounts.set(account, h);
       this.restoring = { account, order };
     } else if (this.restoring?.account !== account) bad(`account ${account} appears twice`);
@@ -294,7 +301,7 @@ export class HistoryStore {
       for (const t of rows) {
         if (!isRecord(t) || typeof t.tradeId !== 'string' || typeof t.time !== 'number')
           bad(`account ${account}: a trade row is malformed`);
-        h.trades.push(t as unknown as TradeRecord);
+        this.pushTrade(h, t as unknown as TradeRecord);
       }
     }
   }
@@ -310,7 +317,7 @@ export class HistoryStore {
     let h = this.accounts.get(address);
     this.captures.beforeChange(address, h);
     if (h === undefined) {
-      h = { orders: new Map(), views: new Map(), closed: [], trades: [] };
+      h = { orders: new Map(), views: new Map(), closed: [], trades: [], tradesInOrder: true };
       this.accounts.set(address, h);
     }
     return h;
@@ -358,7 +365,7 @@ export class HistoryStore {
     const wire = this.applyOrder(report.account, report.order, report.time, specOf);
     if ('fill' in report && report.fill !== undefined) {
       const t = wireTrade(report.fill, spec);
-      h.trades.push({
+      this.pushTrade(h, {
         ...t,
         execId: String(report.execId),
         seq: report.seq,
@@ -371,7 +378,6 @@ export class HistoryStore {
         bustTime: null,
         bustReason: null,
       });
-      if (h.trades.length > this.maxTrades) h.trades.shift();
     }
   }
 
@@ -436,7 +442,14 @@ export class HistoryStore {
 
   /** Adds a fill that no order produced (liquidation, ADL). */
   addSystemTrade(account: string, row: TradeRecord): void {
-    const h = this.account(account);
+    this.pushTrade(this.account(account), row);
+  }
+
+  /** Appends a trade row, the oldest dropped past the retention. */
+  private pushTrade(h: AccountHistory, row: TradeRecord): void {
+    const last = h.trades[h.trades.length - 1];
+    if (last !== undefined && newerFirst(keyOfTrade(last), keyOfTrade(row)) < 0)
+      h.tradesInOrder = false;
     h.trades.push(row);
     if (h.trades.length > this.maxTrades) h.trades.shift();
   }
@@ -467,15 +480,14 @@ export class HistoryStore {
   trades(account: string, q: HistoryQuery, now: number): Page<TradeRecord> {
     const h = this.accounts.get(account);
     if (h === undefined) return { rows: [], nextCursor: null };
-    const rows = h.trades.filter((t) => {
-      if (q.instrument !== undefined && t.instrument !== q.instrument) return false;
-      if (q.orderId !== undefined && t.orderId !== q.orderId) return false;
-      if (q.cloid !== undefined && t.cloid !== q.cloid) return false;
-      return true;
-    });
+    const wanted = (t: TradeRecord) =>
+      (q.instrument === undefined || t.instrument === q.instrument) &&
+      (q.orderId === undefined || t.orderId === q.orderId) &&
+      (q.cloid === undefined || t.cloid === q.cloid);
     // Fill time and execId never change (a bust only flags the row).
     const window = isLookup(q) ? sinceEver(q) : q;
-    return page('trades', rows, (t) => ({ t: t.time, id: t.execId }), window, now);
+    if (h.tradesInOrder) return pageInOrder(h.trades, wanted, window, now);
+    return page('trades', h.trades.filter(wanted), keyOfTrade, window, now);
   }
 }
 
@@ -525,6 +537,67 @@ function page<T>(
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The paging key of a trade row. */
+function keyOfTrade(t: TradeRecord): PageKey {
+  return { t: t.time, id: t.execId };
+}
+
+/**
+ * {@link page} of trade rows already in ascending key order: a binary search finds the newest row
+ * the window and the cursor allow, and the walk back stops once it has a page (or leaves the
+ * window), so a read costs its page, not the account's every row.
+ */
+function pageInOrder(
+  rows: readonly TradeRecord[],
+  wanted: (t: TradeRecord) => boolean,
+  q: HistoryQuery,
+  now: number,
+): Page<TradeRecord> {
+  const end = q.endTime ?? now + 1;
+  const start = q.startTime ?? end - WEEK_MS;
+  const limit = q.limit ?? 100;
+  const after =
+    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor('trades', q.cursor);
+  if (after === undefined && q.cursor !== undefined && q.cursor !== '')
+    throw new RangeError(`cursor ${q.cursor} was not issued by the trades read`);
+  // The first row past the window's end, then the first row not older than the cursor.
+  let top = firstIndex(rows, (t) => t.time >= end);
+  if (after !== undefined)
+    top = Math.min(
+      top,
+      firstIndex(rows, (t) => newerFirst(after, keyOfTrade(t)) >= 0),
+    );
+  const out: TradeRecord[] = [];
+  let more = false;
+  for (let i = top - 1; i >= 0; i--) {
+    const t = rows[i] as TradeRecord;
+    if (t.time < start) break;
+    if (!wanted(t)) continue;
+    if (out.length === limit) {
+      more = true;
+      break;
+    }
+    out.push(t);
+  }
+  const last = out[out.length - 1];
+  return {
+    rows: out,
+    nextCursor: more && last !== undefined ? encodeCursor('trades', keyOfTrade(last)) : null,
+  };
+}
+
+/** The first index whose row satisfies `past` (a predicate false then true along `rows`). */
+function firstIndex<T>(rows: readonly T[], past: (row: T) => boolean): number {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (past(rows[mid] as T)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
 
 /** Whether a report carries an order (helper for listeners). */
