@@ -489,6 +489,7 @@ async function startLocked(
             ? {}
             : { chunkRecords: options.historyBackfill.chunkRecords }),
           onEnd: () => fileJournal.forget(fileJournal.lastSeq),
+          onRecordsUnneeded: () => fileJournal.forget(fileJournal.lastSeq),
           ...(snapshotDir === null
             ? {}
             : { checkpoint: { dir: snapshotDir, snapshot, parts: readModelParts } }),

@@ -83,6 +83,11 @@ export interface HistoryBackfillOptions {
   /** Called once when the backfill ends, whatever the outcome (releases the journal's copy). */
   readonly onEnd?: () => void;
   /**
+   * Called when the journal's records will not be read (a checkpoint was loaded), before the
+   * kept batches are merged: the journal's in-memory copy can go at once rather than at the end.
+   */
+  readonly onRecordsUnneeded?: () => void;
+  /**
    * The read-model checkpoint written beside the snapshot (`journal/read-model-files.ts`): tried
    * first, and the journal is re-reduced only when it is missing or fails a check. Its parts
    * are the same read models as {@link rebuilds}.
@@ -191,6 +196,7 @@ export class HistoryBackfill {
       if (loaded === null || this.cancelled) return 'cancelled';
       if (loaded.restored) {
         this.source = 'checkpoint';
+        this.options.onRecordsUnneeded?.();
         const merged = await this.merge(loaded.restorers, sliceMs);
         if (merged === null) return 'cancelled';
         log(
