@@ -1,12 +1,12 @@
 /**
- * `GET /account/trades` reads an account's trades in arrival order without sorting them
- * (`pageInOrder` in `history.ts`): every page, followed cursor by cursor, is the page of the
- * plain definition (filter, newest first by time then execId, window, cursor, limit), whether
- * the rows arrived in order or not (property).
+ * `GET /account/trades` and `GET /historic/orders` read an account's rows in arrival order
+ * without sorting them (`pageInOrder` in `history.ts`): every page, followed cursor by cursor, is
+ * the page of the plain definition (filter, newest first by time then id, window, cursor,
+ * limit), whether the rows arrived in order or not (properties).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type HistoryQuery, HistoryStore, type TradeRecord } from './history.js';
+import { type HistoryQuery, HistoryStore, page, pageInOrder, type TradeRecord } from './history.js';
 
 const ACCOUNT = `0x${'1'.repeat(40)}`;
 const T0 = 1_767_225_600_000;
@@ -134,6 +134,49 @@ describe('the trades read, paged without sorting', () => {
         check(rows, [...rows].reverse(), q, T0 + nowHours * HOUR);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('pages rows in key order exactly as sorting them would (orders and trades alike)', () => {
+    // Keys as an order's: creation time (hours, so window edges meet) and a numeric id.
+    const rowsOf = fc
+      .array(fc.record({ gap: fc.integer({ min: 0, max: 48 }), tag: fc.constantFrom('a', 'b') }), {
+        maxLength: 50,
+      })
+      .map((specs) => {
+        let t = T0;
+        return specs.map((x, i) => {
+          t += x.gap * HOUR;
+          return { t, id: String(10 * i + 7), tag: x.tag };
+        });
+      });
+    fc.assert(
+      fc.property(
+        rowsOf,
+        fc.constantFrom<'a' | 'b' | undefined>('a', 'b', undefined),
+        queryArb,
+        fc.integer({ min: 0, max: 50 * 24 }),
+        (rows, tag, q, nowHours) => {
+          const now = T0 + nowHours * HOUR;
+          const query: HistoryQuery = {
+            startTime: q.startTime,
+            endTime: q.endTime,
+            limit: q.limit,
+          };
+          const wanted = (r: { tag: string }) => tag === undefined || r.tag === tag;
+          const key = (r: { t: number; id: string }) => ({ t: r.t, id: r.id });
+          let cursor: string | undefined;
+          for (let i = 0; i < 100; i++) {
+            const qi = cursor === undefined ? query : { ...query, cursor };
+            const fast = pageInOrder('orders', rows, key, wanted, qi, now);
+            expect(fast).toEqual(page('orders', rows.filter(wanted), key, qi, now));
+            if (fast.nextCursor === null) return;
+            cursor = fast.nextCursor;
+          }
+          throw new Error('paging never ended');
+        },
+      ),
+      { numRuns: 1000 },
     );
   });
 });

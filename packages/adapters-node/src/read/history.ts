@@ -92,6 +92,10 @@ interface AccountHistory {
    * assumed, so a row out of order can only cost speed.)
    */
   tradesInOrder: boolean;
+  /** Whether {@link orders} was filled in ascending (createdTime, orderId) order; as trades. */
+  ordersInOrder: boolean;
+  /** The key of the order added last (to keep {@link ordersInOrder}). */
+  lastOrderKey: PageKey | null;
 }
 
 /** Which read a cursor pages: a cursor of one is refused by the other. */
@@ -146,6 +150,8 @@ function copyAccount(h: AccountHistory): AccountHistory {
     closed: h.closed.slice(),
     trades: h.trades.slice(),
     tradesInOrder: h.tradesInOrder,
+    ordersInOrder: h.ordersInOrder,
+    lastOrderKey: h.lastOrderKey,
   };
 }
 
@@ -173,12 +179,14 @@ export class HistoryStore {
     state.accounts.forEach((acct) => {
       if (acct.orders.size === 0) return;
       const h = this.account(acct.address);
-      for (const o of accountOrders(state, acct)) {
+      const rows = accountOrders(state, acct).map((o) => {
         const wire = wireOrder(o, specOf(o.market));
-        h.orders.set(wire.orderId, { ...wire, closedTime: null });
         // A snapshot, not the engine's record (no internal fields; no old state kept alive).
-        h.views.set(wire.orderId, viewOf(o));
-      }
+        return { row: { ...wire, closedTime: null }, view: viewOf(o) };
+      });
+      // In creation order, as a replay would have listed them (reads page without sorting).
+      rows.sort((a, b) => newerFirst(keyOfOrder(b.row), keyOfOrder(a.row)));
+      for (const { row, view } of rows) this.setOrder(h, row, view);
     });
   }
 
@@ -266,7 +274,15 @@ export class HistoryStore {
     if (order < 0) bad(`account ${account}: ${String(kind)} is not orders, closed or trades`);
     let h = this.accounts.get(account);
     if (h === undefined) {
-      h = { orders: new Map(), views: new Map(), closed: [], trades: [], tradesInOrder: true };
+      h = {
+        orders: new Map(),
+        views: new Map(),
+        closed: [],
+        trades: [],
+        tradesInOrder: true,
+        ordersInOrder: true,
+        lastOrderKey: null,
+      };
       this.accounts.set(account, h);
       this.restoring = { account, order };
     } else if (this.restoring?.account !== account) bad(`account ${account} appears twice`);
@@ -287,8 +303,7 @@ export class HistoryStore {
         )
           bad(`account ${account}: order ${r.orderId} has a row and view that disagree`);
         if (h.orders.has(r.orderId)) bad(`account ${account}: order ${r.orderId} appears twice`);
-        h.orders.set(r.orderId, r);
-        h.views.set(r.orderId, v);
+        this.setOrder(h, r, v);
       }
     } else if (kind === 'closed') {
       for (const id of rows) {
@@ -317,7 +332,15 @@ export class HistoryStore {
     let h = this.accounts.get(address);
     this.captures.beforeChange(address, h);
     if (h === undefined) {
-      h = { orders: new Map(), views: new Map(), closed: [], trades: [], tradesInOrder: true };
+      h = {
+        orders: new Map(),
+        views: new Map(),
+        closed: [],
+        trades: [],
+        tradesInOrder: true,
+        ordersInOrder: true,
+        lastOrderKey: null,
+      };
       this.accounts.set(address, h);
     }
     return h;
@@ -387,8 +410,7 @@ export class HistoryStore {
     const wire = wireOrder(order, specOf(order.market));
     const closed = TERMINAL.has(wire.ordStatus);
     const existing = h.orders.get(wire.orderId);
-    h.orders.set(wire.orderId, { ...wire, closedTime: closed ? time : null });
-    h.views.set(wire.orderId, order);
+    this.setOrder(h, { ...wire, closedTime: closed ? time : null }, order);
     if (closed && (existing === undefined || existing.closedTime === null)) {
       h.closed.push(wire.orderId);
       if (h.closed.length > this.maxClosed) {
@@ -445,6 +467,17 @@ export class HistoryStore {
     this.pushTrade(this.account(account), row);
   }
 
+  /** Sets an order's row and view; a new order goes after the others (see `ordersInOrder`). */
+  private setOrder(h: AccountHistory, row: OrderRecord, view: OrderView): void {
+    if (!h.orders.has(row.orderId)) {
+      const key = keyOfOrder(row);
+      if (h.lastOrderKey !== null && newerFirst(h.lastOrderKey, key) < 0) h.ordersInOrder = false;
+      h.lastOrderKey = key;
+    }
+    h.orders.set(row.orderId, row);
+    h.views.set(row.orderId, view);
+  }
+
   /** Appends a trade row, the oldest dropped past the retention. */
   private pushTrade(h: AccountHistory, row: TradeRecord): void {
     const last = h.trades[h.trades.length - 1];
@@ -459,21 +492,19 @@ export class HistoryStore {
     const h = this.accounts.get(account);
     if (h === undefined) return { rows: [], nextCursor: null };
     const status = q.status ?? 'all';
-    const rows = [...h.orders.values()].filter((o) => {
-      if (q.instrument !== undefined && o.instrument !== q.instrument) return false;
-      if (q.orderId !== undefined && o.orderId !== q.orderId) return false;
-      if (q.cloid !== undefined && o.cloid !== q.cloid) return false;
-      const open = o.closedTime === null;
-      if (status === 'open' && !open) return false;
-      if (status === 'closed' && open) return false;
-      return true;
-    });
+    const wanted = (o: OrderRecord) =>
+      (q.instrument === undefined || o.instrument === q.instrument) &&
+      (q.orderId === undefined || o.orderId === q.orderId) &&
+      (q.cloid === undefined || o.cloid === q.cloid) &&
+      (status === 'all' || (status === 'open') === (o.closedTime === null));
     // Paged by creation time and order id, which never change: an order updated while a client
     // pages (filled, cancelled, busted) keeps its place and is neither skipped nor repeated.
     // The open view has no default window: a GTC order placed weeks ago is still working, and a
     // client rebuilding its state (after resyncRequired) must see it. Nor has a lookup by id.
     const window = status === 'open' || isLookup(q) ? sinceEver(q) : q;
-    return page('orders', rows, (o) => ({ t: o.createdTime, id: o.orderId }), window, now);
+    const rows = [...h.orders.values()];
+    if (h.ordersInOrder) return pageInOrder('orders', rows, keyOfOrder, wanted, window, now);
+    return page('orders', rows.filter(wanted), keyOfOrder, window, now);
   }
 
   /** `GET /account/trades` (busted trades included, flagged). */
@@ -486,7 +517,7 @@ export class HistoryStore {
       (q.cloid === undefined || t.cloid === q.cloid);
     // Fill time and execId never change (a bust only flags the row).
     const window = isLookup(q) ? sinceEver(q) : q;
-    if (h.tradesInOrder) return pageInOrder(h.trades, wanted, window, now);
+    if (h.tradesInOrder) return pageInOrder('trades', h.trades, keyOfTrade, wanted, window, now);
     return page('trades', h.trades.filter(wanted), keyOfTrade, window, now);
   }
 }
@@ -509,7 +540,7 @@ function sinceEver(q: HistoryQuery): HistoryQuery {
  * holds the last key served, and the next page starts strictly after it. The time window
  * applies to the key's time.
  */
-function page<T>(
+export function page<T>(
   kind: CursorKind,
   rows: T[],
   key: (row: T) => PageKey,
@@ -539,52 +570,59 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** The paging key of an order row. */
+function keyOfOrder(o: OrderRecord): PageKey {
+  return { t: o.createdTime, id: o.orderId };
+}
+
 /** The paging key of a trade row. */
 function keyOfTrade(t: TradeRecord): PageKey {
   return { t: t.time, id: t.execId };
 }
 
 /**
- * {@link page} of trade rows already in ascending key order: a binary search finds the newest row
- * the window and the cursor allow, and the walk back stops once it has a page (or leaves the
+ * {@link page} of rows already in ascending key order: a binary search finds the newest row the
+ * window and the cursor allow, and the walk back stops once it has a page (or leaves the
  * window), so a read costs its page, not the account's every row.
  */
-function pageInOrder(
-  rows: readonly TradeRecord[],
-  wanted: (t: TradeRecord) => boolean,
+export function pageInOrder<T>(
+  kind: CursorKind,
+  rows: readonly T[],
+  key: (row: T) => PageKey,
+  wanted: (row: T) => boolean,
   q: HistoryQuery,
   now: number,
-): Page<TradeRecord> {
+): Page<T> {
   const end = q.endTime ?? now + 1;
   const start = q.startTime ?? end - WEEK_MS;
   const limit = q.limit ?? 100;
   const after =
-    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor('trades', q.cursor);
+    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
   if (after === undefined && q.cursor !== undefined && q.cursor !== '')
-    throw new RangeError(`cursor ${q.cursor} was not issued by the trades read`);
+    throw new RangeError(`cursor ${q.cursor} was not issued by the ${kind} read`);
   // The first row past the window's end, then the first row not older than the cursor.
-  let top = firstIndex(rows, (t) => t.time >= end);
+  let top = firstIndex(rows, (r) => key(r).t >= end);
   if (after !== undefined)
     top = Math.min(
       top,
-      firstIndex(rows, (t) => newerFirst(after, keyOfTrade(t)) >= 0),
+      firstIndex(rows, (r) => newerFirst(after, key(r)) >= 0),
     );
-  const out: TradeRecord[] = [];
+  const out: T[] = [];
   let more = false;
   for (let i = top - 1; i >= 0; i--) {
-    const t = rows[i] as TradeRecord;
-    if (t.time < start) break;
-    if (!wanted(t)) continue;
+    const r = rows[i] as T;
+    if (key(r).t < start) break;
+    if (!wanted(r)) continue;
     if (out.length === limit) {
       more = true;
       break;
     }
-    out.push(t);
+    out.push(r);
   }
   const last = out[out.length - 1];
   return {
     rows: out,
-    nextCursor: more && last !== undefined ? encodeCursor('trades', keyOfTrade(last)) : null,
+    nextCursor: more && last !== undefined ? encodeCursor(kind, key(last)) : null,
   };
 }
 
