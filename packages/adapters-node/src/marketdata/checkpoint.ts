@@ -3,7 +3,8 @@
  * ticker window, its candles of each interval and the trade prints kept for busts, which is all
  * the ticker and candle projections rebuild from a full replay of the journal.
  *
- * Entries (values `encodeJson` writes; bigints stay bigints, `-Infinity` is written `null`):
+ * Entries (values the checkpoint's compact JSON writes, `journal/compact-json.ts`: bigints stay
+ * bigints, `-Infinity` is written `null`):
  *
  * - `{kind: 'ticker', market, priorClose, buckets: [start, open, high, low, close, volume,
  *   quoteVolume, trades][]}`: one market's window, buckets oldest first;

@@ -18,9 +18,10 @@ import type { CommittedBatch } from '../engine/host.js';
 /** A read model's rows as they were when the capture started. */
 export interface ReadModelCapture {
   /**
-   * The capture's entries (values `encodeJson` can write: bigints allowed), each one key's
-   * rows. It is walked in slices between event-loop turns while batches keep arriving; an entry
-   * yielded from live rows is only guaranteed until the next turn, so encode it at once.
+   * The capture's entries (plain records, arrays and primitives, bigints included: what
+   * `journal/compact-json.ts` writes), each a chunk of one key's rows. It is walked in slices
+   * between event-loop turns while batches keep arriving; an entry yielded from live rows is
+   * only guaranteed until the next turn, so encode it at once.
    */
   entries(): Iterable<unknown>;
   /** Stops keeping copies (the capture was written or abandoned); idempotent. */
