@@ -11,6 +11,7 @@ import type { VenueConfig } from './config.js';
 import type { EngineHost } from './engine/host.js';
 import type { WalletQueue } from './engine/wallet-queue.js';
 import type { MarketDataService } from './marketdata/service.js';
+import type { BackfillProgress } from './read/backfill.js';
 import type { HistoryStore } from './read/history.js';
 import type { ReportStreams } from './read/report-streams.js';
 import type { ConnectionSlots } from './ws/connection-slots.js';
@@ -51,4 +52,18 @@ export interface VenueContext {
   readonly desk: ChainDesk;
   /** The market-data projections, for the REST candle history and tickers. */
   readonly marketData: Pick<MarketDataService, 'candles' | 'tickers'>;
+  /** Whether the read models reach back to the first record, and the backfill's progress. */
+  readonly readModels: () => ReadModelsStatus;
+}
+
+/** `GET /api/admin/read-models`: how far back the read models reach after a restart. */
+export interface ReadModelsStatus {
+  /**
+   * The read models (history, report replay, tickers, candles) reach back to the first journal
+   * record: no restart from a snapshot, or its backfill is done. False while a backfill runs,
+   * and for good after one that was abandoned or turned off.
+   */
+  readonly complete: boolean;
+  /** The history backfill of this start (`null`: none). */
+  readonly backfill: BackfillProgress | null;
 }

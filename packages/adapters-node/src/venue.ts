@@ -503,6 +503,8 @@ async function startLocked(
       `replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`,
     );
   if (fileJournal !== null && backfill === null) fileJournal.forget(fileJournal.lastSeq);
+  const readModelsComplete = (): boolean =>
+    snapshot === null || backfill?.progress.phase === 'complete';
   const snapshotter =
     snapshotDir === null
       ? null
@@ -512,8 +514,7 @@ async function startLocked(
           log,
           // Only complete read models are checkpointed: not while a backfill rebuilds them, nor
           // after one that did not complete (or was turned off) on a start from a snapshot.
-          readModels: () =>
-            snapshot === null || backfill?.progress.phase === 'complete' ? readModelParts : null,
+          readModels: () => (readModelsComplete() ? readModelParts : null),
           ...(options.snapshots ? { policy: options.snapshots } : {}),
         });
   snapshotter?.attach(host);
@@ -571,6 +572,7 @@ async function startLocked(
     adminToken: venueFile.adminToken,
     desk,
     marketData,
+    readModels: () => ({ complete: readModelsComplete(), backfill: backfill?.progress ?? null }),
   };
   // Signature recovery runs on worker threads (native libsecp256k1 when it loads).
   const recovery = createSignatureRecovery({ workers: config.verifyWorkers ?? 'auto', log });

@@ -211,6 +211,10 @@ describe('history backfill after a restart from a snapshot', () => {
     const lines: string[] = [];
     t = await restart(dir, { historyBackfill: false, log: (l) => lines.push(l) });
     expect(lines.some((l) => l.startsWith('recovered from snapshot'))).toBe(true);
+    expect((await t.admin('GET', '/admin/read-models')).body).toEqual({
+      complete: false,
+      backfill: null,
+    });
     x = await traders(t, false);
     const truncated = await readModels(t, x);
     await t.close();
@@ -249,6 +253,10 @@ describe('history backfill after a restart from a snapshot', () => {
     // The same directory, replayed from genesis.
     t = await restart(dir, { snapshots: false });
     expect(t.venue.historyBackfill).toBeNull();
+    expect((await t.admin('GET', '/admin/read-models')).body).toEqual({
+      complete: true,
+      backfill: null,
+    });
     x = await traders(t, false);
     const full = await readModels(t, x);
     await t.close();
@@ -293,6 +301,13 @@ describe('history backfill after a restart from a snapshot', () => {
     void backfill?.done.then(() => {
       ended = true;
     });
+    // An operator can see that the history before the snapshot is not there yet.
+    const running = await t.admin('GET', '/admin/read-models');
+    expect(running.status).toBe(200);
+    expect(running.body).toMatchObject({
+      complete: false,
+      backfill: { phase: 'reducing', source: 'journal' },
+    });
     const during: number[] = [];
     for (let i = 0; !ended && i < 500; i++) {
       const price = 65100 + i;
@@ -302,6 +317,10 @@ describe('history backfill after a restart from a snapshot', () => {
     expect(await backfill?.done).toBe('complete');
     // The backfill was still running after some of them were acknowledged.
     expect(during.length).toBeGreaterThanOrEqual(2);
+    expect((await t.admin('GET', '/admin/read-models')).body).toMatchObject({
+      complete: true,
+      backfill: { phase: 'complete', source: 'journal' },
+    });
     // Snapshots taken while it ran have no read-model checkpoint: the read models lacked the
     // history before the snapshot, and a start from one would have loaded them so.
     const done = lines.findIndex((l) => l.startsWith('history backfill: done'));
@@ -374,6 +393,16 @@ describe('read-model checkpoints beside the snapshots', () => {
       ),
     );
     expect(lines.some((l) => l.includes('re-reducing'))).toBe(false);
+    expect((await t.admin('GET', '/admin/read-models')).body).toEqual({
+      complete: true,
+      backfill: {
+        phase: 'complete',
+        source: 'checkpoint',
+        reduced: 0,
+        total: newest,
+        pendingBatches: 0,
+      },
+    });
     let x = await traders(t, false);
     const restored = await readModels(t, x);
     await t.close();

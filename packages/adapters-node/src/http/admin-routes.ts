@@ -467,6 +467,10 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       };
     });
 
+    // Not in protocol.md section 8 (an addition): after a restart from a snapshot the read models
+    // reach back to the first record only once the history backfill is done (durability.md).
+    admin.get('/api/admin/read-models', async () => ctx.readModels());
+
     admin.get('/api/admin/state-hash', async () => {
       await ctx.host.idle();
       // The state and seq of one moment; the hash is taken in slices, so a large state does not
