@@ -536,6 +536,25 @@ function sinceEver(q: HistoryQuery): HistoryQuery {
 }
 
 /**
+ * A read's window (`start` inclusive, `end` exclusive; the last 7 days by default), page size
+ * and the key its cursor resumes after; throws on a cursor this read did not issue.
+ */
+function boundsOf(
+  kind: CursorKind,
+  q: HistoryQuery,
+  now: number,
+): { start: number; end: number; limit: number; after: PageKey | undefined } {
+  const end = q.endTime ?? now + 1;
+  const start = q.startTime ?? end - WEEK_MS;
+  const limit = q.limit ?? 100;
+  const after =
+    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
+  if (after === undefined && q.cursor !== undefined && q.cursor !== '')
+    throw new RangeError(`cursor ${q.cursor} was not issued by the ${kind} read`);
+  return { start, end, limit, after };
+}
+
+/**
  * One page, newest first by `key`, which must be immutable for paging to be stable: the cursor
  * holds the last key served, and the next page starts strictly after it. The time window
  * applies to the key's time.
@@ -547,13 +566,7 @@ export function page<T>(
   q: HistoryQuery,
   now: number,
 ): Page<T> {
-  const end = q.endTime ?? now + 1;
-  const start = q.startTime ?? end - WEEK_MS;
-  const limit = q.limit ?? 100;
-  const after =
-    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
-  if (after === undefined && q.cursor !== undefined && q.cursor !== '')
-    throw new RangeError(`cursor ${q.cursor} was not issued by the ${kind} read`);
+  const { start, end, limit, after } = boundsOf(kind, q, now);
   const selected = rows
     .map((r) => ({ r, k: key(r) }))
     .filter(({ k }) => k.t >= start && k.t < end)
@@ -593,13 +606,7 @@ export function pageInOrder<T>(
   q: HistoryQuery,
   now: number,
 ): Page<T> {
-  const end = q.endTime ?? now + 1;
-  const start = q.startTime ?? end - WEEK_MS;
-  const limit = q.limit ?? 100;
-  const after =
-    q.cursor === undefined || q.cursor === '' ? undefined : decodeCursor(kind, q.cursor);
-  if (after === undefined && q.cursor !== undefined && q.cursor !== '')
-    throw new RangeError(`cursor ${q.cursor} was not issued by the ${kind} read`);
+  const { start, end, limit, after } = boundsOf(kind, q, now);
   // The first row past the window's end, then the first row not older than the cursor.
   let top = firstIndex(rows, (r) => key(r).t >= end);
   if (after !== undefined)
