@@ -13,7 +13,9 @@
  * (replayed with the same build the child runs); every acknowledged request was admitted by exactly
  * one journal record, and no request by two (a request is one record, so it is applied whole or
  * not at all); re-sending an acknowledged signed order and leverage change is refused as a
- * replay. Unanswered requests (the kill came first) may be admitted or not, never twice. At the end: every acknowledged GTD order is no
+ * replay; once its read models are complete again (from the snapshot's read-model checkpoint or
+the journal), each wallet's trade history is the clean replay's. Unanswered requests (the kill
+came first) may be admitted or not, never twice. At the end: every acknowledged GTD order is no
  * longer working once its expiry has passed, and none expired early. Snapshots are taken often
  * (`--snapshot-records`), so kills also land during snapshot writes and restarts go through
  * snapshot recovery.
@@ -63,6 +65,10 @@ type KeccakModule = typeof import('../../src/native-keccak.js');
 const { stateKeccak } = (await import(
   new URL('../../dist/native-keccak.js', import.meta.url).href
 )) as KeccakModule;
+type HistoryModule = typeof import('../../src/read/history.js');
+const { HistoryStore } = (await import(
+  new URL('../../dist/read/history.js', import.meta.url).href
+)) as HistoryModule;
 const { createEngineState, reduceAll } = core;
 /** The state hash with the keccak the service uses (native when it loads; the same hash). */
 const stateHash = (state: EngineState): string => core.stateHash(state, stateKeccak());
@@ -213,6 +219,8 @@ class PrefixReplay {
   private count = 0;
   private state: EngineState | undefined;
   private readonly admitted = new Map<string, number>();
+  /** The trade history a venue's read models hold after the records replayed so far. */
+  history = new HistoryStore();
   fromGenesis = 0;
 
   /**
@@ -237,6 +245,7 @@ class PrefixReplay {
       this.state = undefined;
       this.count = 0;
       this.admitted.clear();
+      this.history = new HistoryStore();
       this.fromGenesis++;
     }
     const fresh = scan.offsets
@@ -244,12 +253,62 @@ class PrefixReplay {
       .map((at) => journalCodec.decodeFrame(path, data, at).command);
     const from = this.state ?? createEngineState({}, fresh[0]?.time ?? 0);
     const r = reduceAll(from, fresh);
+    this.history.apply({ commands: fresh, events: r.events, state: r.state });
     for (const [key, n] of admittedNonces(fresh, r.events))
       this.admitted.set(key, (this.admitted.get(key) ?? 0) + n);
     this.state = r.state;
     this.count = seq;
     this.replayed = Buffer.from(data.subarray(0, end));
     return { hash: stateHash(r.state), admitted: this.admitted };
+  }
+}
+
+/**
+ * Once the restarted service's read models reach back to the first record (a snapshot restart
+ * loads them from its read-model checkpoint or re-reduces the journal, in the background), each
+ * wallet's `GET /account/trades` is the trade history of a clean replay. Trades only change with
+ * fills, and the load has stopped, so records journaled meanwhile (expiry ticks) leave them be.
+ */
+async function checkTradeHistory(
+  rest: string,
+  admin: (rest: string, method: string, path: string) => Promise<{ body: unknown }>,
+  replay: PrefixReplay,
+  dir: string,
+  wallets: readonly Wallet[],
+  seed: number,
+  cycle: number,
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    const status = (await admin(rest, 'GET', '/admin/read-models')).body as {
+      complete: boolean;
+      backfill: { phase: string } | null;
+    };
+    if (status.complete) break;
+    if (i === 400 || status.backfill?.phase === 'abandoned')
+      fail(`the read models never became complete: ${JSON.stringify(status)}`, seed, cycle);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const served = new Map<string, unknown>();
+  for (const w of wallets) {
+    const r = await http('GET', `${rest}/account/trades?wallet=${w.address}&startTime=0&limit=500`);
+    served.set(w.address, (r.body as { trades: unknown }).trades);
+  }
+  const { seq } = (await admin(rest, 'GET', '/admin/state-hash')).body as { seq: number };
+  if ('records' in replay.advance(dir, seq)) fail(`journal shorter than seq ${seq}`, seed, cycle);
+  for (const w of wallets) {
+    const expected = JSON.parse(
+      JSON.stringify(
+        replay.history.trades(w.address, { startTime: 0, limit: 500 }, Number.MAX_SAFE_INTEGER)
+          .rows,
+      ),
+    );
+    const got = served.get(w.address);
+    if (JSON.stringify(got) !== JSON.stringify(expected))
+      fail(
+        `wallet ${w.address}: /account/trades after the restart (${(got as unknown[]).length} rows) is not the clean replay's (${expected.length} rows)`,
+        seed,
+        cycle,
+      );
   }
 }
 
@@ -459,6 +518,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
           cycle,
         );
       }
+      await checkTradeHistory(rest, admin, cleanReplay, dir, wallets, options.seed, cycle);
       const counts = replayed.admitted;
       for (const e of ledger) {
         const n = counts.get(authKey(e.wallet, e.nonce)) ?? 0;
