@@ -1,0 +1,123 @@
+/**
+ * A read-model checkpoint written by one build is loaded by the next when each part's entry
+ * version is the same (`CheckpointPart.version`), so a change to the shape of what a part writes
+ * (a history row, an execution report, an order view, a candle) must come with a new version. This
+ * pins the record shapes each part writes for a scenario with trades, cancels, a bust and
+ * deposits, by part and version: changing a shape fails here until the part's version is raised
+ * and the pin updated with it.
+ */
+import { type Command, createEngineState, reduceAll } from '@perp/core';
+import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { describe, expect, it } from 'vitest';
+import { CandleProjection } from '../marketdata/candles.js';
+import { captureMarketData, MARKET_DATA_PART_VERSION } from '../marketdata/checkpoint.js';
+import { TickerProjection } from '../marketdata/ticker.js';
+import type { ReadModelCapture } from './checkpoint.js';
+import { HistoryStore } from './history.js';
+import { ReportStreams } from './report-streams.js';
+
+/**
+ * The record shapes (keys and their values' kinds) each part wrote, at the version it had. Update a part's entry
+ * here only together with a new version of that part.
+ */
+const PINNED: Record<string, { version: number; shapes: string[] }> = {
+  history: {
+    version: 1,
+    shapes: [
+      'account:string,avgPx:null,cloid:null,closedTime:null,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
+      'account:string,avgPx:null,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
+      'account:string,avgPx:string,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
+      'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'bustReason:null,bustTime:null,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
+      'bustReason:string,bustTime:number,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
+    ],
+  },
+  reportStreams: {
+    version: 1,
+    shapes: [
+      'account:string,amount:bigint,commandId:number,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
+      'account:string,bustReason:string,execId:number,fill:object,kind:string,marginMode:string,market:number,orderId:number,positionAfter:bigint,seq:number,time:number,tradeId:number,type:string,workingOrder:undefined',
+      'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'account:string,execId:number,fill:object,kind:string,markPrice:undefined,order:object,seq:number,time:number,type:string',
+      'account:string,execId:number,fill:undefined,kind:string,markPrice:undefined,order:object,seq:number,time:number,type:string',
+      'fee:bigint,liquidity:string,marginMode:string,market:number,positionAfter:bigint,positionBefore:bigint,price:bigint,quantity:bigint,quote:bigint,realizedPnl:bigint,side:string,time:number,tradeId:number',
+    ],
+  },
+  marketData: {
+    version: 1,
+    shapes: [
+      'buckets:array,kind:string,market:number,priorClose:null',
+      'completeFrom:null,current:array,history:array,interval:string,kind:string,market:number,priorClose:null',
+      'kind:string,market:number,prints:array',
+    ],
+  },
+};
+
+function scenario(): Command[] {
+  const v = new TestVenue();
+  v.list(BTC_SETTINGS);
+  const [a, b] = [wallet(1), wallet(2)];
+  for (const w of [a, b]) {
+    v.open(w);
+    v.fund(w, '100000');
+  }
+  v.oracle({ 'BTC-PERP': '65000' });
+  for (let i = 0; i < 3; i++) {
+    v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: String(65000 + i) });
+    v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(65000 + i), tif: 'IOC' });
+  }
+  v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
+  v.run({ type: 'bustTrade', tradeId: v.state.counters.trade, reason: 'fat finger' });
+  return [...v.log];
+}
+
+/** Every record shape in `value`: its sorted keys, each with its value's kind. */
+function shapesOf(value: unknown, into: Set<string>): void {
+  if (value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    for (const item of value) shapesOf(item, into);
+    return;
+  }
+  const record = value as Record<string, unknown>;
+  const kind = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+  into.add(
+    Object.keys(record)
+      .sort()
+      .map((k) => `${k}:${kind(record[k])}`)
+      .join(','),
+  );
+  for (const v of Object.values(record)) shapesOf(v, into);
+}
+
+describe('the record shapes each checkpoint part writes', () => {
+  it('are pinned per part version', () => {
+    const commands = scenario();
+    const r = reduceAll(createEngineState({}, (commands[0] as Command).time), commands);
+    const batch = { commands, events: r.events, state: r.state };
+    const history = new HistoryStore();
+    const streams = new ReportStreams();
+    const ticker = new TickerProjection();
+    const candles = new CandleProjection();
+    history.apply(batch);
+    streams.apply(batch);
+    ticker.apply(batch);
+    ticker.restate(candles.apply(batch).busts);
+    const parts: [string, number, ReadModelCapture][] = [
+      ['history', history.checkpoint().version, history.checkpoint().capture()],
+      ['reportStreams', streams.checkpoint().version, streams.checkpoint().capture()],
+      ['marketData', MARKET_DATA_PART_VERSION, captureMarketData(ticker, candles)],
+    ];
+    const written: Record<string, { version: number; shapes: string[] }> = {};
+    for (const [name, version, capture] of parts) {
+      const shapes = new Set<string>();
+      for (const entry of capture.entries()) shapesOf(entry, shapes);
+      capture.release();
+      written[name] = { version, shapes: [...shapes].sort() };
+    }
+    expect(
+      written,
+      "a part writes other record shapes: raise that part's version, then update PINNED with it",
+    ).toEqual(PINNED);
+  });
+});
