@@ -10,10 +10,11 @@ import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CheckpointEntryError, type CheckpointPart } from '../read/checkpoint.js';
 import {
+  type CheckpointSource,
   captureReadModels,
+  checkCheckpoint,
   checkpointFileName,
   listCheckpointFiles,
-  restoreCheckpoint,
   writeCheckpointFile,
 } from './read-model-files.js';
 import { listSnapshotFiles, Snapshotter } from './snapshots.js';
@@ -55,6 +56,14 @@ function listPart(name: string, entries: unknown[], version = 1) {
     },
   };
   return { part, state };
+}
+
+/** Restores the parts from their checkpoint, committing them only when every check passed. */
+function restoreCheckpoint(source: CheckpointSource) {
+  const r = checkCheckpoint(source);
+  if (!r.restored) return r;
+  for (const restorer of r.restorers) restorer.commit();
+  return { restored: true as const, path: r.path, bytes: r.bytes };
 }
 
 const SNAP = { seq: 42, hash: '0xabc' };

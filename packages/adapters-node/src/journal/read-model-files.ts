@@ -308,7 +308,7 @@ export async function loadCheckpoint(
 
 /**
  * Reads and checks the checkpoint of `source.snapshot` at once, as a start's backfill would, and
- * commits nothing: the restorers are left filled. For `--check` and {@link restoreCheckpoint}.
+ * commits nothing: the restorers are left filled (`--check`, tests).
  */
 export function checkCheckpoint(source: CheckpointSource): LoadedCheckpoint | RefusedCheckpoint {
   const path = join(source.dir, checkpointFileName(source.snapshot.seq));
@@ -322,18 +322,4 @@ export function checkCheckpoint(source: CheckpointSource): LoadedCheckpoint | Re
   let next = steps.next();
   while (next.done !== true) next = steps.next();
   return next.value;
-}
-
-/**
- * Restores `source.parts` from its checkpoint at once: every entry is added aside and the parts
- * are committed only when all of them were read and checked. Returns why not otherwise
- * (nothing changed). For tools and tests; a venue loads in the background (`loadCheckpoint`).
- */
-export function restoreCheckpoint(
-  source: CheckpointSource,
-): { restored: true; path: string; bytes: number } | RefusedCheckpoint {
-  const r = checkCheckpoint(source);
-  if (!r.restored) return r;
-  for (const restorer of r.restorers) restorer.commit();
-  return { restored: true, path: r.path, bytes: r.bytes };
 }

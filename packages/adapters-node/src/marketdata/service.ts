@@ -24,8 +24,7 @@ import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
 import { clientAddress } from '../http/client-address.js';
-import type { ProjectionRebuild } from '../read/backfill.js';
-import type { CheckpointPart } from '../read/checkpoint.js';
+import type { CheckpointPart, ProjectionRebuild } from '../read/checkpoint.js';
 import { ConnectionSlots } from '../ws/connection-slots.js';
 import { armIdle } from '../ws/idle.js';
 import {

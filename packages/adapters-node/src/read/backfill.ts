@@ -39,16 +39,11 @@ import {
 import type { CommittedBatch } from '../engine/host.js';
 import { type CheckpointSource, loadCheckpoint } from '../journal/read-model-files.js';
 import { stateHashInSlices } from '../sliced-hash.js';
+import type { ProjectionRebuild } from './checkpoint.js';
 import type { HistoryStore } from './history.js';
 import type { ReportStreams } from './report-streams.js';
 
-/** A read model rebuilt aside: fed batches from genesis, then swapped in. */
-export interface ProjectionRebuild {
-  /** Applies one batch to the rebuilt copy (never visible, never pushed). */
-  apply(batch: CommittedBatch): void;
-  /** Makes the rebuilt copy the live read model; called once, between two host batches. */
-  commit(): void;
-}
+export type { ProjectionRebuild } from './checkpoint.js';
 
 /** Rebuilds the order and trade history aside; `commit` replaces the live store's rows. */
 export function historyRebuild(live: HistoryStore): ProjectionRebuild {

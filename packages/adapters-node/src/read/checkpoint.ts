@@ -28,11 +28,19 @@ export interface ReadModelCapture {
   release(): void;
 }
 
+/** A read model built aside (rebuilt, or restored), fed batches, then swapped in. */
+export interface ProjectionRebuild {
+  /** Applies one batch to the copy built aside (never visible, never pushed). */
+  apply(batch: CommittedBatch): void;
+  /** Makes the copy the live read model; called once, between two host batches; never throws. */
+  commit(): void;
+}
+
 /**
  * Rebuilds a read model from a checkpoint's entries aside, feeds it the batches that followed
  * the checkpoint, then swaps it in for the live one (as a history backfill does, `backfill.ts`).
  */
-export interface PartRestorer {
+export interface PartRestorer extends ProjectionRebuild {
   /** Adds one entry as {@link ReadModelCapture.entries} yielded it; throws on a malformed one. */
   add(entry: unknown): void;
   /**
@@ -40,10 +48,6 @@ export interface PartRestorer {
    * {@link CheckpointEntryError}. Called for every part before any is committed.
    */
   check?(): void;
-  /** Feeds a batch that followed the checkpoint to the restored copy (never visible, never pushed). */
-  apply(batch: CommittedBatch): void;
-  /** Makes the restored copy the live read model; called once, between two host batches; never throws. */
-  commit(): void;
 }
 
 /** A read model that can be saved in and restored from a checkpoint. */
@@ -55,7 +59,7 @@ export interface CheckpointPart {
    * backfill rebuilds the read model instead). Raise it whenever an entry's shape changes.
    */
   readonly version: number;
-  /** Starts a capture of the read model as it is now; one at a time. */
+  /** Starts a capture of the read model as it is now (captures may overlap). */
   capture(): ReadModelCapture;
   /** A restorer into a fresh, empty copy of the read model. */
   restorer(): PartRestorer;
@@ -87,11 +91,6 @@ export class CaptureLedger<K, Rows> {
     this.copy = copy;
     this.keys = [...keys];
     this.pending = new Set(this.keys);
-  }
-
-  /** Whether the capture still keeps copies. */
-  get isActive(): boolean {
-    return this.active;
   }
 
   /** Keeps a copy of `key`'s rows if the capture still needs them as they are. */

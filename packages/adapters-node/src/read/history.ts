@@ -142,6 +142,19 @@ const HISTORY_CHUNK = 1_024;
 /** The kinds of a history checkpoint entry, in the order an account's chunks come. */
 const KINDS = ['orders', 'closed', 'trades'] as const;
 
+/** An account with no rows yet. */
+function emptyAccount(): AccountHistory {
+  return {
+    orders: new Map(),
+    views: new Map(),
+    closed: [],
+    trades: [],
+    tradesInOrder: true,
+    ordersInOrder: true,
+    lastOrderKey: null,
+  };
+}
+
 /** An account's rows that later changes leave alone (rows are replaced, never changed). */
 function copyAccount(h: AccountHistory): AccountHistory {
   return {
@@ -274,17 +287,8 @@ export class HistoryStore {
     if (order < 0) bad(`account ${account}: ${String(kind)} is not orders, closed or trades`);
     let h = this.accounts.get(account);
     if (h === undefined) {
-      h = {
-        orders: new Map(),
-        views: new Map(),
-        closed: [],
-        trades: [],
-        tradesInOrder: true,
-        ordersInOrder: true,
-        lastOrderKey: null,
-      };
+      h = emptyAccount();
       this.accounts.set(account, h);
-      this.restoring = { account, order };
     } else if (this.restoring?.account !== account) bad(`account ${account} appears twice`);
     else if (order < this.restoring.order)
       bad(`account ${account}: ${String(kind)} after ${KINDS[this.restoring.order]}`);
@@ -332,15 +336,7 @@ export class HistoryStore {
     let h = this.accounts.get(address);
     this.captures.beforeChange(address, h);
     if (h === undefined) {
-      h = {
-        orders: new Map(),
-        views: new Map(),
-        closed: [],
-        trades: [],
-        tradesInOrder: true,
-        ordersInOrder: true,
-        lastOrderKey: null,
-      };
+      h = emptyAccount();
       this.accounts.set(address, h);
     }
     return h;
