@@ -32,6 +32,7 @@ import {
   type PartRestorer,
   type ReadModelCapture,
 } from './checkpoint.js';
+import { type IndexedRows, RetainedList } from './retained-list.js';
 
 /** A row of `GET /historic/orders`: the order's last snapshot. */
 export interface OrderRecord extends WireOrder {
@@ -84,8 +85,8 @@ interface AccountHistory {
    */
   views: Map<string, OrderView>;
   /** Closed order ids in closing order, for bounded retention. */
-  closed: string[];
-  trades: TradeRecord[];
+  closed: RetainedList<string>;
+  trades: RetainedList<TradeRecord>;
   /**
    * Whether {@link trades} is in ascending (time, execId) order, as fills arrive: a read then
    * walks back from its window's end instead of sorting every row. (Kept as a flag rather than
@@ -147,8 +148,8 @@ function emptyAccount(): AccountHistory {
   return {
     orders: new Map(),
     views: new Map(),
-    closed: [],
-    trades: [],
+    closed: new RetainedList(),
+    trades: new RetainedList(),
     tradesInOrder: true,
     ordersInOrder: true,
     lastOrderKey: null,
@@ -160,8 +161,8 @@ function copyAccount(h: AccountHistory): AccountHistory {
   return {
     orders: new Map(h.orders),
     views: new Map(h.views),
-    closed: h.closed.slice(),
-    trades: h.trades.slice(),
+    closed: h.closed.copy(),
+    trades: h.trades.copy(),
     tradesInOrder: h.tradesInOrder,
     ordersInOrder: h.ordersInOrder,
     lastOrderKey: h.lastOrderKey,
@@ -410,7 +411,8 @@ export class HistoryStore {
     if (closed && (existing === undefined || existing.closedTime === null)) {
       h.closed.push(wire.orderId);
       if (h.closed.length > this.maxClosed) {
-        const evicted = h.closed.shift() as string;
+        const evicted = h.closed.at(0) as string;
+        h.closed.dropOldest(1);
         h.orders.delete(evicted);
         h.views.delete(evicted);
       }
@@ -451,10 +453,10 @@ export class HistoryStore {
     this.captures.beforeChange(account, h);
     const { trades } = h;
     for (let i = 0; i < trades.length; i++) {
-      const t = trades[i] as TradeRecord;
+      const t = trades.at(i) as TradeRecord;
       // Replaced, not changed: a checkpoint capture may still hold the row as it was.
       if (t.tradeId === tradeId)
-        trades[i] = { ...t, busted: true, bustTime: time, bustReason: reason };
+        trades.replace(i, { ...t, busted: true, bustTime: time, bustReason: reason });
     }
   }
 
@@ -476,11 +478,11 @@ export class HistoryStore {
 
   /** Appends a trade row, the oldest dropped past the retention. */
   private pushTrade(h: AccountHistory, row: TradeRecord): void {
-    const last = h.trades[h.trades.length - 1];
+    const last = h.trades.at(-1);
     if (last !== undefined && newerFirst(keyOfTrade(last), keyOfTrade(row)) < 0)
       h.tradesInOrder = false;
     h.trades.push(row);
-    if (h.trades.length > this.maxTrades) h.trades.shift();
+    if (h.trades.length > this.maxTrades) h.trades.dropOldest(h.trades.length - this.maxTrades);
   }
 
   /** `GET /historic/orders`. */
@@ -596,7 +598,7 @@ function keyOfTrade(t: TradeRecord): PageKey {
  */
 export function pageInOrder<T>(
   kind: CursorKind,
-  rows: readonly T[],
+  rows: IndexedRows<T>,
   key: (row: T) => PageKey,
   wanted: (row: T) => boolean,
   q: HistoryQuery,
@@ -613,7 +615,7 @@ export function pageInOrder<T>(
   const out: T[] = [];
   let more = false;
   for (let i = top - 1; i >= 0; i--) {
-    const r = rows[i] as T;
+    const r = rows.at(i) as T;
     if (key(r).t < start) break;
     if (!wanted(r)) continue;
     if (out.length === limit) {
@@ -630,12 +632,12 @@ export function pageInOrder<T>(
 }
 
 /** The first index whose row satisfies `past` (a predicate false then true along `rows`). */
-function firstIndex<T>(rows: readonly T[], past: (row: T) => boolean): number {
+function firstIndex<T>(rows: IndexedRows<T>, past: (row: T) => boolean): number {
   let lo = 0;
   let hi = rows.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (past(rows[mid] as T)) hi = mid;
+    if (past(rows.at(mid) as T)) hi = mid;
     else lo = mid + 1;
   }
   return lo;

@@ -15,6 +15,7 @@ import {
   type CheckpointPart,
   type ReadModelCapture,
 } from './checkpoint.js';
+import { RetainedList } from './retained-list.js';
 
 /** Receives the reports of one account, in seq order. */
 export type ReportListener = (reports: readonly ExecutionReport[], batch: CommittedBatch) => void;
@@ -33,7 +34,7 @@ export interface Replay {
 const REPORT_CHUNK = 1_024;
 
 interface Buffer {
-  reports: ExecutionReport[];
+  reports: RetainedList<ExecutionReport>;
   listeners: Set<ReportListener>;
 }
 
@@ -43,7 +44,9 @@ export class ReportStreams {
   private readonly capacity: number;
   private readonly maxAgeMs: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
-  private readonly captures = new Captures<string, ExecutionReport[]>((reports) => reports.slice());
+  private readonly captures = new Captures<string, RetainedList<ExecutionReport>>((reports) =>
+    reports.copy(),
+  );
   /** The account a restore is adding chunks to (see `restoreChunk`). */
   private restoring: string | null = null;
 
@@ -55,7 +58,7 @@ export class ReportStreams {
   private buffer(account: string): Buffer {
     let b = this.accounts.get(account);
     if (b === undefined) {
-      b = { reports: [], listeners: new Set() };
+      b = { reports: new RetainedList(), listeners: new Set() };
       this.accounts.set(account, b);
     }
     return b;
@@ -84,11 +87,11 @@ export class ReportStreams {
       while (
         drop < b.reports.length &&
         (b.reports.length - drop > this.capacity ||
-          (b.reports[drop] as ExecutionReport).time < newest.time - this.maxAgeMs)
+          (b.reports.at(drop) as ExecutionReport).time < newest.time - this.maxAgeMs)
       ) {
         drop++;
       }
-      if (drop > 0) b.reports.splice(0, drop);
+      b.reports.dropOldest(drop);
       for (const listener of b.listeners) listener(reports, batch);
     }
   }
@@ -139,7 +142,7 @@ export class ReportStreams {
         for (const [account, rows] of capture.rows()) {
           // Rows yielded live hold only until the next turn: a long buffer is copied first, so
           // its chunks, written across turns, all describe the capture's turn.
-          const reports = rows.length > REPORT_CHUNK ? rows.slice() : rows;
+          const reports = rows.length > REPORT_CHUNK ? rows.copy() : rows;
           for (let i = 0; i < reports.length; i += REPORT_CHUNK)
             yield [account, reports.slice(i, i + REPORT_CHUNK)];
         }
@@ -164,8 +167,8 @@ export class ReportStreams {
     if (buffered !== undefined && this.restoring !== account)
       bad(`account ${String(account)} appears twice`);
     this.restoring = account as string;
-    const into = buffered ?? [];
-    let seq = (into[into.length - 1] as ExecutionReport | undefined)?.seq ?? 0;
+    const into = buffered ?? new RetainedList<ExecutionReport>();
+    let seq = into.at(-1)?.seq ?? 0;
     for (const r of reports as unknown[]) {
       const report = r as Partial<ExecutionReport> | null;
       if (
@@ -195,10 +198,10 @@ export class ReportStreams {
    */
   since(account: string, fromSeq: number, currentSeq: number): Replay {
     const b = this.accounts.get(account);
-    const reports = b?.reports ?? [];
+    const reports = b?.reports ?? new RetainedList<ExecutionReport>();
     if (fromSeq > currentSeq) return { seq: currentSeq, reports: [], resyncRequired: true };
     if (fromSeq === currentSeq) return { seq: currentSeq, reports: [], resyncRequired: false };
-    const first = reports[0];
+    const first = reports.at(0);
     if (first === undefined || first.seq > fromSeq + 1) {
       return { seq: currentSeq, reports: [], resyncRequired: true };
     }
