@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   type Command,
@@ -33,6 +33,7 @@ import {
   signingContextOf,
   simulatedChainOptions,
 } from './data-dir.js';
+import { type ByteSource, FileSource } from './journal/byte-source.js';
 import { inspectLock } from './journal/data-dir-lock.js';
 import {
   checkJournalBytes,
@@ -296,14 +297,19 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     problems.push(message(e));
   }
   const present = existsSync(journalPath);
-  let data: Buffer | null = null;
+  // Read through a window, as a start reads it: a journal outgrows any one buffer.
+  let fd: number | null = null;
+  let data: ByteSource | null = null;
   /** The journal's frames when a start accepts them (it may cut their torn tail). */
   let scan: FrameScan | null = null;
   /** The journal's frames for the figures, also when a start refuses them. */
   let frames: FrameScan | null = null;
   let behind = false;
   try {
-    data = present ? readFileSync(journalPath) : null;
+    if (present) {
+      fd = openSync(journalPath, 'r');
+      data = new FileSource(fd, fstatSync(fd).size);
+    }
     scan = checkJournalBytes(journalPath, data, journalRequirements(root, covering));
     frames = scan;
   } catch (e) {
@@ -390,6 +396,8 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       }
     }
   }
+
+  if (fd !== null) closeSync(fd);
 
   // ---- each snapshot file -----------------------------------------------------------------
   const snapshots = files.map((f): SnapshotFileReport => {

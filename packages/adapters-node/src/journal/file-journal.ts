@@ -10,7 +10,8 @@
  * at most one write+fdatasync is in flight. Grouping commands into appends is the caller's job
  * (the host's group commit).
  *
- * Opening validates the whole file: a torn record at the tail (a crash mid-write) is cut off
+ * Opening validates the whole file, reading it through a window (it is never held in memory
+ * whole: see `byte-source.ts`): a torn record at the tail (a crash mid-write) is cut off
  * with a log line; a damaged record followed by valid ones, a sequence gap, or valid records
  * ending before a seq the caller knows was acknowledged (`mustReach`) refuse to open, with the
  * file and byte offset in the error, before anything is cut. A failed flush is fatal: the
@@ -42,6 +43,7 @@ import {
   type JournalRecord,
   type JournalStore,
 } from '@perp/core';
+import { BufferSource, type ByteSource, FILE_WINDOW_BYTES, FileSource } from './byte-source.js';
 
 const HEADER = 16;
 const MAX_RECORD = 64 * 1024 * 1024;
@@ -101,19 +103,27 @@ export interface FrameScan {
   readonly tornBytes: number;
 }
 
+/** `data` as a {@link ByteSource}. */
+function sourceOf(data: Buffer | ByteSource): ByteSource {
+  return Buffer.isBuffer(data) ? new BufferSource(data) : data;
+}
+
 /**
- * Validates the framing of `data`: lengths, checksums and the sequence. Throws
- * {@link JournalCorruptError} for damage that is not a torn tail. `firstSeq` is the seq the
- * first record must have. Payloads are not decoded (see {@link decodeFrame}).
+ * Validates the framing of `data` (a buffer, or a file through {@link FileSource}): lengths,
+ * checksums and the sequence. Throws {@link JournalCorruptError} for damage that is not a torn
+ * tail. `firstSeq` is the seq the first record must have. Payloads are not decoded (see
+ * {@link decodeFrame}).
  */
-export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan {
+export function scanFrames(file: string, data: Buffer | ByteSource, firstSeq = 1): FrameScan {
+  const src = sourceOf(data);
+  const size = src.size;
   const offsets: number[] = [];
   let offset = 0;
   let expected = firstSeq;
   const torn = () => {
     // Only what an interrupted append leaves is cut: anything else is a file (or bytes) this
     // journal never wrote, and cutting it would destroy it, or start an empty venue over it.
-    const foreign = foreignBytesAt(data, offset);
+    const foreign = foreignBytesAt(src, offset);
     if (foreign !== undefined) {
       throw new JournalCorruptError(
         file,
@@ -122,20 +132,22 @@ export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan 
         offsets.length === 0,
       );
     }
-    return { offsets, firstSeq, validLength: offset, tornBytes: data.length - offset };
+    return { offsets, firstSeq, validLength: offset, tornBytes: size - offset };
   };
-  while (offset < data.length) {
-    const remaining = data.length - offset;
+  while (offset < size) {
+    const remaining = size - offset;
     if (remaining < HEADER) return torn();
-    const length = data.readUInt32LE(offset);
-    const seq = Number(data.readBigUInt64LE(offset + 4));
-    const crc = data.readUInt32LE(offset + 12);
+    let b = src.cover(offset, HEADER);
+    let at = offset - src.start;
+    const length = b.readUInt32LE(at);
+    const seq = Number(b.readBigUInt64LE(at + 4));
+    const crc = b.readUInt32LE(at + 12);
     const end = offset + HEADER + length;
     const plausible = length <= MAX_RECORD;
-    if (plausible && end > data.length) {
+    if (plausible && end > size) {
       // The last record was cut short by a crash, unless a damaged length field points past the
       // end while valid records follow: that is corruption, and cutting would lose them.
-      if (hasValidRecordAfter(data, offset + 1, expected)) {
+      if (hasValidRecordAfter(src, offset + 1, expected)) {
         throw new JournalCorruptError(
           file,
           offset,
@@ -144,13 +156,17 @@ export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan 
       }
       return torn();
     }
-    const ok =
-      plausible &&
-      crc32(data.subarray(offset + HEADER, end), crc32(data.subarray(offset + 4, offset + 12))) ===
+    let ok = false;
+    if (plausible) {
+      b = src.cover(offset, HEADER + length);
+      at = offset - src.start;
+      ok =
+        crc32(b.subarray(at + HEADER, at + HEADER + length), crc32(b.subarray(at + 4, at + 12))) ===
         crc;
+    }
     if (!ok) {
       // A bad record is a torn tail only when nothing valid follows it.
-      if (hasValidRecordAfter(data, offset + 1, expected)) {
+      if (hasValidRecordAfter(src, offset + 1, expected)) {
         throw new JournalCorruptError(
           file,
           offset,
@@ -174,13 +190,19 @@ export function scanFrames(file: string, data: Buffer, firstSeq = 1): FrameScan 
 }
 
 /** Decodes the record framed at `offset` (already validated by {@link scanFrames}). */
-export function decodeFrame(file: string, data: Buffer, offset: number): JournalRecord {
-  const length = data.readUInt32LE(offset);
-  const seq = Number(data.readBigUInt64LE(offset + 4));
+export function decodeFrame(
+  file: string,
+  data: Buffer | ByteSource,
+  offset: number,
+): JournalRecord {
+  const src = sourceOf(data);
+  let b = src.cover(offset, HEADER);
+  const length = b.readUInt32LE(offset - src.start);
+  const seq = Number(b.readBigUInt64LE(offset - src.start + 4));
   try {
-    const command = decodeJson<Command>(
-      data.toString('utf8', offset + HEADER, offset + HEADER + length),
-    );
+    b = src.cover(offset, HEADER + length);
+    const at = offset - src.start;
+    const command = decodeJson<Command>(b.toString('utf8', at + HEADER, at + HEADER + length));
     return { seq, command };
   } catch (e) {
     throw new JournalCorruptError(
@@ -215,18 +237,26 @@ const CLOSE_BRACE = 0x7d;
  * the file system had extended the file but not yet written the data. Any other byte there
  * means the file holds something else.
  */
-function foreignBytesAt(data: Buffer, offset: number): string | undefined {
+function foreignBytesAt(src: ByteSource, offset: number): string | undefined {
   let zeros = true;
-  for (let i = offset; i < data.length; i++) {
-    if (data[i] !== 0) {
-      zeros = false;
-      break;
+  for (let pos = offset; zeros && pos < src.size; ) {
+    // As much as the source's window holds from `pos` (at least one byte).
+    const b = src.cover(pos, 1);
+    const end = Math.min(b.length, src.size - src.start);
+    for (let i = pos - src.start; i < end; i++) {
+      if (b[i] !== 0) {
+        zeros = false;
+        break;
+      }
     }
+    pos = src.start + end;
   }
-  if (zeros || data.length - offset < HEADER) return undefined;
-  const length = data.readUInt32LE(offset);
+  if (zeros || src.size - offset < HEADER) return undefined;
+  const b = src.cover(offset, HEADER + 1);
+  const at = offset - src.start;
+  const length = b.readUInt32LE(at);
   if (length > MAX_RECORD) return `a length field of ${length} bytes`;
-  const first = data[offset + HEADER];
+  const first = b[at + HEADER];
   if (first !== undefined && first !== OPEN_BRACE && first !== 0)
     return `a payload starting with byte 0x${first.toString(16).padStart(2, '0')}`;
   return undefined;
@@ -245,19 +275,28 @@ function foreignBytesAt(data: Buffer, offset: number): string | undefined {
  * offset whose length field happened to fit: cubic in the file size, a minute for 16 MB. Random
  * bytes now pass the byte tests at about one offset in 65,536 and the seq test almost never.
  */
-function hasValidRecordAfter(data: Buffer, from: number, expected: number): boolean {
-  const maxSeq = expected + Math.floor(data.length / HEADER);
-  for (let at = from; at + HEADER < data.length; at++) {
-    if (data[at + HEADER] !== OPEN_BRACE) continue;
-    const length = data.readUInt32LE(at);
-    const end = at + HEADER + length;
-    if (length < 2 || length > MAX_RECORD || end > data.length) continue;
-    if (data[end - 1] !== CLOSE_BRACE) continue;
-    const seq = data.readUInt32LE(at + 8) * 2 ** 32 + data.readUInt32LE(at + 4);
+function hasValidRecordAfter(src: ByteSource, from: number, expected: number): boolean {
+  const size = src.size;
+  const maxSeq = expected + Math.floor(size / HEADER);
+  // Headers are read in order through `src`; a candidate's payload through its own window, so
+  // checking one far ahead does not move the walk's window back and forth.
+  const probe = src.fork();
+  let b = src.cover(from, HEADER + 1);
+  for (let pos = from; pos + HEADER < size; pos++) {
+    if (pos + HEADER >= src.start + b.length) b = src.cover(pos, HEADER + 1);
+    const at = pos - src.start;
+    if (b[at + HEADER] !== OPEN_BRACE) continue;
+    const length = b.readUInt32LE(at);
+    const end = pos + HEADER + length;
+    if (length < 2 || length > MAX_RECORD || end > size) continue;
+    const p = probe.cover(pos, HEADER + length);
+    const q = pos - probe.start;
+    if (p[q + HEADER + length - 1] !== CLOSE_BRACE) continue;
+    const seq = p.readUInt32LE(q + 8) * 2 ** 32 + p.readUInt32LE(q + 4);
     if (seq < 1 || seq > maxSeq) continue;
-    const crc = data.readUInt32LE(at + 12);
-    if (crc32(data.subarray(at + HEADER, end), crc32(data.subarray(at + 4, at + 12))) === crc)
-      return true;
+    const crc = p.readUInt32LE(q + 12);
+    const payload = p.subarray(q + HEADER, q + HEADER + length);
+    if (crc32(payload, crc32(p.subarray(q + 4, q + 12))) === crc) return true;
   }
   return false;
 }
@@ -317,6 +356,8 @@ export interface FileJournalOptions {
   /** Where repairs are reported. */
   readonly log?: (line: string) => void;
   readonly fs?: JournalFs;
+  /** Bytes read from the file at a time at open and in recovery reads (tests make it small). */
+  readonly readWindowBytes?: number;
   /**
    * Why the file must hold at least one record (e.g. snapshots of its records exist). A file in
    * which not one record is valid is then refused instead of being cut to nothing as a torn tail:
@@ -373,7 +414,7 @@ export type JournalRequirements = Pick<
  */
 export function checkJournalBytes(
   path: string,
-  data: Buffer | null,
+  data: Buffer | ByteSource | null,
   requirements: JournalRequirements = {},
 ): FrameScan {
   const firstSeq = requirements.firstSeq ?? 1;
@@ -413,8 +454,8 @@ export function checkJournalBytes(
 export class FileJournal implements JournalStore {
   readonly path: string;
   private readonly fd: number;
-  /** The file as it was at open, until recovery has read it ({@link forget}). */
-  private data: Buffer | null;
+  /** The file's records as they were at open, until recovery has read them ({@link forget}). */
+  private data: ByteSource | null;
   private offsets: number[];
   private firstSeq: number;
   /** Seq of the last durable record. */
@@ -433,7 +474,7 @@ export class FileJournal implements JournalStore {
   private constructor(
     path: string,
     fd: number,
-    data: Buffer,
+    data: ByteSource,
     scan: FrameScan,
     fs: JournalFs,
     log: (line: string) => void,
@@ -462,10 +503,8 @@ export class FileJournal implements JournalStore {
     const fd = openSync(path, 'a+');
     // A new file's directory entry must be durable before its first acknowledged record is.
     if (created) syncDirectory(dirname(path));
-    const size = fstatSync(fd).size;
-    const data = Buffer.alloc(size);
-    let read = 0;
-    while (read < size) read += readSync(fd, data, read, size - read, read);
+    // Read through a window, never whole: a journal outgrows any one buffer.
+    const data = new FileSource(fd, fstatSync(fd).size, options.readWindowBytes);
     let scan: FrameScan;
     try {
       scan = checkJournalBytes(path, data, options);
@@ -562,17 +601,18 @@ export class FileJournal implements JournalStore {
     let saved: string;
     try {
       const copy = `${this.path}.detached-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      const data = Buffer.alloc(size);
+      // Piece by piece: the file may be larger than any one buffer.
+      const piece = Buffer.allocUnsafe(Math.min(size, FILE_WINDOW_BYTES));
       let read = 0;
-      while (read < size) {
-        const n = readSync(this.fd, data, read, size - read, read);
-        if (n <= 0) break;
-        read += n;
-      }
       const out = openSync(copy, 'wx');
       try {
-        let written = 0;
-        while (written < read) written += writeSync(out, data, written, read - written);
+        while (read < size) {
+          const n = readSync(this.fd, piece, 0, Math.min(piece.length, size - read), read);
+          if (n <= 0) break;
+          let written = 0;
+          while (written < n) written += writeSync(out, piece, written, n - written);
+          read += n;
+        }
         fsyncSync(out);
       } finally {
         closeSync(out);
