@@ -504,7 +504,7 @@ export class FileJournal implements JournalStore {
     // A new file's directory entry must be durable before its first acknowledged record is.
     if (created) syncDirectory(dirname(path));
     // Read through a window, never whole: a journal outgrows any one buffer.
-    const data = new FileSource(fd, fstatSync(fd).size, options.readWindowBytes);
+    let data = new FileSource(fd, fstatSync(fd).size, options.readWindowBytes);
     let scan: FrameScan;
     try {
       scan = checkJournalBytes(path, data, options);
@@ -516,6 +516,8 @@ export class FileJournal implements JournalStore {
       (options.log ?? console.error)(tornTailCutLine(path, scan));
       ftruncateSync(fd, scan.validLength);
       fdatasyncSync(fd);
+      // The records are read later through a window that must not reach past the cut.
+      data = new FileSource(fd, scan.validLength, options.readWindowBytes);
     }
     return new FileJournal(
       path,

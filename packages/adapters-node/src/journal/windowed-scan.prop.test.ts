@@ -155,7 +155,7 @@ describe('a journal read through a file window', () => {
     // A torn half record at the end: cut by the open, through the window too.
     const torn = JOURNAL.subarray(0, JOURNAL.length - 40);
     const expected = outcome(new BufferSource(torn)) as { records: unknown[]; validLength: number };
-    for (const window of [1, 13, 100]) {
+    for (const window of [1, 13, 100, 700, 2_000]) {
       writeFileSync(path, torn);
       const lines: string[] = [];
       const j = FileJournal.open(path, { readWindowBytes: window, log: (l) => lines.push(l) });
