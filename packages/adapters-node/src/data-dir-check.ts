@@ -41,6 +41,7 @@ import {
   type FrameScan,
   scanFrames,
   tornTailCutLine,
+  walkSkipped,
 } from './journal/file-journal.js';
 import { checkCheckpoint } from './journal/read-model-files.js';
 import { checkReplayRules } from './journal/rules-version.js';
@@ -340,6 +341,22 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     const afterSeq = used?.seq ?? 0;
     const commands: Command[] = [];
     let decodable = true;
+    if (scan.skipped !== undefined) {
+      // A start skips the records the snapshot covers (its last one is where the snapshot says);
+      // the check reads them all, as the history backfill or a start without it would.
+      try {
+        for (const r of walkSkipped(journalPath, data, scan.skipped))
+          if (r.seq > afterSeq) commands.push(r.command);
+      } catch (e) {
+        if (afterSeq < scan.skipped.seq) {
+          problems.push(message(e));
+          decodable = false;
+        } else
+          notes.push(
+            `${message(e)}: a start from the snapshot does not read it, but the history backfill is abandoned if it has no read-model checkpoint to load, and a start without that snapshot (or with --no-snapshots) fails`,
+          );
+      }
+    }
     for (let i = 0; i < scan.offsets.length && decodable; i++) {
       const seq = scan.firstSeq + i;
       try {
@@ -464,9 +481,15 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       file: journalPath,
       present,
       bytes: sizeOf(journalPath),
-      records: frames?.offsets.length ?? null,
-      firstSeq: frames === null || frames.offsets.length === 0 ? null : frames.firstSeq,
-      lastSeq: frames === null || frames.offsets.length === 0 ? null : lastSeq,
+      records: frames === null ? null : frames.firstSeq - firstOf(frames) + frames.offsets.length,
+      firstSeq:
+        frames === null || (frames.offsets.length === 0 && frames.skipped === undefined)
+          ? null
+          : firstOf(frames),
+      lastSeq:
+        frames === null || (frames.offsets.length === 0 && frames.skipped === undefined)
+          ? null
+          : lastSeq,
       validBytes: frames?.validLength ?? null,
       tornTail:
         frames === null || frames.tornBytes === 0
@@ -551,4 +574,9 @@ export function formatDataDirReport(report: DataDirReport): string {
     );
   for (const n of report.notes) out.push(`note: ${n}`);
   return `${out.join('\n')}\n`;
+}
+
+/** The first record's seq of a journal file (records a start skipped included). */
+function firstOf(frames: FrameScan): number {
+  return frames.skipped === undefined ? frames.firstSeq : 1;
 }

@@ -142,5 +142,10 @@ export function journalRequirements(
               new JournalBehindSnapshotError(journalPath, validLength, lastSeq, covering),
           },
         }),
+    // The records it covers are not scanned when its last one is where it says (a restart
+    // costs the journal's tail, not its history); they are checked when something reads them.
+    ...(covering?.journal === undefined
+      ? {}
+      : { resumeAfter: { seq: covering.seq, position: covering.journal } }),
   };
 }

@@ -515,6 +515,8 @@ async function startLocked(
           // Only complete read models are checkpointed: not while a backfill rebuilds them, nor
           // after one that did not complete (or was turned off) on a start from a snapshot.
           readModels: () => (readModelsComplete() ? readModelParts : null),
+          // So the next start checks this record and scans only the journal after it.
+          journalPosition: (seq) => fileJournal?.positionOf(seq),
           ...(options.snapshots ? { policy: options.snapshots } : {}),
         });
   snapshotter?.attach(host);

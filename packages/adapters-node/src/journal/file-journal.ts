@@ -47,6 +47,8 @@ import { BufferSource, type ByteSource, FILE_WINDOW_BYTES, FileSource } from './
 
 const HEADER = 16;
 const MAX_RECORD = 64 * 1024 * 1024;
+/** Newest records whose position a journal remembers (for the snapshots of the states after them). */
+const RECENT_POSITIONS = 1 << 16;
 
 /**
  * CRC-32 (IEEE, as zlib and gzip compute it) of `data`, continuing from `crc`. Native: the scan
@@ -92,11 +94,114 @@ export interface ScanResult {
   readonly tornBytes: number;
 }
 
+/**
+ * Where a record is in the journal file and its checksum: a snapshot records it for its seq, so
+ * a start can check that one record instead of scanning every record the snapshot covers.
+ */
+export interface JournalPosition {
+  /** Byte offset of the record's header. */
+  readonly offset: number;
+  /** The record's CRC-32, as in its header. */
+  readonly crc: number;
+}
+
+/**
+ * The end of record `seq` when the bytes at `at` are that record, intact (length, seq, header
+ * CRC equal to the one recorded, payload matching it); `undefined` otherwise.
+ */
+export function recordEndAt(
+  data: Buffer | ByteSource,
+  seq: number,
+  at: JournalPosition,
+): number | undefined {
+  const src = sourceOf(data);
+  const { offset } = at;
+  if (!Number.isSafeInteger(offset) || offset < 0 || offset + HEADER > src.size) return undefined;
+  let b = src.cover(offset, HEADER);
+  let i = offset - src.start;
+  const length = b.readUInt32LE(i);
+  if (length > MAX_RECORD || offset + HEADER + length > src.size) return undefined;
+  if (Number(b.readBigUInt64LE(i + 4)) !== seq || b.readUInt32LE(i + 12) !== at.crc)
+    return undefined;
+  b = src.cover(offset, HEADER + length);
+  i = offset - src.start;
+  const crc = crc32(b.subarray(i + HEADER, i + HEADER + length), crc32(b.subarray(i + 4, i + 12)));
+  return crc === at.crc ? offset + HEADER + length : undefined;
+}
+
+/**
+ * The records {@link FrameScan.skipped} left unscanned, after `afterSeq`, each checked (framing,
+ * checksum, seq) as it is reached and then decoded: one record at a time, so a reader that
+ * yields to the event loop between records never holds it for the whole prefix. Damage throws
+ * {@link JournalCorruptError} naming the record's offset.
+ */
+export function* walkSkipped(
+  file: string,
+  data: Buffer | ByteSource,
+  skipped: { readonly seq: number; readonly end: number },
+  afterSeq = 0,
+): Generator<JournalRecord> {
+  const src = sourceOf(data);
+  const covered = `(records up to seq ${skipped.seq}, which a snapshot covers, are checked only when read)`;
+  let offset = 0;
+  for (let seq = 1; seq <= skipped.seq; seq++) {
+    if (offset + HEADER > skipped.end)
+      throw new JournalCorruptError(file, offset, `record ${seq} is missing ${covered}`);
+    let b = src.cover(offset, HEADER);
+    let at = offset - src.start;
+    const length = b.readUInt32LE(at);
+    const found = Number(b.readBigUInt64LE(at + 4));
+    const crc = b.readUInt32LE(at + 12);
+    const end = offset + HEADER + length;
+    if (length > MAX_RECORD || end > skipped.end)
+      throw new JournalCorruptError(
+        file,
+        offset,
+        `record length ${length} runs past record ${skipped.seq} (expected seq ${seq}) ${covered}`,
+      );
+    b = src.cover(offset, HEADER + length);
+    at = offset - src.start;
+    if (
+      crc32(b.subarray(at + HEADER, at + HEADER + length), crc32(b.subarray(at + 4, at + 12))) !==
+      crc
+    )
+      throw new JournalCorruptError(
+        file,
+        offset,
+        `record checksum mismatch (expected seq ${seq}) ${covered}`,
+      );
+    if (found !== seq)
+      throw new JournalCorruptError(
+        file,
+        offset,
+        `sequence gap: expected seq ${seq}, found ${found} ${covered}`,
+      );
+    if (seq > afterSeq) yield decodeFrame(file, src, offset);
+    offset = end;
+  }
+  if (offset !== skipped.end)
+    throw new JournalCorruptError(
+      file,
+      offset,
+      `record ${skipped.seq} does not end where the snapshot's position says ${covered}`,
+    );
+}
+
 /** Framing of a journal file: where each valid record starts, without decoding any. */
 export interface FrameScan {
   /** Byte offset of record `firstSeq + i`. */
   readonly offsets: number[];
   readonly firstSeq: number;
+  /**
+   * Records `1..seq` in bytes `[0, end)`, not scanned: a snapshot covers them, and its
+   * position of record `seq` was found intact (see {@link JournalPosition}). `firstSeq` is then
+   * `seq + 1`.
+   */
+  readonly skipped?: {
+    readonly seq: number;
+    readonly end: number;
+    readonly position: JournalPosition;
+  };
   /** Bytes of complete, valid records. */
   readonly validLength: number;
   /** Bytes after them (a torn tail), 0 when the file ends cleanly. */
@@ -114,11 +219,16 @@ function sourceOf(data: Buffer | ByteSource): ByteSource {
  * tail. `firstSeq` is the seq the first record must have. Payloads are not decoded (see
  * {@link decodeFrame}).
  */
-export function scanFrames(file: string, data: Buffer | ByteSource, firstSeq = 1): FrameScan {
+export function scanFrames(
+  file: string,
+  data: Buffer | ByteSource,
+  firstSeq = 1,
+  from = 0,
+): FrameScan {
   const src = sourceOf(data);
   const size = src.size;
   const offsets: number[] = [];
-  let offset = 0;
+  let offset = from;
   let expected = firstSeq;
   const torn = () => {
     // Only what an interrupted append leaves is cut: anything else is a file (or bytes) this
@@ -128,8 +238,8 @@ export function scanFrames(file: string, data: Buffer | ByteSource, firstSeq = 1
       throw new JournalCorruptError(
         file,
         offset,
-        `${offsets.length === 0 ? 'not one record is valid: ' : ''}${foreign}, not a record this journal writes and not a write it interrupted (is it a journal?); refusing to cut it`,
-        offsets.length === 0,
+        `${offsets.length === 0 && from === 0 ? 'not one record is valid: ' : ''}${foreign}, not a record this journal writes and not a write it interrupted (is it a journal?); refusing to cut it`,
+        offsets.length === 0 && from === 0,
       );
     }
     return { offsets, firstSeq, validLength: offset, tornBytes: size - offset };
@@ -376,6 +486,13 @@ export interface FileJournalOptions {
     readonly seq: number;
     readonly refuse: (lastSeq: number, validLength: number) => Error;
   };
+  /**
+   * A record known to be in the file (the newest valid snapshot's seq and the position its
+   * header recorded). When that record is there, intact, the scan starts after it: the records
+   * before it are covered by the snapshot and are only scanned if read ({@link FileJournal.readSync}),
+   * so opening costs the tail, not the whole history. Otherwise the whole file is scanned.
+   */
+  readonly resumeAfter?: { readonly seq: number; readonly position: JournalPosition };
 }
 
 /** The log line of {@link FileJournal.open} cutting the torn tail `scan` found. */
@@ -402,7 +519,7 @@ function noRecordRefusal(
 /** What {@link checkJournalBytes} checks a journal file against (see {@link FileJournalOptions}). */
 export type JournalRequirements = Pick<
   FileJournalOptions,
-  'firstSeq' | 'expectRecords' | 'mustReach'
+  'firstSeq' | 'expectRecords' | 'mustReach' | 'resumeAfter'
 >;
 
 /**
@@ -434,17 +551,27 @@ export function checkJournalBytes(
     return { offsets: [], firstSeq, validLength: 0, tornBytes: 0 };
   }
   let scan: FrameScan;
+  const resume = requirements.resumeAfter;
+  const end =
+    resume === undefined || firstSeq !== 1
+      ? undefined
+      : recordEndAt(data, resume.seq, resume.position);
   try {
-    scan = scanFrames(path, data, firstSeq);
+    if (resume !== undefined && end !== undefined)
+      scan = {
+        ...scanFrames(path, data, resume.seq + 1, end),
+        skipped: { seq: resume.seq, end, position: resume.position },
+      };
+    else scan = scanFrames(path, data, firstSeq);
   } catch (e) {
     // The snapshots' evidence says more about what to do than the bytes do.
     if (e instanceof JournalCorruptError && e.noValidRecord && expectRecords !== undefined)
       throw noRecordRefusal(path, true, expectRecords);
     throw e;
   }
-  if (scan.offsets.length === 0 && expectRecords !== undefined)
+  if (scan.offsets.length === 0 && scan.skipped === undefined && expectRecords !== undefined)
     throw noRecordRefusal(path, scan.tornBytes > 0, expectRecords);
-  const lastSeq = firstSeq + scan.offsets.length - 1;
+  const lastSeq = scan.firstSeq + scan.offsets.length - 1;
   if (mustReach !== undefined && lastSeq < mustReach.seq)
     throw mustReach.refuse(lastSeq, scan.validLength);
   return scan;
@@ -458,6 +585,16 @@ export class FileJournal implements JournalStore {
   private data: ByteSource | null;
   private offsets: number[];
   private firstSeq: number;
+  /** Records before {@link firstSeq} that the open did not scan (see {@link FrameScan.skipped}). */
+  private skipped: { readonly seq: number; readonly end: number } | null;
+  /** Where the next appended record starts. */
+  private appendedBytes: number;
+  /** The positions of the newest records (see {@link positionOf}), by seq modulo their size. */
+  private readonly recent = {
+    seqs: new Float64Array(RECENT_POSITIONS),
+    offsets: new Float64Array(RECENT_POSITIONS),
+    crcs: new Uint32Array(RECENT_POSITIONS),
+  };
   /** Seq of the last durable record. */
   private last: number;
   /** Seq of the last record handed to {@link append} (durable or not yet). */
@@ -487,9 +624,36 @@ export class FileJournal implements JournalStore {
     this.data = data;
     this.offsets = scan.offsets;
     this.firstSeq = scan.firstSeq;
+    this.skipped = scan.skipped ?? null;
     this.last = scan.firstSeq + scan.offsets.length - 1;
     this.assigned = this.last;
+    this.appendedBytes = scan.validLength;
     this.fs = fs;
+    // The last record's position, so a clean stop with nothing appended can record it.
+    const lastAt = scan.offsets[scan.offsets.length - 1];
+    if (lastAt !== undefined) {
+      const b = data.cover(lastAt, HEADER);
+      this.remember(this.last, lastAt, b.readUInt32LE(lastAt - data.start + 12));
+    } else if (scan.skipped !== undefined) {
+      this.remember(scan.skipped.seq, scan.skipped.position.offset, scan.skipped.position.crc);
+    }
+  }
+
+  private remember(seq: number, offset: number, crc: number): void {
+    const i = seq % RECENT_POSITIONS;
+    this.recent.seqs[i] = seq;
+    this.recent.offsets[i] = offset;
+    this.recent.crcs[i] = crc;
+  }
+
+  /**
+   * Where durable record `seq` is in the file, for one of the newest records (a snapshot of the
+   * state after it records this; see {@link FileJournalOptions.resumeAfter}).
+   */
+  positionOf(seq: number): JournalPosition | undefined {
+    const i = seq % RECENT_POSITIONS;
+    if (seq < 1 || seq > this.last || this.recent.seqs[i] !== seq) return undefined;
+    return { offset: this.recent.offsets[i] as number, crc: this.recent.crcs[i] as number };
   }
 
   /**
@@ -544,14 +708,22 @@ export class FileJournal implements JournalStore {
     if (this.closing !== null) return Promise.reject(new Error(`journal ${this.path} is closed`));
     let data: Buffer;
     let seq = this.assigned;
+    const parts: Buffer[] = [];
     try {
-      const parts: Buffer[] = [];
       for (const c of commands) parts.push(encodeRecord(++seq, c));
       data = Buffer.concat(parts);
     } catch (error) {
       // Nothing was written and no seq was taken: the journal is intact.
       return Promise.reject(error);
     }
+    // Groups are written in call order, each whole, so each record's offset is known now.
+    let at = this.appendedBytes;
+    let recordSeq = this.assigned;
+    for (const part of parts) {
+      this.remember(++recordSeq, at, part.readUInt32LE(12));
+      at += part.length;
+    }
+    this.appendedBytes = at;
     this.assigned = seq;
     const done = this.tail.then(() => this.flush(data, seq));
     this.tail = done.catch(() => {});
@@ -645,6 +817,9 @@ export class FileJournal implements JournalStore {
   *readSync(afterSeq = 0): Iterable<JournalRecord> {
     const data = this.data;
     if (data === null) return;
+    // Records the open skipped are checked as they are reached (see `walkSkipped`).
+    if (this.skipped !== null && afterSeq < this.skipped.seq)
+      yield* walkSkipped(this.path, data, this.skipped, afterSeq);
     const from = Math.max(0, afterSeq - this.firstSeq + 1);
     for (let i = from; i < this.offsets.length; i++)
       yield decodeFrame(this.path, data, this.offsets[i] as number);
@@ -652,9 +827,10 @@ export class FileJournal implements JournalStore {
 
   /** Drops the in-memory copy of records up to `seq` (read already, or in a snapshot). */
   forget(seq: number): void {
+    if (this.skipped !== null && seq >= this.skipped.seq) this.skipped = null;
     const keep = Math.max(0, seq - this.firstSeq + 1);
     this.offsets = this.offsets.slice(keep);
-    if (this.offsets.length === 0) this.data = null;
+    if (this.offsets.length === 0 && this.skipped === null) this.data = null;
     else this.firstSeq += keep;
   }
 

@@ -53,6 +53,7 @@ import type { EngineHost } from '../engine/host.js';
 import { stateKeccak } from '../native-keccak.js';
 import type { CheckpointPart } from '../read/checkpoint.js';
 import { BlockFileWriter, syncDir } from './durable-write.js';
+import type { JournalPosition } from './file-journal.js';
 import {
   type CheckpointCapture,
   captureReadModels,
@@ -129,6 +130,12 @@ export interface SnapshotHeader {
    * it existed. Rotation keeps the newest snapshot of every older rules version.
    */
   readonly rules?: number | null;
+  /**
+   * Where record `seq` is in `journal.log` (offset and CRC-32): a start checks that one record
+   * and scans only the records after it. Absent in older files and when the journal did not know
+   * it (the whole journal is scanned then).
+   */
+  readonly journal?: JournalPosition;
 }
 
 /** A snapshot read back and verified. */
@@ -140,6 +147,8 @@ export interface LoadedSnapshot {
   readonly hash: string;
   /** The older snapshot version it was written in, when it was converted on reading. */
   readonly convertedFrom?: number;
+  /** Where its last record is in the journal, as its header recorded it. */
+  readonly journal?: JournalPosition;
 }
 
 /** A snapshot file on disk. */
@@ -250,14 +259,28 @@ export function readSnapshotFile(path: string): LoadedSnapshot {
     );
   }
   const { state } = decoded;
-  if (state === decoded.written) return { path, seq: header.seq, state, hash: writtenHash };
+  const journal = positionIn(header);
+  const at = journal === undefined ? {} : { journal };
+  if (state === decoded.written) return { path, seq: header.seq, state, hash: writtenHash, ...at };
   return {
     path,
     seq: header.seq,
     state,
     hash: stateHash(state, stateKeccak()),
     convertedFrom: decoded.version,
+    ...at,
   };
+}
+
+/** The header's journal position when it is well formed (a malformed one is not used). */
+function positionIn(header: SnapshotHeader): JournalPosition | undefined {
+  const j: unknown = header.journal;
+  if (typeof j !== 'object' || j === null) return undefined;
+  const { offset, crc } = j as Record<string, unknown>;
+  if (!Number.isSafeInteger(offset) || (offset as number) < 0) return undefined;
+  if (!Number.isInteger(crc) || (crc as number) < 0 || (crc as number) > 0xffffffff)
+    return undefined;
+  return { offset: offset as number, crc: crc as number };
 }
 
 /** Options of {@link loadNewestSnapshot}. */
@@ -378,6 +401,8 @@ export interface SnapshotterOptions {
    * running), and no checkpoint is written then.
    */
   readonly readModels?: () => readonly CheckpointPart[] | null;
+  /** Where a journal record is, asked in the turn a snapshot's state is taken (see `SnapshotHeader.journal`). */
+  readonly journalPosition?: (seq: number) => JournalPosition | undefined;
 }
 
 /** What a finished snapshot write produced. */
@@ -398,6 +423,7 @@ export class Snapshotter {
   private readonly log: (line: string) => void;
   private readonly hooks: SnapshotHooks;
   private readonly readModels: (() => readonly CheckpointPart[] | null) | null;
+  private readonly journalPosition: (seq: number) => JournalPosition | undefined;
   private lastSeq: number;
   private latest: { state: EngineState; seq: number } | null = null;
   private running: Promise<WrittenSnapshot | null> | null = null;
@@ -417,6 +443,7 @@ export class Snapshotter {
     this.log = options.log ?? ((line: string) => console.error(line));
     this.hooks = options.hooks ?? {};
     this.readModels = options.readModels ?? null;
+    this.journalPosition = options.journalPosition ?? (() => undefined);
     this.lastSeq = options.lastSeq ?? 0;
     // A `.tmp` file is a write that a crash interrupted before its rename: never valid.
     for (const name of readdirSync(this.dir)) {
@@ -492,7 +519,9 @@ export class Snapshotter {
     } catch (e) {
       this.log(`snapshot at seq ${seq}: no read-model checkpoint: ${(e as Error).message}`);
     }
-    const job = this.run(state, seq, capture).then((written) => {
+    // Asked now: the journal remembers only its newest records' positions.
+    const position = this.journalPosition(seq);
+    const job = this.run(state, seq, capture, position).then((written) => {
       this.running = null;
       // Records may have piled up meanwhile: start the next one now rather than on a later
       // batch. After a failure, wait for the next trigger instead of retrying in a loop.
@@ -512,6 +541,7 @@ export class Snapshotter {
     state: EngineState,
     seq: number,
     capture: CheckpointCapture | null,
+    position: JournalPosition | undefined,
   ): Promise<WrittenSnapshot | null> {
     const started = performance.now();
     const path = join(this.dir, snapshotFileName(seq));
@@ -552,6 +582,7 @@ export class Snapshotter {
             bodyBytes: b.bytes,
             bodyCrc32: b.crc,
             rules: state.rulesVersion,
+            ...(position === undefined ? {} : { journal: position }),
           }),
         );
         bytes = body.bytes;
