@@ -117,16 +117,10 @@ export function recordEndAt(
   const src = sourceOf(data);
   const { offset } = at;
   if (!Number.isSafeInteger(offset) || offset < 0 || offset + HEADER > src.size) return undefined;
-  let b = src.cover(offset, HEADER);
-  let i = offset - src.start;
-  const length = b.readUInt32LE(i);
-  if (length > MAX_RECORD || offset + HEADER + length > src.size) return undefined;
-  if (Number(b.readBigUInt64LE(i + 4)) !== seq || b.readUInt32LE(i + 12) !== at.crc)
-    return undefined;
-  b = src.cover(offset, HEADER + length);
-  i = offset - src.start;
-  const crc = crc32(b.subarray(i + HEADER, i + HEADER + length), crc32(b.subarray(i + 4, i + 12)));
-  return crc === at.crc ? offset + HEADER + length : undefined;
+  const h = headerAt(src, offset);
+  if (h.length > MAX_RECORD || offset + HEADER + h.length > src.size) return undefined;
+  if (h.seq !== seq || h.crc !== at.crc) return undefined;
+  return checksumMatches(src, offset, h.length, h.crc) ? offset + HEADER + h.length : undefined;
 }
 
 /**
@@ -147,11 +141,7 @@ export function* walkSkipped(
   for (let seq = 1; seq <= skipped.seq; seq++) {
     if (offset + HEADER > skipped.end)
       throw new JournalCorruptError(file, offset, `record ${seq} is missing ${covered}`);
-    let b = src.cover(offset, HEADER);
-    let at = offset - src.start;
-    const length = b.readUInt32LE(at);
-    const found = Number(b.readBigUInt64LE(at + 4));
-    const crc = b.readUInt32LE(at + 12);
+    const { length, seq: found, crc } = headerAt(src, offset);
     const end = offset + HEADER + length;
     if (length > MAX_RECORD || end > skipped.end)
       throw new JournalCorruptError(
@@ -159,12 +149,7 @@ export function* walkSkipped(
         offset,
         `record length ${length} runs past record ${skipped.seq} (expected seq ${seq}) ${covered}`,
       );
-    b = src.cover(offset, HEADER + length);
-    at = offset - src.start;
-    if (
-      crc32(b.subarray(at + HEADER, at + HEADER + length), crc32(b.subarray(at + 4, at + 12))) !==
-      crc
-    )
+    if (!checksumMatches(src, offset, length, crc))
       throw new JournalCorruptError(
         file,
         offset,
@@ -213,6 +198,26 @@ function sourceOf(data: Buffer | ByteSource): ByteSource {
   return Buffer.isBuffer(data) ? new BufferSource(data) : data;
 }
 
+/** The header of the record at `offset` (the source must hold its 16 bytes). */
+function headerAt(src: ByteSource, offset: number): { length: number; seq: number; crc: number } {
+  const b = src.cover(offset, HEADER);
+  const at = offset - src.start;
+  return {
+    length: b.readUInt32LE(at),
+    seq: Number(b.readBigUInt64LE(at + 4)),
+    crc: b.readUInt32LE(at + 12),
+  };
+}
+
+/** Whether the record at `offset`, of payload `length`, has CRC `crc` over its seq and payload. */
+function checksumMatches(src: ByteSource, offset: number, length: number, crc: number): boolean {
+  const b = src.cover(offset, HEADER + length);
+  const at = offset - src.start;
+  return (
+    crc32(b.subarray(at + HEADER, at + HEADER + length), crc32(b.subarray(at + 4, at + 12))) === crc
+  );
+}
+
 /**
  * Validates the framing of `data` (a buffer, or a file through {@link FileSource}): lengths,
  * checksums and the sequence. Throws {@link JournalCorruptError} for damage that is not a torn
@@ -247,11 +252,7 @@ export function scanFrames(
   while (offset < size) {
     const remaining = size - offset;
     if (remaining < HEADER) return torn();
-    let b = src.cover(offset, HEADER);
-    let at = offset - src.start;
-    const length = b.readUInt32LE(at);
-    const seq = Number(b.readBigUInt64LE(at + 4));
-    const crc = b.readUInt32LE(at + 12);
+    const { length, seq, crc } = headerAt(src, offset);
     const end = offset + HEADER + length;
     const plausible = length <= MAX_RECORD;
     if (plausible && end > size) {
@@ -266,15 +267,7 @@ export function scanFrames(
       }
       return torn();
     }
-    let ok = false;
-    if (plausible) {
-      b = src.cover(offset, HEADER + length);
-      at = offset - src.start;
-      ok =
-        crc32(b.subarray(at + HEADER, at + HEADER + length), crc32(b.subarray(at + 4, at + 12))) ===
-        crc;
-    }
-    if (!ok) {
+    if (!plausible || !checksumMatches(src, offset, length, crc)) {
       // A bad record is a torn tail only when nothing valid follows it.
       if (hasValidRecordAfter(src, offset + 1, expected)) {
         throw new JournalCorruptError(
@@ -306,11 +299,9 @@ export function decodeFrame(
   offset: number,
 ): JournalRecord {
   const src = sourceOf(data);
-  let b = src.cover(offset, HEADER);
-  const length = b.readUInt32LE(offset - src.start);
-  const seq = Number(b.readBigUInt64LE(offset - src.start + 4));
+  const { length, seq } = headerAt(src, offset);
   try {
-    b = src.cover(offset, HEADER + length);
+    const b = src.cover(offset, HEADER + length);
     const at = offset - src.start;
     const command = decodeJson<Command>(b.toString('utf8', at + HEADER, at + HEADER + length));
     return { seq, command };
@@ -404,9 +395,7 @@ function hasValidRecordAfter(src: ByteSource, from: number, expected: number): b
     if (p[q + HEADER + length - 1] !== CLOSE_BRACE) continue;
     const seq = p.readUInt32LE(q + 8) * 2 ** 32 + p.readUInt32LE(q + 4);
     if (seq < 1 || seq > maxSeq) continue;
-    const crc = p.readUInt32LE(q + 12);
-    const payload = p.subarray(q + HEADER, q + HEADER + length);
-    if (crc32(payload, crc32(p.subarray(q + 4, q + 12))) === crc) return true;
+    if (checksumMatches(probe, pos, length, p.readUInt32LE(q + 12))) return true;
   }
   return false;
 }
