@@ -582,6 +582,12 @@ async function startLocked(
   const requests = new SignedRequests(ctx, signing, recovery);
 
   // ---- bootstrap -------------------------------------------------------------------------
+  // A venue is new until its bootstrap invite code is journaled, the last record of its first
+  // start (codes are never deleted). A first start that a crash cut short after some of its
+  // records (the rules declaration, an instrument) is finished by the next start, which would
+  // otherwise take the venue for an old one: it kept the default working-order cap and had no
+  // invite code at all.
+  const bootstrapping = startSeq === 0 || host.state.referralCodes.size === 0;
   // The config's instruments are the ones a new venue starts with; a later start adds an id the
   // venue does not list yet. A listed instrument keeps its journaled settings: the admin API may
   // have changed them, and re-applying the file at every start would undo that (or refuse to start
@@ -611,7 +617,7 @@ async function startLocked(
   // default config never records one.
   const cap = config.limits.maxWorkingOrdersPerAccount;
   const currentCap = host.state.settings.maxWorkingOrdersPerAccount;
-  if (cap !== currentCap && startSeq === 0) {
+  if (cap !== currentCap && bootstrapping) {
     const r = await host.submit({ type: 'setVenueSettings', maxWorkingOrdersPerAccount: cap });
     if (!r.outcome.ok)
       throw new StartupError(`config limits.maxWorkingOrdersPerAccount: ${r.outcome.message}`);
@@ -622,7 +628,7 @@ async function startLocked(
     );
   }
   let inviteCode: string | null = null;
-  if (startSeq === 0) {
+  if (bootstrapping) {
     const r = await createRandomInviteCode(host, {
       kind: 'system',
       maxUses: config.bootstrapInviteUses,

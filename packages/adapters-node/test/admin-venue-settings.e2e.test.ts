@@ -3,11 +3,13 @@
  * settings as the engine state holds them, and the working-order cap changed at runtime through
  * the journal. A runtime change survives a restart: the config's cap only sets a new venue's.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENGINE_RULES_VERSION } from '@perp/core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
+import { encodeRecord } from '../src/journal/file-journal.js';
 import type { Wallet, WsClient } from './support/client.js';
 import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
@@ -190,6 +192,39 @@ describe('a runtime cap at a restart on the same data directory', () => {
       } finally {
         await t.close();
       }
+    }
+  });
+
+  it('a first start that a crash cut short after its rules declaration is finished by the next', async () => {
+    // What a kill leaves right after the new venue journaled its first record.
+    writeFileSync(
+      join(dir, 'journal.log'),
+      encodeRecord(1, { type: 'declareRules', version: ENGINE_RULES_VERSION, time: Date.now() }),
+    );
+    const config = {
+      ...DEFAULT_CONFIG,
+      limits: { ...DEFAULT_CONFIG.limits, maxWorkingOrdersPerAccount: 7 },
+    };
+    let lines: string[] = [];
+    let t = await start(lines, config);
+    try {
+      expect(await cap(t)).toBe(7);
+      expect(capLines(lines)).toEqual(['limits.maxWorkingOrdersPerAccount: 1000 -> 7 (journaled)']);
+      // The bootstrap invite code a new venue prints, and the instruments of the config.
+      expect(t.venue.inviteCode).toMatch(/^[A-Z0-9]+$/);
+      expect((await t.api('GET', '/instruments')).body).not.toEqual([]);
+    } finally {
+      await t.close();
+    }
+    // Finished now: a later start is an old venue's (no second invite code, the cap stays).
+    lines = [];
+    t = await start(lines, config);
+    try {
+      expect(t.venue.inviteCode).toBeNull();
+      expect(await cap(t)).toBe(7);
+      expect(capLines(lines)).toEqual([]);
+    } finally {
+      await t.close();
     }
   });
 });
