@@ -44,7 +44,7 @@ import {
   walkSkipped,
 } from './journal/file-journal.js';
 import { checkCheckpoint } from './journal/read-model-files.js';
-import { checkReplayRules } from './journal/rules-version.js';
+import { ReplayRulesCheck } from './journal/rules-version.js';
 import {
   JournalBehindSnapshotError,
   type LoadedSnapshot,
@@ -339,14 +339,39 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
   let replay: DataDirReport['replay'];
   if (scan !== null && data !== null) {
     const afterSeq = used?.seq ?? 0;
-    const commands: Command[] = [];
+    const rules = new ReplayRulesCheck(journalPath, used?.state.rulesVersion ?? null, afterSeq + 1);
+    let replayRecords = 0;
+    // With --replay the records are reduced as they are read, a batch at a time, as a start does
+    // (a full replay of a long journal never holds all its commands); the result is reported only
+    // if every check passes.
+    let state: EngineState | null = used?.state ?? null;
+    let batch: Command[] = [];
+    let replayFailed: { error: unknown } | null = null;
+    const reduceBatch = () => {
+      if (batch.length > 0 && state !== null && replayFailed === null) {
+        try {
+          state = reduceAll(state, batch).state;
+        } catch (error) {
+          replayFailed = { error };
+        }
+      }
+      batch = [];
+    };
+    const take = (command: Command) => {
+      rules.add(command);
+      replayRecords++;
+      if (options.replay !== true) return;
+      state ??= createEngineState({}, command.time);
+      batch.push(command);
+      if (batch.length === BATCH) reduceBatch();
+    };
     let decodable = true;
     if (scan.skipped !== undefined) {
       // A start skips the records the snapshot covers (its last one is where the snapshot says);
       // the check reads them all, as the history backfill or a start without it would.
       try {
         for (const r of walkSkipped(journalPath, data, scan.skipped))
-          if (r.seq > afterSeq) commands.push(r.command);
+          if (r.seq > afterSeq) take(r.command);
       } catch (e) {
         if (afterSeq < scan.skipped.seq) {
           problems.push(message(e));
@@ -361,7 +386,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       const seq = scan.firstSeq + i;
       try {
         const record = decodeFrame(journalPath, data, scan.offsets[i] as number);
-        if (seq > afterSeq) commands.push(record.command);
+        if (seq > afterSeq) take(record.command);
       } catch (e) {
         if (seq > afterSeq) {
           problems.push(message(e));
@@ -372,16 +397,11 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
           );
       }
     }
+    reduceBatch();
     let replayable = decodable;
     if (decodable) {
       try {
-        const line = checkReplayRules(
-          journalPath,
-          used?.state.rulesVersion ?? null,
-          commands,
-          afterSeq + 1,
-          options.replayUnderNewRules === true,
-        );
+        const line = rules.finish(options.replayUnderNewRules === true);
         if (line !== null) notes.push(`a start logs: ${line}`);
       } catch (e) {
         problems.push(message(e));
@@ -391,20 +411,20 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         snapshot: used?.path ?? null,
         snapshotSeq: afterSeq,
         readModels: used === null ? null : readModelsOf(root, used),
-        replayRecords: commands.length,
+        replayRecords,
         replayFirstSeq: afterSeq + 1,
         replayLastSeq: lastSeq ?? afterSeq,
       };
     }
     if (options.replay === true && replayable) {
+      const failure = replayFailed as { error: unknown } | null;
       try {
-        let state: EngineState = used?.state ?? createEngineState({}, commands[0]?.time ?? 0);
-        for (let i = 0; i < commands.length; i += BATCH)
-          state = reduceAll(state, commands.slice(i, i + BATCH)).state;
+        if (failure !== null) throw failure.error;
+        const replayed: EngineState = state ?? createEngineState({}, 0);
         replay = {
           seq: lastSeq ?? 0,
-          hash: stateHash(state, stateKeccak()),
-          rulesVersion: state.rulesVersion,
+          hash: stateHash(replayed, stateKeccak()),
+          rulesVersion: replayed.rulesVersion,
         };
       } catch (e) {
         problems.push(

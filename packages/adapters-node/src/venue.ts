@@ -23,10 +23,10 @@ import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@per
 import {
   auctionEvents,
   buildInstrument,
-  type Command,
   createEngineState,
   ENGINE_RULES_VERSION,
   fundingInfo,
+  type JournalRecord,
   type JournalStore,
   liveAuctions,
   nextWakeTime,
@@ -65,7 +65,7 @@ import { registerSignedRoutes } from './http/signed-routes.js';
 import { instrumentDifferences } from './instrument-settings.js';
 import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal } from './journal/file-journal.js';
-import { checkReplayRules } from './journal/rules-version.js';
+import { replayJournal } from './journal/rules-version.js';
 import {
   type LoadedSnapshot,
   loadNewestSnapshot,
@@ -400,24 +400,14 @@ async function startLocked(
       : null;
   const snapshot = snapshotDir === null ? null : newestValid;
   const startSeq = journal.lastSeq;
-  const records: Command[] = [];
-  let firstSeq = 0;
-  for await (const r of journal.read(snapshot?.seq ?? 0)) {
-    if (records.length === 0) firstSeq = r.seq;
-    records.push(r.command);
-  }
-  const underNewRules = checkReplayRules(
-    dataDir === null || options.journal !== undefined
-      ? 'the journal'
-      : join(dataDir, 'journal.log'),
-    snapshot?.state.rulesVersion ?? null,
-    records,
-    firstSeq,
-    options.replayUnderNewRules === true,
-  );
-  if (underNewRules !== null) log(underNewRules);
-  const firstTime = records[0]?.time ?? 0;
-  const journaledTime = records[records.length - 1]?.time ?? snapshot?.state.time ?? 0;
+  const afterSeq = snapshot?.seq ?? 0;
+  // The records are replayed further down, a batch at a time; the clock and the first state
+  // need the times of the first and the last one now.
+  const firstTime = (await firstRecord(journal, afterSeq))?.command.time ?? 0;
+  const journaledTime =
+    startSeq > afterSeq
+      ? ((await firstRecord(journal, startSeq - 1))?.command.time ?? 0)
+      : (snapshot?.state.time ?? 0);
   const clock = options.clock ?? new SystemClock(journaledTime);
   if (options.clock === undefined && Date.now() < journaledTime) {
     log(
@@ -495,12 +485,25 @@ async function startLocked(
             : { checkpoint: { dir: snapshotDir, snapshot, parts: readModelParts } }),
         })
       : null;
-  for (let i = 0; i < records.length; i += 4096) host.replay(records.slice(i, i + 4096));
+  const { replayed, underNewRules } = await replayJournal(
+    journal,
+    afterSeq,
+    (commands) => host.replay(commands),
+    {
+      journal:
+        dataDir === null || options.journal !== undefined
+          ? 'the journal'
+          : join(dataDir, 'journal.log'),
+      declared: snapshot?.state.rulesVersion ?? null,
+      allow: options.replayUnderNewRules === true,
+    },
+  );
+  if (underNewRules !== null) log(underNewRules);
   if (snapshot !== null)
     log(`recovered from snapshot ${snapshot.path} (seq ${snapshot.seq}, hash ${snapshot.hash})`);
-  if (records.length > 0)
+  if (replayed > 0)
     log(
-      `replayed ${records.length} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`,
+      `replayed ${replayed} journal records${snapshot === null ? '' : ` after seq ${snapshot.seq}`}`,
     );
   if (fileJournal !== null && backfill === null) fileJournal.forget(fileJournal.lastSeq);
   const readModelsComplete = (): boolean =>
@@ -530,7 +533,7 @@ async function startLocked(
       type: 'declareRules',
       version: ENGINE_RULES_VERSION,
       // Exactly the records replayed: those before were in the recovered state as they were.
-      ...(underNewRules === null ? {} : { replayed: records.length }),
+      ...(underNewRules === null ? {} : { replayed }),
     });
     if (!r.outcome.ok) throw new Error(`declaring the engine rules: ${r.outcome.message}`);
     if (previous !== null || startSeq > 0)
@@ -855,4 +858,13 @@ async function startLocked(
     historyBackfill: backfill,
     close,
   };
+}
+
+/** The first record of `journal` after `afterSeq`, if any (the rest is not read). */
+async function firstRecord(
+  journal: JournalStore,
+  afterSeq: number,
+): Promise<JournalRecord | undefined> {
+  for await (const r of journal.read(afterSeq)) return r;
+  return undefined;
 }

@@ -9,7 +9,12 @@
  *
  * @module
  */
-import { type Command, ENGINE_RULES_VERSION, foreignRules } from '@perp/core';
+import {
+  type Command,
+  ENGINE_RULES_VERSION,
+  ForeignRulesScan,
+  type JournalStore,
+} from '@perp/core';
 
 /** Start-up found journal records written under other engine rules than this build's. */
 export class RulesVersionMismatchError extends Error {
@@ -51,6 +56,56 @@ export class RulesVersionMismatchError extends Error {
 }
 
 /**
+ * Follows the records a start-up replays, command by command (`firstSeq` is the seq of the
+ * first), after a state that declared `declared`, and says at the end whether some were written
+ * under other rules (see {@link finish}).
+ */
+export class ReplayRulesCheck {
+  private readonly scan: ForeignRulesScan;
+  private readonly journal: string;
+  private readonly firstSeq: number;
+  private count = 0;
+  /** Position of the last command that is not a declaration. */
+  private lastCommand = -1;
+
+  constructor(journal: string, declared: number | null, firstSeq: number) {
+    this.journal = journal;
+    this.firstSeq = firstSeq;
+    this.scan = new ForeignRulesScan(declared);
+  }
+
+  /** Takes the next record's command. */
+  add(c: Command): void {
+    this.scan.add(c);
+    if (c.type !== 'declareRules') this.lastCommand = this.count;
+    this.count++;
+  }
+
+  /** Whether a command taken so far counts as other rules' (a later declaration may change it). */
+  get foreignSoFar(): boolean {
+    return this.scan.result() !== null;
+  }
+
+  /**
+   * Throws {@link RulesVersionMismatchError} when some records were written under other rules,
+   * unless `allow`; then returns a log line saying so (else `null`).
+   */
+  finish(allow: boolean): string | null {
+    const foreign = this.scan.result();
+    if (foreign === null) return null;
+    const error = new RulesVersionMismatchError(
+      this.journal,
+      foreign.versions,
+      this.firstSeq + foreign.first,
+      this.firstSeq + foreign.last,
+      this.lastCommand > foreign.last,
+    );
+    if (!allow) throw error;
+    return `replaying journal records ${error.firstSeq}..${error.lastSeq}, which include records written under engine rules ${foreign.versions.join(' and ')}, under rules ${ENGINE_RULES_VERSION} (--replay-under-new-rules): their outcomes may differ from those acknowledged`;
+  }
+}
+
+/**
  * Checks the records a start-up is about to replay (`firstSeq` is the seq of `records[0]`) after
  * a state that declared `declared`. Throws {@link RulesVersionMismatchError} when some were
  * written under other rules, unless `allow`; then returns a log line saying so (else `null`).
@@ -62,15 +117,70 @@ export function checkReplayRules(
   firstSeq: number,
   allow: boolean,
 ): string | null {
-  const foreign = foreignRules(declared, records);
-  if (foreign === null) return null;
-  const error = new RulesVersionMismatchError(
-    journal,
-    foreign.versions,
-    firstSeq + foreign.first,
-    firstSeq + foreign.last,
-    records.slice(foreign.last + 1).some((c) => c.type !== 'declareRules'),
-  );
-  if (!allow) throw error;
-  return `replaying journal records ${error.firstSeq}..${error.lastSeq}, which include records written under engine rules ${foreign.versions.join(' and ')}, under rules ${ENGINE_RULES_VERSION} (--replay-under-new-rules): their outcomes may differ from those acknowledged`;
+  const check = new ReplayRulesCheck(journal, declared, firstSeq);
+  for (const c of records) check.add(c);
+  return check.finish(allow);
+}
+
+/** Commands a start-up replays per `replay` call of the host. */
+const REPLAY_BATCH = 4_096;
+
+/**
+ * Replays the journal's records after `afterSeq` into `replay` in batches, one batch in memory at
+ * a time (a full replay of a long journal never holds all its commands), with the rules check of
+ * {@link ReplayRulesCheck}. Records that look written under other rules stop the replay: unless
+ * `allow`, the rest is only read for the check, which then throws its error with the full
+ * extent; when a later declaration turns out to cover them (or with `allow`), the replay
+ * continues from where it stopped. A later declaration can also show records already replayed
+ * to be of other rules (its `replayed` count reaches back): the check still refuses, and a
+ * replay that failed on such records reports the check's refusal, not its own error. Returns the
+ * records replayed and the check's log line.
+ */
+export async function replayJournal(
+  journal: Pick<JournalStore, 'read'>,
+  afterSeq: number,
+  replay: (commands: Command[]) => void,
+  rules: { readonly journal: string; readonly declared: number | null; readonly allow: boolean },
+): Promise<{ replayed: number; underNewRules: string | null }> {
+  const check = new ReplayRulesCheck(rules.journal, rules.declared, afterSeq + 1);
+  let batch: Command[] = [];
+  let replayed = 0;
+  const flush = () => {
+    if (batch.length === 0) return;
+    replay(batch);
+    replayed += batch.length;
+    batch = [];
+  };
+  /** Seq of the last record replayed while the check had found nothing. */
+  let replayedTo = afterSeq;
+  let held = false;
+  /** A replay that failed before the check was complete: the check's refusal explains it first. */
+  let failed: { error: unknown } | null = null;
+  for await (const r of journal.read(afterSeq)) {
+    check.add(r.command);
+    if (!held && !rules.allow && check.foreignSoFar) held = true;
+    if (held) continue;
+    batch.push(r.command);
+    replayedTo = r.seq;
+    if (batch.length === REPLAY_BATCH) {
+      try {
+        flush();
+      } catch (error) {
+        failed = { error };
+        held = true;
+      }
+    }
+  }
+  if (!held) flush();
+  const underNewRules = check.finish(rules.allow);
+  if (failed !== null) throw failed.error;
+  if (held) {
+    // A later declaration covered the records that looked foreign: replay the rest.
+    for await (const r of journal.read(replayedTo)) {
+      batch.push(r.command);
+      if (batch.length === REPLAY_BATCH) flush();
+    }
+    flush();
+  }
+  return { replayed, underNewRules };
 }
