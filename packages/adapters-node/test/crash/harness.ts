@@ -69,6 +69,14 @@ type HistoryModule = typeof import('../../src/read/history.js');
 const { HistoryStore } = (await import(
   new URL('../../dist/read/history.js', import.meta.url).href
 )) as HistoryModule;
+type StreamsModule = typeof import('../../src/read/report-streams.js');
+const { ReportStreams } = (await import(
+  new URL('../../dist/read/report-streams.js', import.meta.url).href
+)) as StreamsModule;
+type FormatModule = typeof import('../../src/wire/format.js');
+const { specsOf, wireReport } = (await import(
+  new URL('../../dist/wire/format.js', import.meta.url).href
+)) as FormatModule;
 const { createEngineState, reduceAll } = core;
 /** The state hash with the keccak the service uses (native when it loads; the same hash). */
 const stateHash = (state: EngineState): string => core.stateHash(state, stateKeccak());
@@ -221,7 +229,18 @@ class PrefixReplay {
   private readonly admitted = new Map<string, number>();
   /** The trade history a venue's read models hold after the records replayed so far. */
   history = new HistoryStore();
+  /** The execution-report replay buffers, likewise. */
+  streams = new ReportStreams();
   fromGenesis = 0;
+
+  /** A wallet's execution reports after the records replayed so far, as a replay sends them. */
+  wireReports(address: string): Record<string, unknown>[] {
+    const state = this.state;
+    if (state === undefined) return [];
+    const seq = state.accounts.get(address)?.reportSeq ?? 0;
+    const specOf = specsOf(state);
+    return this.streams.since(address, 0, seq).reports.map((r) => wireReport(r, specOf, true));
+  }
 
   /**
    * The state hash of a clean replay of the first `seq` records of `dir`'s journal, and how many
@@ -246,6 +265,7 @@ class PrefixReplay {
       this.count = 0;
       this.admitted.clear();
       this.history = new HistoryStore();
+      this.streams = new ReportStreams();
       this.fromGenesis++;
     }
     const fresh = scan.offsets
@@ -253,7 +273,9 @@ class PrefixReplay {
       .map((at) => journalCodec.decodeFrame(path, data, at).command);
     const from = this.state ?? createEngineState({}, fresh[0]?.time ?? 0);
     const r = reduceAll(from, fresh);
-    this.history.apply({ commands: fresh, events: r.events, state: r.state });
+    const batch = { commands: fresh, events: r.events, state: r.state };
+    this.history.apply(batch);
+    this.streams.apply(batch);
     for (const [key, n] of admittedNonces(fresh, r.events))
       this.admitted.set(key, (this.admitted.get(key) ?? 0) + n);
     this.state = r.state;
@@ -309,6 +331,55 @@ async function checkTradeHistory(
         seed,
         cycle,
       );
+  }
+}
+
+/**
+ * A wallet's `subscribeTrading {fromSeq: 0}` replays, after the restart, the execution reports a
+ * clean replay gives it (after {@link checkTradeHistory} advanced the replay; records journaled
+ * since, such as expiry ticks and this socket's authentication, only add reports after them).
+ * The report buffers were loaded from a read-model checkpoint or rebuilt from the journal.
+ */
+async function checkReportReplay(
+  wsUrl: string,
+  replay: PrefixReplay,
+  w: Wallet,
+  seed: number,
+  cycle: number,
+): Promise<void> {
+  const expected = replay.wireReports(w.address);
+  const ws = await WsClient.connect(wsUrl);
+  try {
+    const auth = await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+    if (auth.type !== 'authenticateSuccess')
+      fail(`authenticate: ${JSON.stringify(auth)}`, seed, cycle);
+    const sub = await ws.request({ type: 'subscribeTrading', fromSeq: 0 });
+    if (sub.resyncRequired === true)
+      fail(`wallet ${w.address}: replay from 0 needs a resync`, seed, cycle);
+    const last = expected[expected.length - 1]?.seq as number | undefined;
+    if (last !== undefined) {
+      if (typeof sub.seq !== 'number' || sub.seq < last)
+        fail(
+          `wallet ${w.address}: subscribed at seq ${String(sub.seq)}, the replay reached ${last}`,
+          seed,
+          cycle,
+        );
+      await ws.waitFor(
+        (m) => m.type === 'executionReport' && m.replay === true && m.seq === last,
+        10_000,
+      );
+    }
+    const served = ws.inbox.filter(
+      (m) => m.type === 'executionReport' && m.replay === true && (m.seq as number) <= (last ?? 0),
+    );
+    if (JSON.stringify(served) !== JSON.stringify(expected))
+      fail(
+        `wallet ${w.address}: subscribeTrading {fromSeq: 0} after the restart replayed ${served.length} reports up to seq ${last ?? 0}, not the clean replay's ${expected.length}`,
+        seed,
+        cycle,
+      );
+  } finally {
+    await ws.close();
   }
 }
 
@@ -519,6 +590,13 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         );
       }
       await checkTradeHistory(rest, admin, cleanReplay, dir, wallets, options.seed, cycle);
+      await checkReportReplay(
+        child.ready.ws,
+        cleanReplay,
+        wallets[cycle % wallets.length] as Wallet,
+        options.seed,
+        cycle,
+      );
       const counts = replayed.admitted;
       for (const e of ledger) {
         const n = counts.get(authKey(e.wallet, e.nonce)) ?? 0;
