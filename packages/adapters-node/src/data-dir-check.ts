@@ -332,6 +332,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
   }
   if (scan !== null && scan.tornBytes > 0)
     notes.push(`a start cuts the torn tail and logs: ${tornTailCutLine(journalPath, scan)}`);
+  if (scan !== null && present) notes.push(journalScanNote(scan, covering));
 
   // ---- what a start replays ---------------------------------------------------------------
   const used = options.snapshots === false || scan === null ? null : covering;
@@ -599,4 +600,17 @@ export function formatDataDirReport(report: DataDirReport): string {
 /** The first record's seq of a journal file (records a start skipped included). */
 function firstOf(frames: FrameScan): number {
   return frames.skipped === undefined ? frames.firstSeq : 1;
+}
+
+/** How much of the journal a start scans: after the snapshot's position, or all of it and why. */
+function journalScanNote(scan: FrameScan, covering: LoadedSnapshot | null): string {
+  if (scan.skipped !== undefined)
+    return `a start checks record ${scan.skipped.seq} at byte ${scan.skipped.position.offset} (the position ${covering?.path ?? 'the snapshot'} recorded) and scans only the journal after it (${scan.offsets.length} records)`;
+  const why =
+    covering === null
+      ? 'there is no valid snapshot'
+      : covering.journal === undefined
+        ? `${covering.path} records no journal position (written by an older build)`
+        : `record ${covering.seq} is not at the position ${covering.path} recorded (byte ${covering.journal.offset})`;
+  return `a start scans the whole journal: ${why}`;
 }

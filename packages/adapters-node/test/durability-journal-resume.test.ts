@@ -84,6 +84,14 @@ describe('a restart from a snapshot scans only the journal after it', () => {
     // --check reads the covered records too, and says what the damage means for a start.
     const report = checkDataDir(dir);
     expect(report.problems).toEqual([]);
+    const position = readSnapshotHeader(listSnapshotFiles(dir)[0]?.path as string)?.journal;
+    expect(report.notes).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^a start checks record ${snapSeq} at byte ${position?.offset} \\(the position .*snapshot-0+${snapSeq}\\.snap recorded\\) and scans only the journal after it \\(\\d+ records\\)$`,
+        ),
+      ),
+    );
     expect(report.notes).toContainEqual(
       expect.stringContaining(
         `journal ${journal} is damaged at byte ${second}: record checksum mismatch (expected seq 2) (records up to seq ${snapSeq}, which a snapshot covers, are checked only when read): a start from the snapshot does not read it`,
@@ -128,6 +136,9 @@ describe('a restart from a snapshot scans only the journal after it', () => {
     const t = await start(dir);
     expect(await stateHash(t)).toEqual(hash);
     await t.close();
+    expect(checkDataDir(dir).notes).toContainEqual(
+      `a start scans the whole journal: record ${header.seq} is not at the position ${snap} recorded (byte ${header.journal.offset})`,
+    );
 
     const data = readFileSync(journal);
     const second = scanFrames(journal, data).offsets[1] as number;
