@@ -24,6 +24,7 @@ came first) may be admitted or not, never twice. At the end: every acknowledged 
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import {
+  appendFileSync,
   existsSync,
   mkdtempSync,
   readdirSync,
@@ -203,6 +204,27 @@ function startChild(dir: string, args: readonly string[]): Promise<Child> {
       );
     });
   });
+}
+
+/**
+ * Appends to the journal what a write interrupted by a crash leaves (the first bytes of the next
+ * record, or zeros where the file grew but the data did not land), as a kill between the write
+ * and its fdatasync can. Nothing in it was acknowledged: the restart must cut it, with its line.
+ * `null` when the kill already left one.
+ */
+function tearTail(dir: string, rnd: () => number): { offset: number; bytes: number } | null {
+  const path = join(dir, 'journal.log');
+  const data = readFileSync(path);
+  const scan = journalCodec.scanFrames(path, data);
+  // The kill tore the last write itself: that one is the restart's to cut.
+  if (scan.tornBytes > 0) return null;
+  const next = journalCodec.encodeRecord(scan.firstSeq + scan.offsets.length, {
+    type: 'tick',
+    time: Date.now(),
+  });
+  const bytes = 1 + Math.floor(rnd() * (next.length - 1));
+  appendFileSync(path, rnd() < 0.8 ? next.subarray(0, bytes) : Buffer.alloc(bytes));
+  return { offset: data.length, bytes };
 }
 
 /** The journal as the disk holds it, read without touching the file. */
@@ -561,10 +583,23 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       await Promise.allSettled([...workers, ...sends]);
       for (const ws of sockets) await ws.close().catch(() => {});
       for (const e of ledger) if (e.status === 'sent') e.status = 'unanswered';
+      // A kill rarely lands inside a write: now and then, leave what one leaves.
+      const torn = rnd() < 0.25 ? tearTail(dir, rnd) : null;
 
       // ---- restart and reconcile -------------------------------------------------------------
       const restartAt = performance.now();
       child = await startChild(dir, args);
+      if (
+        torn !== null &&
+        !child.stderr.some((l) =>
+          l.includes(`cut a torn record of ${torn.bytes} bytes at offset ${torn.offset}`),
+        )
+      )
+        fail(
+          `a torn record of ${torn.bytes} bytes left at offset ${torn.offset} was not cut with its log line:\n${child.stderr.join('\n')}`,
+          options.seed,
+          cycle,
+        );
       const readyAt = performance.now();
       rest = child.ready.rest;
       if (child.stderr.some((l) => l.startsWith('recovered from snapshot'))) snapshotRecoveries++;
