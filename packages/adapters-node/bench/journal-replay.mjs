@@ -9,10 +9,12 @@
 //   BENCH_ROUNDS   replay rounds per engine, median reported (default 3)
 //   BENCH_ACKS     acknowledged commands per latency run (default 2,000)
 //   BENCH_OPEN     open-loop ack phases, rate/s x seconds, comma-separated (default 1000x2,4000x2)
-//   BENCH_ONLY     sections to run, comma-separated: replay, snapshot (one-shot encode/decode/
-//                  hash), stall (background snapshot write under an event-loop delay monitor),
-//                  readmodels (read models rebuilt from the journal against written to and
-//                  loaded from a checkpoint), acks (default: all five)
+//   BENCH_ONLY     sections to run, comma-separated: replay, restart (open the journal and read
+//                  the tail after a snapshot, the whole file scanned against the scan resumed at
+//                  the snapshot's position), snapshot (one-shot encode/decode/hash), stall
+//                  (background snapshot write under an event-loop delay monitor), readmodels
+//                  (read models rebuilt from the journal against written to and loaded from a
+//                  checkpoint), acks (default: all six)
 //   BENCH_JSON     1: print one JSON line with every figure at the end
 //
 // ab-durability.mjs runs the stall and acks sections of two builds alternately.
@@ -42,7 +44,7 @@ import {
 } from '@perp/core';
 import { SystemClock } from '../dist/engine/clock.js';
 import { EngineHost } from '../dist/engine/host.js';
-import { encodeRecord, FileJournal } from '../dist/journal/file-journal.js';
+import { encodeRecord, FileJournal, scanFrames } from '../dist/journal/file-journal.js';
 import {
   captureReadModels,
   loadCheckpoint,
@@ -74,7 +76,7 @@ const OPEN = (process.env.BENCH_OPEN ?? '1000x2,4000x2')
   .filter((x) => x !== '')
   .map((x) => x.split('x').map(Number));
 const ONLY = new Set(
-  (process.env.BENCH_ONLY ?? 'replay,snapshot,stall,readmodels,acks').split(','),
+  (process.env.BENCH_ONLY ?? 'replay,restart,snapshot,stall,readmodels,acks').split(','),
 );
 const JSON_OUT = process.env.BENCH_JSON === '1';
 const BATCH = 4096;
@@ -364,6 +366,56 @@ try {
     );
 
     figures.replay = { ours, bookOnly, nobMem, nobFile };
+  }
+
+  // Restart: opening the journal and reading the records after a snapshot, as a start does,
+  // with the whole file scanned (no journal position in the snapshot) and with the scan resumed
+  // at the snapshot's recorded position; on a tenth of the journal and on all of it, so the
+  // figures show which one grows with history.
+  if (ONLY.has('restart')) {
+    const TAIL = 1_000;
+    const data = readFileSync(ourPath);
+    const frames = scanFrames(ourPath, data);
+    console.log(
+      `\n## Restart: open the journal and read the ${fmt(TAIL)} records after the snapshot (medians of ${ROUNDS})`,
+    );
+    console.log(
+      '| journal | whole file scanned | scan resumed at the snapshot | resumed / whole |',
+    );
+    console.log('|---:|---:|---:|---:|');
+    figures.restart = [];
+    for (const records of [Math.floor(frames.offsets.length / 10), frames.offsets.length]) {
+      const path = join(dir, `restart-${records}.log`);
+      const end = records < frames.offsets.length ? frames.offsets[records] : data.length;
+      writeFileSync(path, data.subarray(0, end));
+      const tail = Math.min(TAIL, Math.floor(records / 2));
+      const seq = records - tail;
+      const at = frames.offsets[seq - 1];
+      const position = { offset: at, crc: data.readUInt32LE(at + 12) };
+      const time = (options) => {
+        gc();
+        const t0 = process.hrtime.bigint();
+        const j = FileJournal.open(path, { log: () => {}, ...options });
+        let n = 0;
+        for (const _r of j.readSync(seq)) n++;
+        const s = seconds(t0);
+        if (n !== tail) throw new Error(`read ${n} records after seq ${seq}, not ${tail}`);
+        void j.close();
+        return s * 1e3;
+      };
+      const whole = [];
+      const resumed = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        whole.push(time({}));
+        resumed.push(time({ resumeAfter: { seq, position } }));
+      }
+      const f = { records, mb: end / 1e6, wholeMs: median(whole), resumedMs: median(resumed) };
+      figures.restart.push(f);
+      console.log(
+        `| ${fmt(records)} records, ${f.mb.toFixed(0)} MB | ${f.wholeMs.toFixed(1)} ms | ${f.resumedMs.toFixed(1)} ms | ${(f.resumedMs / f.wholeMs).toFixed(3)} |`,
+      );
+      rmSync(path);
+    }
   }
 
   // Snapshot restore: what a restart pays instead of the full replay above.
