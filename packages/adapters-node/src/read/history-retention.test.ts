@@ -16,7 +16,8 @@ describe('retention', () => {
       v.fund(w, '100000');
     }
     v.oracle({ 'BTC-PERP': '65000' });
-    const h = new HistoryStore({ maxClosedOrders: 2, maxTrades: 3 });
+    // Fractional limits (computed ones) keep the whole rows below them.
+    const h = new HistoryStore({ maxClosedOrders: 2.5, maxTrades: 3.9 });
     const seen = v.history.length;
     v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
     // Four orders of `a` fill against `b`'s resting ones and end (Filled): two are kept.

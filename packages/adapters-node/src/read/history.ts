@@ -180,8 +180,9 @@ export class HistoryStore {
   private restoring: { account: string; order: number } | null = null;
 
   constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
-    this.maxClosed = options.maxClosedOrders ?? 10_000;
-    this.maxTrades = options.maxTrades ?? 50_000;
+    // Whole rows: a fractional limit (a computed one) keeps the rows below it.
+    this.maxClosed = Math.max(0, Math.floor(options.maxClosedOrders ?? 10_000));
+    this.maxTrades = Math.max(0, Math.floor(options.maxTrades ?? 50_000));
   }
 
   /**

@@ -78,4 +78,10 @@ describe('RetainedList', () => {
     expect(slots.includes(row)).toBe(false);
     expect(list.slice()).toEqual([{ id: 2 }]);
   });
+
+  it('refuses to drop a fraction of a row, which would leave every later read undefined', () => {
+    const list = new RetainedList([1, 2, 3]);
+    expect(() => list.dropOldest(0.4)).toThrow(RangeError);
+    expect(list.slice()).toEqual([1, 2, 3]);
+  });
 });

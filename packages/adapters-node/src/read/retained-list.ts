@@ -54,6 +54,8 @@ export class RetainedList<T> implements IndexedRows<T>, Iterable<T> {
 
   /** Drops the `count` oldest rows (all of them if fewer are held). */
   dropOldest(count: number): void {
+    // A fraction would leave the head between two rows, and every read after it undefined.
+    if (!Number.isSafeInteger(count)) throw new RangeError(`cannot drop ${count} rows`);
     const end = Math.min(this.head + Math.max(0, count), this.rows.length);
     this.rows.fill(undefined, this.head, end);
     this.head = end;
