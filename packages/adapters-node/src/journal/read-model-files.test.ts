@@ -3,7 +3,15 @@
  * when every check passes (the snapshot's seq and hash, each part's version, length, CRC, every
  * entry), with a reason naming the file otherwise; beside the snapshots, rotated with them.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
@@ -208,7 +216,12 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
       path: join(dir, checkpointFileName(4)),
       bytes: expect.any(Number),
     });
-    expect(lines[lines.length - 1]).toMatch(/seq 4, \d+ bytes, \d+ ms, read models \d+ bytes$/);
+    // The sizes logged are the files' (header block included), as ls and --check give them.
+    expect(last?.bytes).toBe(statSync(last?.path as string).size);
+    expect(last?.readModels?.bytes).toBe(statSync(join(dir, checkpointFileName(4))).size);
+    expect(lines[lines.length - 1]).toBe(
+      `snapshot ${last?.path}: seq 4, ${last?.bytes} bytes, ${last?.ms.toFixed(0)} ms, read models ${last?.readModels?.bytes} bytes`,
+    );
     // Two snapshots kept, and only their checkpoints.
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
     expect(listCheckpointFiles(dir).map((f) => f.seq)).toEqual([4, 3]);

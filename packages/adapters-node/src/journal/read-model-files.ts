@@ -111,7 +111,7 @@ export interface CheckpointWrite {
 
 /**
  * Writes the captured read models to `readmodels-<seq>.ckpt` (see the module comment) and
- * releases the captures, whatever the outcome. Resolves with the path and body bytes; throws
+ * releases the captures, whatever the outcome. Resolves with the path and file bytes; throws
  * when the write failed or was abandoned (its temporary file removed).
  */
 export async function writeCheckpointFile(
@@ -153,7 +153,7 @@ export async function writeCheckpointFile(
           bodyCrc32: b.crc,
         }),
       );
-      bytes = body.bytes;
+      bytes = HEADER_BLOCK + body.bytes;
       if (w.sync !== undefined) await w.sync(fh.fd);
       else await fh.sync();
     } finally {
@@ -267,7 +267,7 @@ function* readCheckpoint(
   } catch (e) {
     return no((e as Error).message);
   }
-  return { restored: true, path, bytes: body.length, entries: line, restorers };
+  return { restored: true, path, bytes: HEADER_BLOCK + body.length, entries: line, restorers };
 }
 
 /** The file's bytes, or why there are none. */

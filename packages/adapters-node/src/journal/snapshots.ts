@@ -410,9 +410,10 @@ export interface WrittenSnapshot {
   readonly path: string;
   readonly seq: number;
   readonly hash: string;
+  /** Bytes of the file (header block and body), as `ls` and `--check` give them. */
   readonly bytes: number;
   readonly ms: number;
-  /** The read-model checkpoint written beside it, if any. */
+  /** The read-model checkpoint written beside it, if any (`bytes`: of the file). */
   readonly readModels: { readonly path: string; readonly bytes: number } | null;
 }
 
@@ -585,7 +586,7 @@ export class Snapshotter {
             ...(position === undefined ? {} : { journal: position }),
           }),
         );
-        bytes = body.bytes;
+        bytes = HEADER_BLOCK + body.bytes;
         if (this.hooks.sync !== undefined) await this.hooks.sync(fh.fd);
         else await fh.sync();
       } finally {
