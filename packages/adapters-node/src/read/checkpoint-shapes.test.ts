@@ -2,9 +2,10 @@
  * A read-model checkpoint written by one build is loaded by the next when each part's entry
  * version is the same (`CheckpointPart.version`), so a change to the shape of what a part writes
  * (a history row, an execution report, an order view, a candle) must come with a new version. This
- * pins the record shapes each part writes for a scenario with trades, cancels, a bust and
- * deposits, by part and version: changing a shape fails here until the part's version is raised
- * and the pin updated with it.
+ * pins the record shapes each part writes for a scenario with trades, cancels, a bust, deposits,
+ * a leverage update, a margin transfer, a withdrawal, a triggered stop, funding and a
+ * liquidation, by part and version: changing a shape fails here until the part's version is
+ * raised and the pin updated with it. (Not reached: auction claims and ADL.)
  */
 import { type Command, createEngineState, reduceAll } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
@@ -27,8 +28,11 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
       'account:string,avgPx:null,cloid:null,closedTime:null,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
       'account:string,avgPx:null,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
       'account:string,avgPx:string,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
+      'account:string,avgPx:string,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:string,updatedTime:number',
+      'account:string,avgPx:string,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'bustReason:null,bustTime:null,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:null,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
       'bustReason:null,bustTime:null,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
       'bustReason:string,bustTime:number,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
     ],
@@ -36,11 +40,17 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
   reportStreams: {
     version: 1,
     shapes: [
+      'account:string,amount:bigint,commandId:number,direction:string,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
       'account:string,amount:bigint,commandId:number,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
       'account:string,bustReason:string,execId:number,fill:object,kind:string,marginMode:string,market:number,orderId:number,positionAfter:bigint,seq:number,time:number,tradeId:number,type:string,workingOrder:undefined',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
+      'account:string,commandId:number,execId:number,kind:string,leverage:number,marginMode:string,market:number,previousLeverage:number,seq:number,status:string,time:number,type:string',
+      'account:string,execId:number,fill:object,kind:string,liquidationId:number,liquidationPrice:bigint,marginMode:string,markPrice:bigint,market:number,method:string,penalty:bigint,seq:number,time:number,type:string',
       'account:string,execId:number,fill:object,kind:string,markPrice:undefined,order:object,seq:number,time:number,type:string',
+      'account:string,execId:number,fill:undefined,kind:string,markPrice:bigint,order:object,seq:number,time:number,type:string',
       'account:string,execId:number,fill:undefined,kind:string,markPrice:undefined,order:object,seq:number,time:number,type:string',
+      'account:string,execId:number,fundingRate:bigint,fundingTime:number,indexPrice:bigint,kind:string,marginMode:string,markPrice:bigint,market:number,payment:bigint,positionSize:bigint,seq:number,time:number,type:string',
       'fee:bigint,liquidity:string,marginMode:string,market:number,positionAfter:bigint,positionBefore:bigint,price:bigint,quantity:bigint,quote:bigint,realizedPnl:bigint,side:string,time:number,tradeId:number',
     ],
   },
@@ -53,6 +63,22 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
     ],
   },
 };
+
+/** The execution-report kinds {@link scenario} produces. */
+const SCENARIO_KINDS: string[] = [
+  'DepositMargin',
+  'Funding',
+  'Liquidation',
+  'OrderAccepted',
+  'OrderCancelled',
+  'OrderFilled',
+  'OrderPartiallyFilled',
+  'OrderTriggered',
+  'TradeBust',
+  'TransferMargin',
+  'UpdateLeverage',
+  'WithdrawMargin',
+];
 
 function scenario(): Command[] {
   const v = new TestVenue();
@@ -69,6 +95,40 @@ function scenario(): Command[] {
   }
   v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' });
   v.run({ type: 'bustTrade', tradeId: v.state.counters.trade, reason: 'fat finger' });
+  // Margin commands and their settlements, a stop that triggers, funding.
+  v.run({ type: 'updateLeverage', account: a, market: 1, mode: 'Cross', leverage: 500 });
+  v.run({
+    type: 'transferMargin',
+    account: a,
+    amount: 100_000_000n,
+    market: 1,
+    direction: 'crossToIsolated',
+  });
+  v.run({ type: 'withdraw', account: b, amount: 1_000_000n, target: { mode: 'Cross', market: 0 } });
+  v.run({ type: 'settleWithdrawal', commandId: v.state.counters.command, success: true });
+  v.place(b, 'BTC-PERP', {
+    side: 'Sell',
+    qty: '0.01',
+    price: '64000',
+    type: 'StopLimit',
+    trigger: '64500',
+  });
+  v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '63900' });
+  v.oracle({ 'BTC-PERP': '64400' });
+  v.run({ type: 'settleFunding', market: 1 });
+  // A liquidation: a 20x long that the mark takes below its maintenance, sold into the book
+  // (quotes around the new mark, so the mark follows the oracle).
+  const l = wallet(3);
+  v.open(l);
+  v.fund(l, '200');
+  v.run({ type: 'updateLeverage', account: l, market: 1, mode: 'Cross', leverage: 2000 });
+  v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.05', price: '64400' });
+  v.place(l, 'BTC-PERP', { side: 'Buy', qty: '0.05', price: '64400' });
+  v.run({ type: 'cancelAll', account: a, market: 1 });
+  v.run({ type: 'cancelAll', account: b, market: 1 });
+  v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.05', price: '60450' });
+  v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.05', price: '60500.5' });
+  v.oracle({ 'BTC-PERP': '60500' });
   return [...v.log];
 }
 
@@ -95,6 +155,11 @@ describe('the record shapes each checkpoint part writes', () => {
     const commands = scenario();
     const r = reduceAll(createEngineState({}, (commands[0] as Command).time), commands);
     const batch = { commands, events: r.events, state: r.state };
+    // The scenario reaches every kind of report whose shape the pin is meant to hold.
+    const kinds = new Set(
+      r.events.flat().flatMap((e) => (e.type === 'executionReport' ? [e.kind] : [])),
+    );
+    expect([...kinds].sort()).toEqual(SCENARIO_KINDS);
     const history = new HistoryStore();
     const streams = new ReportStreams();
     const ticker = new TickerProjection();
