@@ -4,11 +4,11 @@
  * (a history row, an execution report, an order view, a candle) must come with a new version. This
  * pins the record shapes each part writes for a scenario with trades, cancels, a bust, deposits,
  * a leverage update, a margin transfer, a withdrawal, a triggered stop, funding and a
- * liquidation, by part and version: changing a shape fails here until the part's version is
- * raised and the pin updated with it. (Not reached: auction claims and ADL.)
+ * liquidation (market, auction, a claim and ADL), by part and version: changing a shape fails
+ * here until the part's version is raised and the pin updated with it.
  */
-import { type Command, createEngineState, reduceAll } from '@perp/core';
-import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import { type Command, createEngineState, liveAuctions, reduceAll } from '@perp/core';
+import { BTC_SETTINGS, px, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 import { CandleProjection } from '../marketdata/candles.js';
 import { captureMarketData, MARKET_DATA_PART_VERSION } from '../marketdata/checkpoint.js';
@@ -40,8 +40,10 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
   reportStreams: {
     version: 1,
     shapes: [
+      'account:string,adlId:number,execId:number,fill:object,kind:string,marginMode:string,market:number,rank:number,seq:number,time:number,type:string',
       'account:string,amount:bigint,commandId:number,direction:string,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
       'account:string,amount:bigint,commandId:number,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
+      'account:string,auctionId:number,execId:number,fill:object,kind:string,market:number,price:bigint,quantity:bigint,reserve:bigint,seq:number,status:string,time:number,type:string',
       'account:string,bustReason:string,execId:number,fill:object,kind:string,marginMode:string,market:number,orderId:number,positionAfter:bigint,seq:number,time:number,tradeId:number,type:string,workingOrder:undefined',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
@@ -66,9 +68,11 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
 
 /** The execution-report kinds {@link scenario} produces. */
 const SCENARIO_KINDS: string[] = [
+  'ADL',
   'DepositMargin',
   'Funding',
   'Liquidation',
+  'LiquidationClaim',
   'OrderAccepted',
   'OrderCancelled',
   'OrderFilled',
@@ -129,6 +133,39 @@ function scenario(): Command[] {
   v.place(a, 'BTC-PERP', { side: 'Buy', qty: '0.05', price: '60450' });
   v.place(b, 'BTC-PERP', { side: 'Sell', qty: '0.05', price: '60500.5' });
   v.oracle({ 'BTC-PERP': '60500' });
+  // An isolated long too large for the book goes to auction; a claim, then ADL at its end.
+  v.list({
+    id: 3,
+    symbol: 'ISO-PERP',
+    tickSize: '0.5',
+    lotSize: '1',
+    quantityDecimals: 0,
+    maxLeverage: 20,
+    openInterestCap: '1000000',
+    makerFeeRate: '0',
+    takerFeeRate: '0',
+    liquidation: { feeRate: '0', partialThreshold: '100000' },
+  });
+  const [gold, short, mm, claimant] = [wallet(0x60), wallet(0x73), wallet(0x62), wallet(0x91)];
+  for (const w of [gold, short, mm, claimant]) v.open(w);
+  for (const w of [short, mm, claimant]) v.fund(w, '100000');
+  v.fund(gold, '1000', 'ISO-PERP');
+  v.oracle({ 'ISO-PERP': '100' });
+  v.place(gold, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true });
+  v.place(short, 'ISO-PERP', { side: 'Sell', qty: '100', price: '100' });
+  v.place(mm, 'ISO-PERP', { side: 'Buy', qty: '1', price: '89.5' });
+  v.place(mm, 'ISO-PERP', { side: 'Sell', qty: '1', price: '94.5' });
+  v.run({ type: 'oracle', time: v.time + 10 * 60_000, prices: [{ market: 3, price: px('92') }] });
+  const auction = liveAuctions(v.state)[0];
+  if (auction === undefined) throw new Error('the scenario no longer starts an auction');
+  v.run({
+    type: 'claimLiquidation',
+    account: claimant,
+    auctionId: auction.auctionId,
+    quantity: 10n,
+    maxPrice: px('92'),
+  });
+  v.run({ type: 'tick', time: auction.endTime });
   return [...v.log];
 }
 
