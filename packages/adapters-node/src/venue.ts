@@ -457,6 +457,9 @@ async function startLocked(
       ),
     },
   });
+  // Its timers run from here: a start that fails later (a replay refused, a bad instrument)
+  // must stop them.
+  opened.push(() => marketData.close());
   // After a snapshot, the read models get the history before it in the background: the backfill
   // keeps every batch from the tail replay on, loads the read models at the snapshot's seq from
   // the checkpoint written beside it (or, without a valid one, re-reduces records 1..snapshot

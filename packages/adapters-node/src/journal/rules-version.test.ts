@@ -14,7 +14,7 @@ import {
   stateHash,
 } from '@perp/core';
 import { wallet } from '@perp/core/testing';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
 import { checkReplayRules, RulesVersionMismatchError } from './rules-version.js';
@@ -108,8 +108,18 @@ describe('engine rules in the journal', () => {
     await writtenUnderOtherRules(dir);
     const journalPath = join(dir, 'journal.log');
     const bytes = readFileSync(journalPath);
+    // The refusal comes after the replay began: the intervals the start had set (market-data
+    // housekeeping and heartbeats, unref'd, so only a count of clears can see them) are cleared.
+    const set = vi.spyOn(globalThis, 'setInterval');
+    const cleared = vi.spyOn(globalThis, 'clearInterval');
     const attempt = start(dir, []);
     await expect(attempt).rejects.toThrow(RulesVersionMismatchError);
+    const intervals = set.mock.results.map((r) => r.value);
+    const clearedOnes = new Set(cleared.mock.calls.map((c) => c[0]));
+    set.mockRestore();
+    cleared.mockRestore();
+    expect(intervals.length).toBeGreaterThan(0);
+    expect(intervals.filter((t) => !clearedOnes.has(t))).toEqual([]);
     await expect(attempt).rejects.toThrow(
       `${journalPath}: records 2..4 include records written under engine rules ${OTHER} that would be replayed under rules ${E} (this build), which can change their outcomes.`,
     );
