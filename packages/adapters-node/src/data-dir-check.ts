@@ -44,7 +44,7 @@ import {
   walkSkipped,
 } from './journal/file-journal.js';
 import { checkCheckpoint } from './journal/read-model-files.js';
-import { ReplayRulesCheck } from './journal/rules-version.js';
+import { REPLAY_BATCH_RECORDS, ReplayRulesCheck } from './journal/rules-version.js';
 import {
   JournalBehindSnapshotError,
   type LoadedSnapshot,
@@ -163,8 +163,6 @@ export interface DataDirReport {
     readonly rulesVersion: number | null;
   };
 }
-
-const BATCH = 4096;
 
 /**
  * How a start from `snapshot` gets the read models before it: its checkpoint, checked entry by
@@ -364,7 +362,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       if (options.replay !== true) return;
       state ??= createEngineState({}, command.time);
       batch.push(command);
-      if (batch.length === BATCH) reduceBatch();
+      if (batch.length === REPLAY_BATCH_RECORDS) reduceBatch();
     };
     let decodable = true;
     if (scan.skipped !== undefined) {

@@ -122,8 +122,11 @@ export function checkReplayRules(
   return check.finish(allow);
 }
 
-/** Commands a start-up replays per `replay` call of the host. */
-const REPLAY_BATCH = 4_096;
+/**
+ * Commands a start-up replays per `replay` call of the host; the history backfill and `--check
+ * --replay` cut their batches the same way.
+ */
+export const REPLAY_BATCH_RECORDS = 4096;
 
 /**
  * Replays the journal's records after `afterSeq` into `replay` in batches, one batch in memory at
@@ -162,7 +165,7 @@ export async function replayJournal(
     if (held) continue;
     batch.push(r.command);
     replayedTo = r.seq;
-    if (batch.length === REPLAY_BATCH) {
+    if (batch.length === REPLAY_BATCH_RECORDS) {
       try {
         flush();
       } catch (error) {
@@ -175,10 +178,11 @@ export async function replayJournal(
   const underNewRules = check.finish(rules.allow);
   if (failed !== null) throw failed.error;
   if (held) {
-    // A later declaration covered the records that looked foreign: replay the rest.
+    // A later declaration covered the records that looked foreign: replay the rest, after the
+    // records of `batch` (read before them, not replayed yet).
     for await (const r of journal.read(replayedTo)) {
       batch.push(r.command);
-      if (batch.length === REPLAY_BATCH) flush();
+      if (batch.length === REPLAY_BATCH_RECORDS) flush();
     }
     flush();
   }

@@ -38,6 +38,7 @@ import {
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import { type CheckpointSource, loadCheckpoint } from '../journal/read-model-files.js';
+import { REPLAY_BATCH_RECORDS } from '../journal/rules-version.js';
 import { stateHashInSlices } from '../sliced-hash.js';
 import type { ProjectionRebuild } from './checkpoint.js';
 import type { HistoryStore } from './history.js';
@@ -56,9 +57,6 @@ export function reportStreamsRebuild(live: ReportStreams): ProjectionRebuild {
   const rebuilt = live.emptyCopy();
   return { apply: (batch) => rebuilt.apply(batch), commit: () => live.adoptReports(rebuilt) };
 }
-
-/** Batch size of a full replay at start-up (`venue.ts`): prefix batches are cut the same way. */
-export const REPLAY_BATCH_RECORDS = 4096;
 
 /** Options of a {@link HistoryBackfill}. */
 export interface HistoryBackfillOptions {
