@@ -27,6 +27,7 @@ import {
 import { DEFAULT_CONFIG, type VenueConfig } from './config.js';
 import {
   journalRequirements,
+  journalStartSeq,
   readChainFile,
   readVenueFile,
   restoreChain,
@@ -39,6 +40,7 @@ import {
   checkJournalBytes,
   decodeFrame,
   type FrameScan,
+  RecordsArchivedError,
   scanFrames,
   tornTailCutLine,
   walkSkipped,
@@ -76,6 +78,11 @@ export interface DataDirCheckOptions {
   readonly replayUnderNewRules?: boolean;
   /** Also replay the records as a start does, and report the resulting seq and state hash. */
   readonly replay?: boolean;
+  /**
+   * The caller holds the directory's `LOCK` itself (`--archive-journal` checks the directory it
+   * has locked): the lock is reported as `mine`, not as another venue's.
+   */
+  readonly lockHeld?: boolean;
 }
 
 /** One snapshot file, and what a start does with it. */
@@ -258,7 +265,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     notes.push(
       `${venuePath} is absent: a start writes a new one with a new admin token (and prints it)`,
     );
-  const lock = inspectLock(lockPath);
+  const lock = options.lockHeld === true ? { state: 'mine' as const } : inspectLock(lockPath);
   if (lock.state === 'held') problems.push(lock.refusal.message);
   if (lock.state === 'stale')
     notes.push(
@@ -276,6 +283,15 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     if (/^readmodels-\d{20}\.ckpt\.tmp$/.test(name))
       notes.push(
         `${join(root, name)}: an unfinished read-model checkpoint write; a start with snapshots deletes it`,
+      );
+    const archived = /^journal-(\d{20})-(\d{20})\.log$/.exec(name);
+    if (archived !== null)
+      notes.push(
+        `${join(root, name)}: journal records ${Number(archived[1])}..${Number(archived[2])} archived by --archive-journal; a start does not read it (keep it with the backups, off this disk)`,
+      );
+    if (name === 'journal.log.tmp')
+      notes.push(
+        `${join(root, name)}: an unfinished journal rewrite of --archive-journal (journal.log is intact); delete it`,
       );
     if (name.startsWith('journal.log.detached-'))
       notes.push(
@@ -296,6 +312,8 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     problems.push(message(e));
   }
   const present = existsSync(journalPath);
+  /** The journal file's first seq: past 1 once older records were archived. */
+  const startSeq = journalStartSeq(journalPath);
   // Read through a window, as a start reads it: a journal outgrows any one buffer.
   let fd: number | null = null;
   let data: ByteSource | null = null;
@@ -316,7 +334,7 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
     problems.push(message(e));
     try {
       // A journal behind a snapshot, or with no record where snapshots show some, still frames.
-      if (data !== null) frames = scanFrames(journalPath, data);
+      if (data !== null) frames = scanFrames(journalPath, data, startSeq);
     } catch {
       // Damaged: the problem above names where.
     }
@@ -330,13 +348,27 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
   }
   if (scan !== null && scan.tornBytes > 0)
     notes.push(`a start cuts the torn tail and logs: ${tornTailCutLine(journalPath, scan)}`);
-  if (scan !== null && present) notes.push(journalScanNote(scan, covering));
+  if (scan !== null && present) notes.push(journalScanNote(scan, covering, startSeq));
+  if (scan !== null && startSeq > 1)
+    notes.push(
+      `records 1..${startSeq - 1} are not in ${journalPath} (archived): a start from a snapshot at seq ${startSeq - 1} or later does not need them; a start without snapshots (--no-snapshots) or from an older one, and a history backfill without its read-model checkpoint, do`,
+    );
 
   // ---- what a start replays ---------------------------------------------------------------
   const used = options.snapshots === false || scan === null ? null : covering;
   let recovery: DataDirReport['recovery'] = null;
   let replay: DataDirReport['replay'];
-  if (scan !== null && data !== null) {
+  // The start's own refusal (venue.ts) of a replay that would need archived records.
+  const archivedNeeded = scan !== null && startSeq > (used?.seq ?? 0) + 1;
+  if (archivedNeeded)
+    problems.push(
+      new RecordsArchivedError(
+        journalPath,
+        startSeq,
+        'a start without snapshots (--no-snapshots) replays the whole journal',
+      ).message,
+    );
+  if (scan !== null && data !== null && !archivedNeeded) {
     const afterSeq = used?.seq ?? 0;
     const rules = new ReplayRulesCheck(journalPath, used?.state.rulesVersion ?? null, afterSeq + 1);
     let replayRecords = 0;
@@ -406,10 +438,15 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         problems.push(message(e));
         replayable = false;
       }
+      const readModels = used === null ? null : readModelsOf(root, used);
+      if (readModels?.source === 'journal' && startSeq > 1)
+        notes.push(
+          `a start's history backfill is abandoned (${readModels.reason}, and the journal records it would re-reduce are archived): the read models keep only what follows the snapshot`,
+        );
       recovery = {
         snapshot: used?.path ?? null,
         snapshotSeq: afterSeq,
-        readModels: used === null ? null : readModelsOf(root, used),
+        readModels,
         replayRecords,
         replayFirstSeq: afterSeq + 1,
         replayLastSeq: lastSeq ?? afterSeq,
@@ -545,7 +582,7 @@ export function formatDataDirReport(report: DataDirReport): string {
   else if (j.records === null) out.push(`  ${j.bytes} bytes, damaged (see the problem above)`);
   else {
     const range = j.records === 0 ? 'no record' : `seq ${j.firstSeq}..${j.lastSeq}`;
-    out.push(`  ${j.records} records (${range}), ${j.bytes} bytes`);
+    out.push(`  ${j.records} record${j.records === 1 ? '' : 's'} (${range}), ${j.bytes} bytes`);
     out.push(
       j.tornTail === null
         ? '  ends cleanly'
@@ -597,11 +634,15 @@ export function formatDataDirReport(report: DataDirReport): string {
 
 /** The first record's seq of a journal file (records a start skipped included). */
 function firstOf(frames: FrameScan): number {
-  return frames.skipped === undefined ? frames.firstSeq : 1;
+  return frames.skipped === undefined ? frames.firstSeq : frames.skipped.first;
 }
 
 /** How much of the journal a start scans: after the snapshot's position, or all of it and why. */
-function journalScanNote(scan: FrameScan, covering: LoadedSnapshot | null): string {
+function journalScanNote(
+  scan: FrameScan,
+  covering: LoadedSnapshot | null,
+  startSeq: number,
+): string {
   if (scan.skipped !== undefined)
     return `a start checks record ${scan.skipped.seq} at byte ${scan.skipped.position.offset} (the position ${covering?.path ?? 'the snapshot'} recorded) and scans only the journal after it (${scan.offsets.length} records)`;
   const why =
@@ -609,6 +650,6 @@ function journalScanNote(scan: FrameScan, covering: LoadedSnapshot | null): stri
       ? 'there is no valid snapshot'
       : covering.journal === undefined
         ? `${covering.path} records no journal position (written by an older build)`
-        : `record ${covering.seq} is not at the position ${covering.path} recorded (byte ${covering.journal.offset})`;
+        : `record ${covering.seq} is not at the position ${covering.path} recorded (byte ${covering.journal.offset})${startSeq > 1 ? ', as after an archive of the records before it' : ''}`;
   return `a start scans the whole journal: ${why}`;
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   InvalidChainSnapshotError,
@@ -15,7 +15,12 @@ import {
 } from '@perp/adapters-memory';
 import { createSigningContext, type SigningContext } from '@perp/core';
 import type { VenueConfig } from './config.js';
-import type { JournalRequirements } from './journal/file-journal.js';
+import { FileSource } from './journal/byte-source.js';
+import {
+  firstRecordSeq,
+  type JournalRequirements,
+  RecordsArchivedError,
+} from './journal/file-journal.js';
 import {
   JournalBehindSnapshotError,
   type LoadedSnapshot,
@@ -127,7 +132,19 @@ export function journalRequirements(
 ): JournalRequirements {
   const newestSnapshot = listSnapshotFiles(dataDir)[0];
   const journalPath = join(dataDir, 'journal.log');
+  // Records before the file's first were archived: only a snapshot at or past the last of them
+  // can stand in for them.
+  const firstSeq = journalStartSeq(journalPath);
+  if (firstSeq > 1 && (covering === null || covering.seq < firstSeq - 1))
+    throw new RecordsArchivedError(
+      journalPath,
+      firstSeq,
+      covering === null
+        ? 'there is no valid snapshot to start from'
+        : `the newest valid snapshot, ${covering.path}, is at seq ${covering.seq}, before them`,
+    );
   return {
+    ...(firstSeq === 1 ? {} : { firstSeq }),
     ...(newestSnapshot === undefined
       ? {}
       : {
@@ -148,4 +165,24 @@ export function journalRequirements(
       ? {}
       : { resumeAfter: { seq: covering.seq, position: covering.journal } }),
   };
+}
+
+/**
+ * The seq of the first record of the journal file at `path`: 1 for a journal that holds its
+ * whole history (or is absent, empty, or damaged at its start, which the scan then reports),
+ * later once the records before it were archived (`archive-journal.ts`).
+ */
+export function journalStartSeq(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return 1;
+  }
+  try {
+    // One record is read: a small window, grown for a longer record.
+    return firstRecordSeq(new FileSource(fd, fstatSync(fd).size, 64 * 1024)) ?? 1;
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -64,7 +64,7 @@ import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
 import { instrumentDifferences } from './instrument-settings.js';
 import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
-import { FileJournal } from './journal/file-journal.js';
+import { FileJournal, RecordsArchivedError } from './journal/file-journal.js';
 import { replayJournal } from './journal/rules-version.js';
 import {
   type LoadedSnapshot,
@@ -399,6 +399,13 @@ async function startLocked(
       ? dataDir
       : null;
   const snapshot = snapshotDir === null ? null : newestValid;
+  // An archived journal lacks the records a start without its snapshot would replay.
+  if (journal instanceof FileJournal && journal.startSeq > (snapshot?.seq ?? 0) + 1)
+    throw new RecordsArchivedError(
+      journal.path,
+      journal.startSeq,
+      'a start without snapshots (--no-snapshots) replays the whole journal',
+    );
   const startSeq = journal.lastSeq;
   const afterSeq = snapshot?.seq ?? 0;
   // The records are replayed further down, a batch at a time; the clock and the first state

@@ -132,13 +132,13 @@ export function recordEndAt(
 export function* walkSkipped(
   file: string,
   data: Buffer | ByteSource,
-  skipped: { readonly seq: number; readonly end: number },
+  skipped: { readonly first: number; readonly seq: number; readonly end: number },
   afterSeq = 0,
 ): Generator<JournalRecord> {
   const src = sourceOf(data);
   const covered = `(records up to seq ${skipped.seq}, which a snapshot covers, are checked only when read)`;
   let offset = 0;
-  for (let seq = 1; seq <= skipped.seq; seq++) {
+  for (let seq = skipped.first; seq <= skipped.seq; seq++) {
     if (offset + HEADER > skipped.end)
       throw new JournalCorruptError(file, offset, `record ${seq} is missing ${covered}`);
     const { length, seq: found, crc } = headerAt(src, offset);
@@ -172,17 +172,54 @@ export function* walkSkipped(
     );
 }
 
+/**
+ * The seq of the record at the start of `data` when one is there, intact (a plausible length
+ * inside the file and a matching checksum); `undefined` otherwise (an empty, torn or damaged
+ * start, which the scan then judges as for a journal that starts at seq 1). A journal starts
+ * past seq 1 only once its older records were archived (`archive-journal.ts`).
+ */
+export function firstRecordSeq(data: Buffer | ByteSource): number | undefined {
+  const src = sourceOf(data);
+  if (src.size < HEADER) return undefined;
+  const { length, seq, crc } = headerAt(src, 0);
+  if (length > MAX_RECORD || HEADER + length > src.size || seq < 1) return undefined;
+  return checksumMatches(src, 0, length, crc) ? seq : undefined;
+}
+
+/**
+ * A read of records that are no longer in the journal file: they were archived (moved to
+ * `journal-<first>-<last>.log` files by `--archive-journal`), and only what a snapshot covers
+ * may be archived. Thrown when something needs them: a full replay, a start from an older
+ * snapshot, a history backfill without its read-model checkpoint.
+ */
+export class RecordsArchivedError extends Error {
+  readonly file: string;
+  /** The file's first seq: records before it were archived. */
+  readonly firstSeq: number;
+
+  /** `need`: what needed the archived records. */
+  constructor(file: string, firstSeq: number, need: string) {
+    super(
+      `journal ${file} begins at seq ${firstSeq}: records 1..${firstSeq - 1} were archived (--archive-journal), but ${need}. Put the archived journal files back in front of it (cat journal-*.log journal.log, in seq order; docs/durability.md, "Archiving the journal")`,
+    );
+    this.name = 'RecordsArchivedError';
+    this.file = file;
+    this.firstSeq = firstSeq;
+  }
+}
+
 /** Framing of a journal file: where each valid record starts, without decoding any. */
 export interface FrameScan {
   /** Byte offset of record `firstSeq + i`. */
   readonly offsets: number[];
   readonly firstSeq: number;
   /**
-   * Records `1..seq` in bytes `[0, end)`, not scanned: a snapshot covers them, and its
+   * Records `first..seq` in bytes `[0, end)`, not scanned: a snapshot covers them, and its
    * position of record `seq` was found intact (see {@link JournalPosition}). `firstSeq` is then
-   * `seq + 1`.
+   * `seq + 1`. `first` is the file's first seq: 1, or later once older records were archived.
    */
   readonly skipped?: {
+    readonly first: number;
     readonly seq: number;
     readonly end: number;
     readonly position: JournalPosition;
@@ -542,14 +579,14 @@ export function checkJournalBytes(
   let scan: FrameScan;
   const resume = requirements.resumeAfter;
   const end =
-    resume === undefined || firstSeq !== 1
+    resume === undefined || resume.seq < firstSeq
       ? undefined
       : recordEndAt(data, resume.seq, resume.position);
   try {
     if (resume !== undefined && end !== undefined)
       scan = {
         ...scanFrames(path, data, resume.seq + 1, end),
-        skipped: { seq: resume.seq, end, position: resume.position },
+        skipped: { first: firstSeq, seq: resume.seq, end, position: resume.position },
       };
     else scan = scanFrames(path, data, firstSeq);
   } catch (e) {
@@ -575,7 +612,12 @@ export class FileJournal implements JournalStore {
   private offsets: number[];
   private firstSeq: number;
   /** Records before {@link firstSeq} that the open did not scan (see {@link FrameScan.skipped}). */
-  private skipped: { readonly seq: number; readonly end: number } | null;
+  private skipped: { readonly first: number; readonly seq: number; readonly end: number } | null;
+  /**
+   * The seq of the file's first record: 1, or later once the records before it were archived
+   * (a snapshot covers them; see {@link RecordsArchivedError}).
+   */
+  readonly startSeq: number;
   /** Where the next appended record starts. */
   private appendedBytes: number;
   /** The positions of the newest records (see {@link positionOf}), by seq modulo their size. */
@@ -614,6 +656,7 @@ export class FileJournal implements JournalStore {
     this.offsets = scan.offsets;
     this.firstSeq = scan.firstSeq;
     this.skipped = scan.skipped ?? null;
+    this.startSeq = scan.skipped?.first ?? scan.firstSeq;
     this.last = scan.firstSeq + scan.offsets.length - 1;
     this.assigned = this.last;
     this.appendedBytes = scan.validLength;
@@ -804,6 +847,12 @@ export class FileJournal implements JournalStore {
 
   /** {@link read}, synchronously. */
   *readSync(afterSeq = 0): Iterable<JournalRecord> {
+    if (afterSeq < this.startSeq - 1)
+      throw new RecordsArchivedError(
+        this.path,
+        this.startSeq,
+        `records ${afterSeq + 1}..${this.startSeq - 1} were asked for`,
+      );
     const data = this.data;
     if (data === null) return;
     // Records the open skipped are checked as they are reached (see `walkSkipped`).

@@ -12,8 +12,10 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   FileJournal,
+  firstRecordSeq,
   JournalCorruptError,
   type JournalPosition,
+  RecordsArchivedError,
   scanFrames,
 } from './file-journal.js';
 
@@ -88,6 +90,72 @@ describe('a journal opened after a known record', () => {
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('a journal whose first records were archived starts at its first seq, resumed or scanned', async () => {
+    const path = join(dir, 'archived.log');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 8 }),
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        fc.integer({ min: 0, max: 30 }),
+        fc.boolean(),
+        fc.constantFrom(undefined, 5, 64),
+        async (groups, pick, archivePick, readFrom, tornBytes, shifted, window) => {
+          const positions = await write(path, groups);
+          const total = positions.length;
+          const data = readFileSync(path);
+          // The snapshot's record stays; the `archived` records before it leave the file.
+          const seq = 1 + (pick % total);
+          const archived = archivePick % seq;
+          const first = archived + 1;
+          const cut = (positions[archived] as JournalPosition).offset;
+          writeFileSync(path, data.subarray(cut));
+          if (tornBytes > 0) appendFileSync(path, data.subarray(0, tornBytes));
+          expect(firstRecordSeq(readFileSync(path))).toBe(first);
+          // The position the snapshot recorded before the archive no longer matches (unless
+          // nothing moved): the whole (short) file is scanned from its first seq.
+          const recorded = positions[seq - 1] as JournalPosition;
+          const position = shifted ? { ...recorded, offset: recorded.offset - cut } : recorded;
+          const j = FileJournal.open(path, {
+            firstSeq: first,
+            resumeAfter: { seq, position },
+            log: () => {},
+            ...(window === undefined ? {} : { readWindowBytes: window }),
+          });
+          expect(j.startSeq).toBe(first);
+          expect(j.lastSeq).toBe(total);
+          const after = archived + (readFrom % (total - archived + 1));
+          expect(readAll(j, after).map((r) => r.seq)).toEqual(
+            Array.from({ length: total - after }, (_, i) => after + 1 + i),
+          );
+          if (archived > 0) {
+            expect(() => readAll(j, archived - 1)).toThrow(RecordsArchivedError);
+            expect(() => readAll(j, archived - 1)).toThrow(
+              `records ${archived}..${archived} were asked for`,
+            );
+          }
+          await j.close();
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('a journal that does not start with an intact record has no first seq of its own', () => {
+    const path = join(dir, 'start.log');
+    expect(firstRecordSeq(Buffer.alloc(0))).toBeUndefined();
+    expect(firstRecordSeq(Buffer.alloc(10))).toBeUndefined();
+    return write(path, [2]).then(() => {
+      const data = readFileSync(path);
+      expect(firstRecordSeq(data)).toBe(1);
+      expect(firstRecordSeq(data.subarray(0, 20))).toBeUndefined();
+      const flipped = Buffer.from(data);
+      flipped[18] = (flipped[18] as number) ^ 0x01;
+      expect(firstRecordSeq(flipped)).toBeUndefined();
+    });
   });
 
   it('checks the skipped records when they are read, and a wrong position scans everything', async () => {
