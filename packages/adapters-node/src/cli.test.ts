@@ -128,3 +128,30 @@ describe('pnpm start --check', () => {
     expect(() => parseArgs(['--replay'])).toThrow('--replay goes with --check');
   });
 });
+
+describe('pnpm start --archive-journal', () => {
+  it('takes --data, --config, --json and --archive-to', () => {
+    expect(
+      parseArgs(['--archive-journal', '--data', '/v', '--archive-to', '/cold', '--json']),
+    ).toMatchObject({ archiveJournal: true, archiveTo: '/cold', data: '/v', json: true });
+    expect(parseArgs([])).toMatchObject({ archiveJournal: false, archiveTo: undefined });
+  });
+
+  it('refuses a flag that starts something, --check, --memory, and --archive-to alone', () => {
+    expect(() => parseArgs(['--archive-journal', '--port', '0'])).toThrow(
+      '--archive-journal starts nothing: --port has no meaning with it',
+    );
+    expect(() => parseArgs(['--archive-journal', '--no-snapshots'])).toThrow(
+      '--archive-journal starts nothing: --no-snapshots has no meaning with it',
+    );
+    expect(() => parseArgs(['--archive-journal', '--check'])).toThrow(
+      '--archive-journal and --check exclude each other',
+    );
+    expect(() => parseArgs(['--archive-journal', '--memory'])).toThrow(
+      '--archive-journal works on a data directory (--data <dir>): not with --memory',
+    );
+    expect(() => parseArgs(['--archive-to', '/cold'])).toThrow(
+      '--archive-to goes with --archive-journal',
+    );
+  });
+});

@@ -5,8 +5,11 @@
  * simulated|none`, `--snapshot-records <n>`, `--snapshot-seconds <s>`, `--no-snapshots`,
  * `--no-read-model-checkpoints`,
  * `--verify-workers <n>`, `--trust-proxy <list>`, `--replay-under-new-rules`, `--check`,
- * `--replay`. With `--check` it starts nothing: it reads the data directory, prints what a start
- * would do with it and exits 0 when a start would succeed, 1 when not. Otherwise it stops
+ * `--replay`, `--archive-journal`, `--archive-to <dir>`. With `--check` it starts nothing: it reads
+ * the data directory, prints what a start would do with it and exits 0 when a start would
+ * succeed, 1 when not. With `--archive-journal` it starts nothing either: it moves the journal
+ * records a stopped venue's snapshot covers into an archive file (`archive-journal.ts`) and
+ * exits 0, or 1 having changed nothing. Otherwise it stops
  * gracefully on SIGINT and SIGTERM; exits with status 70 when the engine stops on a fatal error
  * (a failed journal fsync is never retried: the process ends and a restart recovers), and with
  * status 1 when it cannot start (a damaged journal, a data directory another venue holds: the
@@ -16,11 +19,12 @@
  * @module
  */
 import { resolve } from 'node:path';
+import { archiveJournal, formatArchiveResult } from './archive-journal.js';
 import { loadConfig } from './config.js';
 import { checkDataDir, formatDataDirReport } from './data-dir-check.js';
 import { trustProxyEntryError } from './http/client-address.js';
 import { DataDirLockedError } from './journal/data-dir-lock.js';
-import { JournalCorruptError } from './journal/file-journal.js';
+import { JournalCorruptError, RecordsArchivedError } from './journal/file-journal.js';
 import { RulesVersionMismatchError } from './journal/rules-version.js';
 import { JournalBehindSnapshotError } from './journal/snapshots.js';
 import { StartupError } from './startup-error.js';
@@ -49,6 +53,10 @@ export interface CliOptions {
   check: boolean;
   /** With `check`: also replay the journal and report the seq and state hash. */
   replay: boolean;
+  /** Move the journal records the recovering snapshot covers to an archive file (`--archive-journal`). */
+  archiveJournal: boolean;
+  /** With `archiveJournal`: the directory the archive file goes to (`--archive-to`). */
+  archiveTo: string | undefined;
   help: boolean;
 }
 
@@ -91,6 +99,14 @@ data at /marketdata, all on one port.
                              (the report as one JSON object) and --replay
   --replay                   with --check: also replay the journal as a start does and print
                              its seq and state hash (compare GET /api/admin/state-hash)
+  --archive-journal          start nothing: with the venue stopped, move the journal records
+                             that the newest usable snapshot and its read-model checkpoint cover
+                             out of journal.log into journal-<first>-<last>.log, so the journal
+                             stops growing with history; refuses (exit 1, nothing changed) when a
+                             start would fail or the history has no checkpoint. Takes --data,
+                             --config, --json and --archive-to
+  --archive-to <dir>         with --archive-journal: where the archive file goes (default: the
+                             data directory; put it on other storage to free the disk)
   --help                     this text
 `;
 
@@ -102,6 +118,17 @@ const CHECK_FLAGS = new Set([
   '--config',
   '--no-snapshots',
   '--replay-under-new-rules',
+  '--json',
+  '--help',
+  '-h',
+]);
+
+/** Flags that go with `--archive-journal`. */
+const ARCHIVE_FLAGS = new Set([
+  '--archive-journal',
+  '--archive-to',
+  '--data',
+  '--config',
   '--json',
   '--help',
   '-h',
@@ -123,6 +150,8 @@ export function parseArgs(argv: readonly string[]): CliOptions {
     replayUnderNewRules: false,
     check: false,
     replay: false,
+    archiveJournal: false,
+    archiveTo: undefined,
     help: false,
   };
   // Digits only: Number('') and Number(' ') are 0, which would silently mean "pick a port" or
@@ -218,6 +247,12 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--replay':
         o.replay = true;
         break;
+      case '--archive-journal':
+        o.archiveJournal = true;
+        break;
+      case '--archive-to':
+        o.archiveTo = value();
+        break;
       case '--help':
       case '-h':
         o.help = true;
@@ -229,6 +264,18 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   // Either would lose what the operator meant: the data directory ignored, or kept after all.
   if (o.memory && dataGiven) throw new Error('--memory and --data exclude each other: give one');
   if (o.replay && !o.check) throw new Error('--replay goes with --check (a start always replays)');
+  if (o.archiveTo !== undefined && !o.archiveJournal)
+    throw new Error('--archive-to goes with --archive-journal');
+  if (o.archiveJournal) {
+    if (o.check) throw new Error('--archive-journal and --check exclude each other: give one');
+    if (o.memory)
+      throw new Error(
+        '--archive-journal works on a data directory (--data <dir>): not with --memory',
+      );
+    const other = given.find((flag) => flag.startsWith('-') && !ARCHIVE_FLAGS.has(flag));
+    if (other !== undefined)
+      throw new Error(`--archive-journal starts nothing: ${other} has no meaning with it`);
+  }
   if (o.check) {
     if (o.memory)
       throw new Error('--check reads a data directory (--data <dir>): not with --memory');
@@ -270,6 +317,22 @@ async function main(): Promise<void> {
       options.json ? `${JSON.stringify(report)}\n` : formatDataDirReport(report),
     );
     process.exitCode = report.ok ? 0 : 1;
+    return;
+  }
+  if (options.archiveJournal) {
+    try {
+      const result = archiveJournal(resolve(options.data), {
+        config: loadConfig(options.config),
+        log: (line) => process.stderr.write(`${line}\n`),
+        ...(options.archiveTo === undefined ? {} : { to: options.archiveTo }),
+      });
+      process.stdout.write(
+        options.json ? `${JSON.stringify(result)}\n` : formatArchiveResult(result),
+      );
+    } catch (e) {
+      process.stderr.write(`archive failed: ${startFailure(e)}\n`);
+      process.exitCode = 1;
+    }
     return;
   }
   const config = {
@@ -363,6 +426,7 @@ function startFailure(e: unknown): string {
     e instanceof StartupError ||
     e instanceof DataDirLockedError ||
     e instanceof JournalCorruptError ||
+    e instanceof RecordsArchivedError ||
     e instanceof JournalBehindSnapshotError ||
     e instanceof RulesVersionMismatchError
   ) {

@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { stateHash } from '@perp/core';
 import { wallet } from '@perp/core/testing';
 import { afterAll, expect, it } from 'vitest';
+import { archiveFileName } from '../src/archive-journal.js';
 import { startVenue } from '../src/venue.js';
 
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
@@ -97,4 +98,44 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   expect(memory.stderr).toContain(
     '--check reads a data directory (--data <dir>): not with --memory',
   );
+});
+
+it('--archive-journal: moves the covered records, exit 1 changing nothing while the venue runs', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'perp-cli-archive-'));
+  const cold = mkdtempSync(join(tmpdir(), 'perp-cli-cold-'));
+  dirs.push(dir, cold);
+  let venue = await startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} });
+  for (let i = 0; i < 5; i++)
+    await venue.context.host.submit({ type: 'openAccount', account: wallet(10 + i) });
+  const seq = venue.context.host.journalSeq;
+  await venue.close(); // a clean stop: a snapshot at seq, with its read-model checkpoint
+
+  // While a venue holds the directory: refused, nothing changed.
+  venue = await startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} });
+  const running = listing(dir);
+  const refused = await run(['--archive-journal', '--data', dir]);
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toMatch(/^archive failed: data directory lock .*LOCK/);
+  expect(listing(dir)).toEqual(running);
+  const hash = stateHash(venue.context.host.state);
+  await venue.close();
+
+  const done = await run(['--archive-journal', '--data', dir, '--archive-to', cold]);
+  expect(done.code, done.stderr).toBe(0);
+  const archive = join(cold, archiveFileName(1, seq - 1));
+  expect(done.stdout).toContain(`archived journal records 1..${seq - 1} (`);
+  expect(done.stdout).toContain(`bytes) to ${archive}\n`);
+  expect(done.stdout).toContain(`${join(dir, 'journal.log')} now begins at seq ${seq} (`);
+  expect(readdirSync(cold)).toEqual([archiveFileName(1, seq - 1)]);
+
+  const check = await run(['--check', '--replay', '--json', '--data', dir]);
+  expect(check.code, check.stderr).toBe(0);
+  expect(JSON.parse(check.stdout)).toMatchObject({
+    ok: true,
+    journal: { firstSeq: seq },
+    replay: { hash },
+  });
+  const json = await run(['--archive-journal', '--json', '--data', dir]);
+  expect(json.code, json.stderr).toBe(0);
+  expect(JSON.parse(json.stdout)).toMatchObject({ archive: null, bytes: 0 });
 });
