@@ -26,6 +26,8 @@ describe('crash harness', () => {
       expect(summary.replaysRefused).toBeGreaterThan(0);
       // Records the service reported as committed stay on disk byte for byte across restarts.
       expect(summary.replaysFromGenesis).toBe(1);
+      // Cycles 2, 6, 10, ... stop cleanly and archive the journal before the restart.
+      expect(summary.archives).toBe(Math.floor((cycles + 2) / 4));
     },
     60_000 + cycles * 20_000,
   );

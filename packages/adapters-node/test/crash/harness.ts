@@ -18,7 +18,9 @@ the journal), each wallet's trade history is the clean replay's. Unanswered requ
 came first) may be admitted or not, never twice. At the end: every acknowledged GTD order is no
  * longer working once its expiry has passed, and none expired early. Snapshots are taken often
  * (`--snapshot-records`), so kills also land during snapshot writes and restarts go through
- * snapshot recovery.
+ * snapshot recovery. Every fourth cycle (from the second) stops the service cleanly under load
+ * instead and runs `--archive-journal` before the restart: the journal is then read as the
+ * archive files and `journal.log` concatenated, and every check holds on an archived journal.
  *
  * Needs the built CLI (`npx tsc -b`).
  */
@@ -119,6 +121,8 @@ export interface CrashSummary {
    */
   readonly replaysFromGenesis: number;
   readonly tornTails: number;
+  /** Cycles that archived the journal (a clean stop, then `--archive-journal`) before the restart. */
+  readonly archives: number;
   readonly replaysRefused: number;
   readonly gtdChecked: number;
   readonly dataDir: string;
@@ -207,6 +211,29 @@ function startChild(dir: string, args: readonly string[]): Promise<Child> {
 }
 
 /**
+ * Runs the built CLI's `--archive-journal` on `dir` (a stopped venue's); the range of records it
+ * moved (`first..last`), `null` when it had nothing to move. Its refusal fails the run: after a
+ * clean stop a start would succeed from the stop's snapshot, whose checkpoint covers the history.
+ */
+async function archiveJournal(dir: string): Promise<string | null> {
+  const proc = spawn(process.execPath, [CLI, '--archive-journal', '--json', '--data', dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  proc.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
+  if (code !== 0) throw new CrashCheckError(`--archive-journal exited with ${code}: ${err}`);
+  const r = JSON.parse(out) as { archive: string | null; firstSeq: number; lastSeq: number };
+  return r.archive === null ? null : `${r.firstSeq}..${r.lastSeq}`;
+}
+
+/**
  * Appends to the journal what a write interrupted by a crash leaves (the first bytes of the next
  * record, or zeros where the file grew but the data did not land), as a kill between the write
  * and its fdatasync can. Nothing in it was acknowledged: the restart must cut it, with its line.
@@ -215,7 +242,7 @@ function startChild(dir: string, args: readonly string[]): Promise<Child> {
 function tearTail(dir: string, rnd: () => number): { offset: number; bytes: number } | null {
   const path = join(dir, 'journal.log');
   const data = readFileSync(path);
-  const scan = journalCodec.scanFrames(path, data);
+  const scan = journalCodec.scanFrames(path, data, journalCodec.firstRecordSeq(data) ?? 1);
   // The kill tore the last write itself: that one is the restart's to cut.
   if (scan.tornBytes > 0) return null;
   const next = journalCodec.encodeRecord(scan.firstSeq + scan.offsets.length, {
@@ -227,10 +254,25 @@ function tearTail(dir: string, rnd: () => number): { offset: number; bytes: numb
   return { offset: data.length, bytes };
 }
 
-/** The journal as the disk holds it, read without touching the file. */
-function readJournal(dir: string): Command[] {
+/**
+ * The whole journal as the disk holds it: the archive files `--archive-journal` wrote (in seq
+ * order: their zero-padded names sort so) and `journal.log`, concatenated, which is the journal
+ * byte for byte as it was before any archive.
+ */
+function wholeJournal(dir: string): { path: string; data: Buffer } {
+  const archives = readdirSync(dir)
+    .filter((n) => /^journal-\d{20}-\d{20}\.log$/.test(n))
+    .sort();
   const path = join(dir, 'journal.log');
-  const data = readFileSync(path);
+  return {
+    path,
+    data: Buffer.concat([...archives.map((n) => readFileSync(join(dir, n))), readFileSync(path)]),
+  };
+}
+
+/** The journal as the disk holds it, read without touching the files. */
+function readJournal(dir: string): Command[] {
+  const { path, data } = wholeJournal(dir);
   const scan = journalCodec.scanFrames(path, data);
   return scan.offsets.map((at) => journalCodec.decodeFrame(path, data, at).command);
 }
@@ -273,8 +315,7 @@ class PrefixReplay {
     dir: string,
     seq: number,
   ): { hash: string; admitted: ReadonlyMap<string, number> } | { records: number } {
-    const path = join(dir, 'journal.log');
-    const data = readFileSync(path);
+    const { path, data } = wholeJournal(dir);
     const scan = journalCodec.scanFrames(path, data);
     if (scan.offsets.length < seq) return { records: scan.offsets.length };
     const end = seq < scan.offsets.length ? (scan.offsets[seq] as number) : scan.validLength;
@@ -509,6 +550,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
   let snapshotRecoveries = 0;
   const cleanReplay = new PrefixReplay();
   let tornTails = 0;
+  let archives = 0;
   let replaysRefused = 0;
   let child: Child | undefined;
   let cycle = 0;
@@ -578,8 +620,29 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       });
       await new Promise((r) => setTimeout(r, killAt));
       killed = true;
-      child.proc.kill('SIGKILL');
-      await child.exited;
+      // Every fourth cycle from the second, a clean stop under load instead of a kill, then the
+      // journal is archived (the operator's procedure: it needs the stop's snapshot and its
+      // read-model checkpoint), so the restart and every check run on an archived journal.
+      const archiveCycle = cycle % 4 === 2;
+      child.proc.kill(archiveCycle ? 'SIGTERM' : 'SIGKILL');
+      const exitCode = await child.exited;
+      if (archiveCycle) {
+        if (exitCode !== 0)
+          fail(
+            `a SIGTERM under load exited with ${exitCode}:\n${child.stderr.join('\n')}`,
+            options.seed,
+            cycle,
+          );
+        const moved = await archiveJournal(dir);
+        if (moved === null)
+          fail(
+            '--archive-journal after a clean stop under load moved nothing',
+            options.seed,
+            cycle,
+          );
+        archives++;
+        log(`cycle ${cycle}: archived journal records ${moved}`);
+      }
       await Promise.allSettled([...workers, ...sends]);
       for (const ws of sockets) await ws.close().catch(() => {});
       for (const e of ledger) if (e.status === 'sent') e.status = 'unanswered';
@@ -657,7 +720,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         cycle,
       );
       log(
-        `cycle ${cycle}: killed after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms (replay ${Math.round(replayMs)} ms)`,
+        `cycle ${cycle}: ${archiveCycle ? 'stopped (SIGTERM) and archived' : 'killed'} after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms (replay ${Math.round(replayMs)} ms)`,
       );
     }
 
@@ -708,6 +771,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       snapshotRecoveries,
       replaysFromGenesis: cleanReplay.fromGenesis,
       tornTails,
+      archives,
       replaysRefused,
       gtdChecked: gtd.length,
       dataDir: dir,
