@@ -192,15 +192,30 @@ describe('--check of a data directory', () => {
     expect(formatDataDirReport(report)).toContain(
       `read models before the snapshot: loaded in the background from ${checkpoint}`,
     );
-    // Damaged, it is named, and the start still succeeds (the journal rebuilds them).
+    // Damaged, it is named, and the start still succeeds: the journal rebuilds them, from the
+    // older snapshot's checkpoint on.
     const intact = readFileSync(checkpoint);
     flipByte(checkpoint, 0);
     const damaged = check(dir);
     expect(damaged.ok).toBe(true);
+    const older = report.snapshots.find((s) => s.status === 'valid')?.seq as number;
+    const olderCheckpoint = join(dir, checkpointFileName(older));
     expect(damaged.recovery?.readModels).toEqual({
       source: 'journal',
       reason: `${checkpoint}: the header is not JSON`,
+      from: { seq: older, file: olderCheckpoint },
     });
+    expect(formatDataDirReport(damaged)).toContain(
+      `read models before the snapshot: rebuilt in the background from the journal after seq ${older}, from the read models loaded from ${olderCheckpoint} (no checkpoint used: ${checkpoint}: the header is not JSON)`,
+    );
+    // Without that one either, from the first record.
+    const olderIntact = readFileSync(olderCheckpoint);
+    flipByte(olderCheckpoint, 0);
+    expect(check(dir).recovery?.readModels).toEqual({
+      source: 'journal',
+      reason: `${checkpoint}: the header is not JSON`,
+    });
+    writeFileSync(olderCheckpoint, olderIntact);
     writeFileSync(checkpoint, intact);
     // A start logs the same recovery.
     const lines: string[] = [];

@@ -48,6 +48,7 @@ import {
 import { checkCheckpoint } from './journal/read-model-files.js';
 import { REPLAY_BATCH_RECORDS, ReplayRulesCheck } from './journal/rules-version.js';
 import {
+  checkpointedSnapshots,
   JournalBehindSnapshotError,
   type LoadedSnapshot,
   listSnapshotFiles,
@@ -151,11 +152,16 @@ export interface DataDirReport {
     /**
      * Where the history before the snapshot comes from, in the background: its read-model
      * checkpoint (`file`, checked as a start's backfill checks it), or the journal re-reduced
-     * (`reason`: why the checkpoint is not used); `null` with a full replay.
+     * (`reason`: why the checkpoint is not used) from an older snapshot's checkpoint (`from`,
+     * the newest that passes the checks) or from the first record; `null` with a full replay.
      */
     readonly readModels:
       | { readonly source: 'checkpoint'; readonly file: string }
-      | { readonly source: 'journal'; readonly reason: string }
+      | {
+          readonly source: 'journal';
+          readonly reason: string;
+          readonly from?: { readonly seq: number; readonly file: string };
+        }
       | null;
     readonly replayFirstSeq: number;
     readonly replayLastSeq: number;
@@ -179,6 +185,7 @@ export interface DataDirReport {
 function readModelsOf(
   dir: string,
   snapshot: LoadedSnapshot,
+  startSeq: number,
 ): NonNullable<DataDirReport['recovery']>['readModels'] {
   const market: CheckpointPart = {
     name: MARKET_DATA_PART,
@@ -194,9 +201,19 @@ function readModelsOf(
   // The parts a venue checkpoints, in its order (venue.ts).
   const parts = [new HistoryStore().checkpoint(), new ReportStreams().checkpoint(), market];
   const r = checkCheckpoint({ dir, snapshot: { seq: snapshot.seq, hash: snapshot.hash }, parts });
-  return r.restored
-    ? { source: 'checkpoint', file: r.path }
-    : { source: 'journal', reason: r.reason };
+  if (r.restored) return { source: 'checkpoint', file: r.path };
+  // As the backfill does: the newest older snapshot whose checkpoint and state read.
+  for (const older of checkpointedSnapshots(dir, startSeq - 1, snapshot.seq)) {
+    const o = checkCheckpoint({ dir, snapshot: { seq: older.seq, hash: older.hash }, parts });
+    if (!o.restored) continue;
+    try {
+      readSnapshotFile(older.path);
+    } catch {
+      continue;
+    }
+    return { source: 'journal', reason: r.reason, from: { seq: older.seq, file: o.path } };
+  }
+  return { source: 'journal', reason: r.reason };
 }
 
 function message(e: unknown): string {
@@ -438,8 +455,8 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         problems.push(message(e));
         replayable = false;
       }
-      const readModels = used === null ? null : readModelsOf(root, used);
-      if (readModels?.source === 'journal' && startSeq > 1)
+      const readModels = used === null ? null : readModelsOf(root, used, startSeq);
+      if (readModels?.source === 'journal' && readModels.from === undefined && startSeq > 1)
         notes.push(
           `a start's history backfill is abandoned (${readModels.reason}, and the journal records it would re-reduce are archived): the read models keep only what follows the snapshot`,
         );
@@ -616,7 +633,7 @@ export function formatDataDirReport(report: DataDirReport): string {
       out.push(
         r.readModels.source === 'checkpoint'
           ? `read models before the snapshot: loaded in the background from ${r.readModels.file}`
-          : `read models before the snapshot: rebuilt in the background from the journal (no checkpoint used: ${r.readModels.reason})`,
+          : `read models before the snapshot: rebuilt in the background from the journal${r.readModels.from === undefined ? '' : ` after seq ${r.readModels.from.seq}, from the read models loaded from ${r.readModels.from.file}`} (no checkpoint used: ${r.readModels.reason})`,
       );
   }
   const file = (f: FileReport) =>

@@ -67,8 +67,10 @@ import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal, RecordsArchivedError } from './journal/file-journal.js';
 import { replayJournal } from './journal/rules-version.js';
 import {
+  checkpointedSnapshots,
   type LoadedSnapshot,
   loadNewestSnapshot,
+  readSnapshotFile,
   type SnapshotPolicy,
   Snapshotter,
 } from './journal/snapshots.js';
@@ -482,7 +484,7 @@ async function startLocked(
       ? new HistoryBackfill({
           host,
           snapshot: { seq: snapshot.seq, hash: snapshot.hash },
-          records: () => fileJournal.readSync(0),
+          records: (afterSeq) => fileJournal.readSync(afterSeq),
           rebuilds: [historyRebuild(history), reportStreamsRebuild(streams), marketData.rebuild()],
           log,
           ...(options.historyBackfill?.chunkRecords === undefined
@@ -492,7 +494,22 @@ async function startLocked(
           onRecordsUnneeded: () => fileJournal.forget(fileJournal.lastSeq),
           ...(snapshotDir === null
             ? {}
-            : { checkpoint: { dir: snapshotDir, snapshot, parts: readModelParts } }),
+            : {
+                checkpoint: { dir: snapshotDir, snapshot, parts: readModelParts },
+                // Its own checkpoint missing (a crash between the two writes) or damaged: an
+                // older one, and the journal from there, rather than the whole journal.
+                olderCheckpoints: () =>
+                  checkpointedSnapshots(snapshotDir, fileJournal.startSeq - 1, snapshot.seq).map(
+                    (older) => ({
+                      checkpoint: {
+                        dir: snapshotDir,
+                        snapshot: { seq: older.seq, hash: older.hash },
+                        parts: readModelParts,
+                      },
+                      state: () => readSnapshotFile(older.path).state,
+                    }),
+                  ),
+              }),
         })
       : null;
   const { replayed, underNewRules } = await replayJournal(

@@ -12,11 +12,19 @@ import { wallet as plainWallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/engine/clock.js';
 import { DEFAULT_CONFIG } from '../src/index.js';
-import { listCheckpointFiles } from '../src/journal/read-model-files.js';
+import { checkpointFileName, listCheckpointFiles } from '../src/journal/read-model-files.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
-import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import {
+  btc,
+  limitOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+  type Traders,
+  traders,
+} from './support/fixture.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -40,24 +48,6 @@ const CONFIG = {
   },
 };
 const INTERVALS = ['1m', '5m', '1h', '1d'] as const;
-
-interface Traders {
-  alice: Wallet;
-  bob: Wallet;
-  a: WsClient;
-  b: WsClient;
-}
-
-async function traders(t: TestVenue, onboard: boolean): Promise<Traders> {
-  const [alice, bob] = [t.wallet(0), t.wallet(1)];
-  if (onboard) {
-    for (const w of [alice, bob]) {
-      await t.invite(w);
-      await t.fund(w, '100000');
-    }
-  }
-  return { alice, bob, a: await t.connect(alice), b: await t.connect(bob) };
-}
 
 /** Bob rests a sell, Alice takes it with an IOC buy: one trade at `price`. */
 async function trade(x: Traders, price: number, qty = 0.01): Promise<void> {
@@ -177,6 +167,16 @@ function dropCheckpoints(dir: string): void {
   for (const f of listCheckpointFiles(dir)) rmSync(f.path);
 }
 
+/** Until no snapshot write is in progress and the newest snapshot has its checkpoint. */
+async function checkpointsSettled(dir: string): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    const busy = readdirSync(dir).some((n) => n.endsWith('.tmp'));
+    if (!busy && listSnapshotFiles(dir)[0]?.seq === listCheckpointFiles(dir)[0]?.seq) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('the newest snapshot never got its read-model checkpoint');
+}
+
 async function restart(dir: string, options: StartVenueOptions = {}): Promise<TestVenue> {
   return startTestVenue({
     dataDir: dir,
@@ -271,6 +271,48 @@ describe('history backfill after a restart from a snapshot', () => {
     expect(backfilled).toEqual(full);
   }, 60_000);
 
+  it("without its snapshot's checkpoint, it re-reduces from an older snapshot's and serves a full replay's read models", async () => {
+    const dir = tempDir();
+    let t = await restart(dir);
+    await t.oracle({ 'BTC-PERP': '65000' });
+    let x = await traders(t, true);
+    for (let i = 0; i < 3; i++) await trade(x, 65000 + i * 10);
+    await rest(x, 60000, true);
+    await rest(x, 60100, false);
+    await snapshotCoveringAll(t, dir);
+    await checkpointsSettled(dir);
+    await trade(x, 65100);
+    await rest(x, 60200, true);
+    await t.close();
+    // The newest snapshot's checkpoint is lost (a crash between the two writes); an older one
+    // is there.
+    const [newest, older] = listSnapshotFiles(dir);
+    const olderCheckpoint = listCheckpointFiles(dir).find((f) => f.seq === older?.seq);
+    expect(olderCheckpoint).toBeDefined();
+    rmSync(join(dir, checkpointFileName(newest?.seq as number)));
+
+    const lines: string[] = [];
+    t = await restart(dir, { log: (l) => lines.push(l) });
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(t.venue.historyBackfill?.progress).toMatchObject({
+      source: 'journal',
+      reduced: newest?.seq,
+    });
+    expect(lines).toContainEqual(
+      `history backfill: re-reducing journal records ${(older?.seq as number) + 1}..${newest?.seq} in the background to rebuild the read models from before the snapshot, from the read models at seq ${older?.seq} loaded from ${olderCheckpoint?.path}`,
+    );
+    x = await traders(t, false);
+    const backfilled = await readModels(t, x);
+    await t.close();
+
+    t = await restart(dir, { snapshots: false });
+    x = await traders(t, false);
+    const full = await readModels(t, x);
+    await t.close();
+    expect((full['alice.trades'] as { trades: unknown[] }).trades).toHaveLength(4);
+    expect(backfilled).toEqual(full);
+  }, 60_000);
+
   it('keeps every trade made while a slow backfill runs, in order', async () => {
     const dir = tempDir();
     let t = await restart(dir);
@@ -345,16 +387,6 @@ describe('history backfill after a restart from a snapshot', () => {
 });
 
 describe('read-model checkpoints beside the snapshots', () => {
-  /** Until no snapshot write is in progress and the newest snapshot has its checkpoint. */
-  async function checkpointsSettled(dir: string): Promise<void> {
-    for (let i = 0; i < 1000; i++) {
-      const busy = readdirSync(dir).some((n) => n.endsWith('.tmp'));
-      if (!busy && listSnapshotFiles(dir)[0]?.seq === listCheckpointFiles(dir)[0]?.seq) return;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    throw new Error('the newest snapshot never got its read-model checkpoint');
-  }
-
   /** Trades and orders before a snapshot and after it; stops without a clean-stop snapshot. */
   async function history(dir: string): Promise<number> {
     const t = await restart(dir, { snapshots: { ...SNAPSHOTS, atClose: false } });

@@ -4,7 +4,6 @@
  * status 0 when a start would succeed, 1 when not; nothing in the directory changes.
  */
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +13,7 @@ import { wallet } from '@perp/core/testing';
 import { afterAll, expect, it } from 'vitest';
 import { archiveFileName } from '../src/archive-journal.js';
 import { startVenue } from '../src/venue.js';
+import { fileListing } from './support/fixture.js';
 
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 const dirs: string[] = [];
@@ -40,15 +40,6 @@ async function run(
   return { code, stdout, stderr };
 }
 
-function listing(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir).sort())
-    out[name] = createHash('sha256')
-      .update(readFileSync(join(dir, name)))
-      .digest('hex');
-  return out;
-}
-
 it('--check: exit 0 and the report on a good directory, exit 1 naming the damage; nothing changes', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'perp-cli-check-'));
   dirs.push(dir);
@@ -59,7 +50,7 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   const hash = stateHash(venue.context.host.state);
   await venue.close(); // a clean stop: a snapshot at seq
 
-  const before = listing(dir);
+  const before = fileListing(dir);
   const text = await run(['--check', '--data', dir]);
   expect(text.code, text.stderr).toBe(0);
   expect(text.stdout).toContain(`data directory ${dir}: a start would succeed\n`);
@@ -72,7 +63,7 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   expect(lines).toHaveLength(1);
   const report = JSON.parse(lines[0] as string);
   expect(report).toMatchObject({ ok: true, replay: { seq, hash }, journal: { lastSeq: seq } });
-  expect(listing(dir)).toEqual(before);
+  expect(fileListing(dir)).toEqual(before);
 
   // A flipped byte in the first record. The snapshot covers it and says where its own last
   // record is, so a start does not read it: a note. A start without the snapshot would fail.
@@ -80,7 +71,7 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   const data = readFileSync(journal);
   data[20] = (data[20] as number) ^ 0x01;
   writeFileSync(journal, data);
-  const damaged = listing(dir);
+  const damaged = fileListing(dir);
   const damage = `journal ${journal} is damaged at byte 0: record checksum mismatch (expected seq 1) (records up to seq ${seq}, which a snapshot covers, are checked only when read)`;
   const noted = await run(['--check', '--data', dir]);
   expect(noted.code, noted.stderr).toBe(0);
@@ -90,7 +81,7 @@ it('--check: exit 0 and the report on a good directory, exit 1 naming the damage
   expect(refused.code, refused.stderr).toBe(1);
   expect(refused.stdout).toContain(`data directory ${dir}: a start would FAIL\n`);
   expect(refused.stdout).toContain(`  problem: ${damage}\n`);
-  expect(listing(dir)).toEqual(damaged);
+  expect(fileListing(dir)).toEqual(damaged);
 
   // Not with --memory: a usage error, status 2.
   const memory = await run(['--check', '--memory']);
@@ -112,11 +103,11 @@ it('--archive-journal: moves the covered records, exit 1 changing nothing while 
 
   // While a venue holds the directory: refused, nothing changed.
   venue = await startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} });
-  const running = listing(dir);
+  const running = fileListing(dir);
   const refused = await run(['--archive-journal', '--data', dir]);
   expect(refused.code).toBe(1);
   expect(refused.stderr).toMatch(/^archive failed: data directory lock .*LOCK/);
-  expect(listing(dir)).toEqual(running);
+  expect(fileListing(dir)).toEqual(running);
   const hash = stateHash(venue.context.host.state);
   await venue.close();
 

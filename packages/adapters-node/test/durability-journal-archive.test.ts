@@ -4,16 +4,7 @@
  * whatever would need the archived records refuses, naming them; putting the archive back in
  * front of the journal restores the whole history; a refused archive changes nothing.
  */
-import { createHash } from 'node:crypto';
-import {
-  cpSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,11 +12,19 @@ import { ArchiveRefusedError, archiveFileName, archiveJournal } from '../src/arc
 import { checkDataDir } from '../src/data-dir-check.js';
 import { DataDirLockedError } from '../src/journal/data-dir-lock.js';
 import { RecordsArchivedError, scanFrames } from '../src/journal/file-journal.js';
-import { listCheckpointFiles } from '../src/journal/read-model-files.js';
+import { checkpointFileName, listCheckpointFiles } from '../src/journal/read-model-files.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';
-import type { Wallet, WsClient } from './support/client.js';
-import { btc, placeOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
+import {
+  btc,
+  fileListing,
+  placeOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+  type Traders,
+  traders,
+} from './support/fixture.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -42,25 +41,6 @@ const SNAPSHOTS = { everyRecords: 1_000_000, everyMs: 0, atClose: false } as con
 
 function start(dir: string, options: StartVenueOptions = {}): Promise<TestVenue> {
   return startTestVenue({ dataDir: dir, snapshots: SNAPSHOTS, priceFeed: 'none', ...options });
-}
-
-interface Traders {
-  alice: Wallet;
-  bob: Wallet;
-  a: WsClient;
-  b: WsClient;
-}
-
-async function traders(t: TestVenue, onboard: boolean): Promise<Traders> {
-  const [alice, bob] = [t.wallet(0), t.wallet(1)];
-  if (onboard) {
-    await t.oracle({ 'BTC-PERP': '65000' });
-    for (const w of [alice, bob]) {
-      await t.invite(w);
-      await t.fund(w, '100000');
-    }
-  }
-  return { alice, bob, a: await t.connect(alice), b: await t.connect(bob) };
 }
 
 /** Bob rests a sell, Alice takes it: one trade at `price`; then an order of Alice's rests. */
@@ -107,6 +87,7 @@ async function venueDir(): Promise<{
 }> {
   const dir = tempDir();
   let t = await start(dir, { snapshots: { ...SNAPSHOTS, atClose: true } });
+  await t.oracle({ 'BTC-PERP': '65000' });
   let x = await traders(t, true);
   for (let i = 0; i < 3; i++) await trade(x, 65000 + i * 10);
   await t.close();
@@ -118,16 +99,6 @@ async function venueDir(): Promise<{
   const seen = await observed(t, x, await t.stateHash());
   await t.close();
   return { dir, snapSeq, seen };
-}
-
-/** Every file of `dir` with its SHA-256. */
-function listing(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir).sort())
-    out[name] = createHash('sha256')
-      .update(readFileSync(join(dir, name)))
-      .digest('hex');
-  return out;
 }
 
 describe('archiving the journal', () => {
@@ -257,38 +228,73 @@ describe('archiving the journal', () => {
     expect(checkDataDir(dir).problems).toEqual([(error as Error).message]);
   });
 
+  it("after an archive, a snapshot without its checkpoint: the backfill starts at an older one's", async () => {
+    const { dir, snapSeq } = await venueDir();
+    archiveJournal(dir);
+    // After the archive: more trades and a clean stop's snapshot, whose checkpoint is then lost
+    // (a crash between the two writes).
+    let t = await start(dir, { snapshots: { ...SNAPSHOTS, atClose: true } });
+    let x = await traders(t, false);
+    await trade(x, 65300);
+    const seen = await observed(t, x, await t.stateHash());
+    await t.close();
+    const newest = listSnapshotFiles(dir)[0]?.seq as number;
+    expect(newest).toBeGreaterThan(snapSeq);
+    rmSync(join(dir, checkpointFileName(newest)));
+
+    const older = join(dir, checkpointFileName(snapSeq));
+    const report = checkDataDir(dir);
+    expect(report.problems).toEqual([]);
+    expect(report.recovery?.readModels).toMatchObject({
+      source: 'journal',
+      from: { seq: snapSeq, file: older },
+    });
+    expect(report.notes.some((n) => n.includes('backfill is abandoned'))).toBe(false);
+
+    const lines: string[] = [];
+    t = await start(dir, { log: (l) => lines.push(l) });
+    const state = await t.stateHash();
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(lines).toContainEqual(
+      `history backfill: re-reducing journal records ${snapSeq + 1}..${newest} in the background to rebuild the read models from before the snapshot, from the read models at seq ${snapSeq} loaded from ${older}`,
+    );
+    x = await traders(t, false);
+    expect(await observed(t, x, state)).toEqual(seen);
+    await t.close();
+  });
+
   it('refuses, changing nothing, while the venue runs, without a snapshot or checkpoint, or over a foreign archive file', async () => {
     const { dir, snapSeq } = await venueDir();
-    const before = listing(dir);
+    const before = fileListing(dir);
 
     const t = await start(dir);
     expect(() => archiveJournal(dir)).toThrow(DataDirLockedError);
     await t.close();
-    expect(listing(dir)).toEqual(before);
+    expect(fileListing(dir)).toEqual(before);
 
     const noCheckpoint = tempDir();
     cpSync(dir, noCheckpoint, { recursive: true });
     for (const f of listCheckpointFiles(noCheckpoint)) rmSync(f.path);
-    const withoutCheckpoint = listing(noCheckpoint);
+    const withoutCheckpoint = fileListing(noCheckpoint);
     expect(() => archiveJournal(noCheckpoint)).toThrow(
       /the read models before .* would be rebuilt from the journal \(.*\), so its records cannot be archived/,
     );
-    expect(listing(noCheckpoint)).toEqual(withoutCheckpoint);
+    expect(fileListing(noCheckpoint)).toEqual(withoutCheckpoint);
 
     const noSnapshot = tempDir();
     cpSync(dir, noSnapshot, { recursive: true });
     for (const f of listSnapshotFiles(noSnapshot)) rmSync(f.path);
-    const withoutSnapshot = listing(noSnapshot);
+    const withoutSnapshot = fileListing(noSnapshot);
     expect(() => archiveJournal(noSnapshot)).toThrow(ArchiveRefusedError);
     expect(() => archiveJournal(noSnapshot)).toThrow(/has no valid snapshot/);
-    expect(listing(noSnapshot)).toEqual(withoutSnapshot);
+    expect(fileListing(noSnapshot)).toEqual(withoutSnapshot);
 
     // A file of that name that does not hold these records is not overwritten.
     const foreign = join(dir, archiveFileName(1, snapSeq - 1));
     writeFileSync(foreign, 'another venue');
-    const withForeign = listing(dir);
+    const withForeign = fileListing(dir);
     expect(() => archiveJournal(dir)).toThrow(/exists and does not hold records 1\.\./);
-    expect(listing(dir)).toEqual(withForeign);
+    expect(fileListing(dir)).toEqual(withForeign);
   });
 
   it('a run cut short after writing the archive is finished by the next one', async () => {

@@ -26,6 +26,7 @@ import { ManualClock } from '../engine/clock.js';
 import { EngineHost } from '../engine/host.js';
 import { type StartVenueOptions, startVenue, type Venue } from '../venue.js';
 import { FileJournal } from './file-journal.js';
+import { checkpointFileName, listCheckpointFiles } from './read-model-files.js';
 import {
   JournalBehindSnapshotError,
   listSnapshotFiles,
@@ -151,6 +152,27 @@ describe('snapshot files', () => {
     const s = new Snapshotter({ dir, log: () => {} });
     for (const seq of [1, 2, 3, 4]) await s.write(v.state, seq);
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3]);
+  });
+
+  it('keeps the newest snapshot that has a read-model checkpoint, beyond the newest two', async () => {
+    const dir = tempDir();
+    const v = sampleState();
+    const s = new Snapshotter({ dir, log: () => {} });
+    await s.write(v.state, 1);
+    // Its checkpoint (the file's name is what rotation looks at); the next ones get none, as
+    // when the read models were incomplete or a crash came between a snapshot and its checkpoint.
+    writeFileSync(join(dir, checkpointFileName(1)), 'checkpoint 1');
+    for (const seq of [2, 3, 4]) await s.write(v.state, seq);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([4, 3, 1]);
+    expect(listCheckpointFiles(dir).map((f) => f.seq)).toEqual([1]);
+    // A newer snapshot with a checkpoint takes its place.
+    writeFileSync(join(dir, checkpointFileName(4)), 'checkpoint 4');
+    await s.write(v.state, 5);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([5, 4]);
+    expect(listCheckpointFiles(dir).map((f) => f.seq)).toEqual([4]);
+    await s.write(v.state, 6);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([6, 5, 4]);
+    await s.close();
   });
 
   it('a crash before the rename leaves only a tmp file, which the next start removes (F8)', async () => {

@@ -58,6 +58,7 @@ import {
   type CheckpointCapture,
   captureReadModels,
   checkpointFileName,
+  listCheckpointFiles,
   pruneCheckpoints,
   removeUnfinishedCheckpoints,
   writeCheckpointFile,
@@ -181,6 +182,32 @@ export function listSnapshotFiles(dir: string): SnapshotFile[] {
     if (m !== null) out.push({ path: join(dir, name), seq: Number(m[1]) });
   }
   return out.sort((a, b) => b.seq - a.seq);
+}
+
+/**
+ * Snapshot files of `dir` with a read-model checkpoint beside them, seq in `[from, below)`,
+ * newest first, with the state hash their header records (files whose header does not read are
+ * left out). Where a history backfill can start when the newest snapshot's checkpoint is not
+ * usable (`read/backfill.ts`).
+ */
+export function checkpointedSnapshots(
+  dir: string,
+  from: number,
+  below: number,
+): { readonly path: string; readonly seq: number; readonly hash: string }[] {
+  const checkpointed = new Set(listCheckpointFiles(dir).map((f) => f.seq));
+  const out: { path: string; seq: number; hash: string }[] = [];
+  for (const f of listSnapshotFiles(dir)) {
+    if (f.seq >= below || f.seq < from || !checkpointed.has(f.seq)) continue;
+    let header: SnapshotHeader | null;
+    try {
+      header = readSnapshotHeader(f.path);
+    } catch {
+      continue;
+    }
+    if (header !== null) out.push({ path: f.path, seq: f.seq, hash: header.stateHash });
+  }
+  return out;
 }
 
 /**
@@ -667,13 +694,20 @@ export class Snapshotter {
    * version: the state at the end of a build's records (the snapshot a clean stop wrote before an
    * upgrade). Journal records of other rules are never replayed without the operator's word, so
    * without it a venue whose newer snapshots are all damaged could not recover from the journal
-   * alone. "Intact" is checked by the body's length and CRC, once per file.
+   * alone. "Intact" is checked by the body's length and CRC, once per file. Also kept: the
+   * newest snapshot that has a read-model checkpoint, so that a history backfill always has
+   * read models to start from when the newer snapshots have none (snapshots taken while the
+   * read models were incomplete, or a crash between a snapshot and its checkpoint): without
+   * them it re-reduces the whole journal, and cannot once the journal was archived.
    */
   private async prune(): Promise<void> {
     const files = listSnapshotFiles(this.dir);
     const kept = Math.max(1, this.policy.keep);
     const rulesSeen = new Set<number>();
+    const checkpointed = new Set(listCheckpointFiles(this.dir).map((f) => f.seq));
+    const newestCheckpointed = files.find((f) => checkpointed.has(f.seq));
     for (const [i, f] of files.entries()) {
+      if (f === newestCheckpointed) continue;
       let header: SnapshotHeader | null;
       try {
         header = readSnapshotHeader(f.path);

@@ -10,12 +10,15 @@
  * 2. The read models at the snapshot's seq come from the read-model checkpoint written beside
  *    the snapshot (`journal/read-model-files.ts`), read and checked in slices into fresh copies.
  *    Without one that passes every check (the reason is logged), they are rebuilt from the
- *    journal, which holds every record since genesis, and the core is deterministic:
- *    - it re-reduces records 1..snapshot seq from `createEngineState({}, time of record 1)`, as a
- *      full replay does, a slice of records per event-loop turn (`setImmediate` between
- *      slices), and hands the events to fresh, empty projections (never to the live state, never
- *      to clients) in batches of 4,096 records aligned as a full replay's, so they see what a
- *      full replay's projections saw;
+ *    journal, and the core is deterministic:
+ *    - it starts from the newest older snapshot whose checkpoint passes every check (its read
+ *      models loaded, its state read), or else from `createEngineState({}, time of record 1)`
+ *      and empty projections, as a full replay does: the journal's first records may be
+ *      archived, and re-reducing the whole history costs what the history does;
+ *    - it re-reduces the records from there to the snapshot's seq, a slice of records per
+ *      event-loop turn (`setImmediate` between slices), and hands the events to those
+ *      projections (never to the live state, never to clients) in batches of 4,096 records
+ *      aligned as a full replay's, so they see what a full replay's projections saw;
  *    - it checks that the state it reached has the snapshot's hash (hashed in slices too); if
  *      not, it logs an error and gives up, leaving the read models as they are.
  * 3. It feeds the fresh copies the kept batches, in slices, then, in the same turn as the last
@@ -64,8 +67,8 @@ export interface HistoryBackfillOptions {
   readonly host: { subscribe(listener: (batch: CommittedBatch) => void): () => void };
   /** The snapshot recovery started from. */
   readonly snapshot: { readonly seq: number; readonly hash: string };
-  /** Journal records from seq 1 on (at least up to the snapshot's seq), decoded as read. */
-  readonly records: () => Iterable<JournalRecord>;
+  /** Journal records after `afterSeq` (at least up to the snapshot's seq), decoded as read. */
+  readonly records: (afterSeq: number) => Iterable<JournalRecord>;
   /** The read models to rebuild. */
   readonly rebuilds: readonly ProjectionRebuild[];
   readonly log: (line: string) => void;
@@ -86,6 +89,19 @@ export interface HistoryBackfillOptions {
    * are the same read models as {@link rebuilds}.
    */
   readonly checkpoint?: CheckpointSource;
+  /**
+   * Older snapshots that have a read-model checkpoint, newest first, each with a way to read its
+   * state. Tried in turn when {@link checkpoint} is not usable: the first whose checkpoint loads
+   * is where the journal's re-reduction starts, instead of record 1.
+   */
+  readonly olderCheckpoints?: () => Iterable<OlderCheckpoint>;
+}
+
+/** An older snapshot with its read-model checkpoint (see {@link HistoryBackfillOptions}). */
+export interface OlderCheckpoint {
+  readonly checkpoint: CheckpointSource;
+  /** Reads the snapshot's state (throws when it cannot). */
+  readonly state: () => EngineState;
 }
 
 /** How a backfill ended. */
@@ -199,7 +215,34 @@ export class HistoryBackfill {
       }
       log(`history backfill: no read-model checkpoint loaded (${loaded.reason})`);
     }
-    return this.reduceJournal(sliceMs);
+    for (const older of this.options.olderCheckpoints?.() ?? []) {
+      const at = older.checkpoint.snapshot.seq;
+      const loaded = await loadCheckpoint(older.checkpoint, {
+        sliceMs,
+        cancelled: () => this.cancelled,
+      });
+      if (loaded === null || this.cancelled) return 'cancelled';
+      if (!loaded.restored) {
+        log(`history backfill: no read-model checkpoint loaded at seq ${at} (${loaded.reason})`);
+        continue;
+      }
+      let state: EngineState;
+      try {
+        state = older.state();
+      } catch (e) {
+        log(
+          `history backfill: the snapshot at seq ${at} is not usable (${e instanceof Error ? e.message : String(e)})`,
+        );
+        continue;
+      }
+      return this.reduceJournal(sliceMs, {
+        seq: at,
+        state,
+        rebuilds: loaded.restorers,
+        path: loaded.path,
+      });
+    }
+    return this.reduceJournal(sliceMs, null);
   }
 
   /**
@@ -233,28 +276,47 @@ export class HistoryBackfill {
     }
   }
 
-  /** Re-reduces the journal's records up to the snapshot's seq into {@link rebuilds}. */
-  private async reduceJournal(sliceMs: number): Promise<BackfillOutcome> {
-    const { snapshot, rebuilds, log } = this.options;
+  /**
+   * Re-reduces the journal's records up to the snapshot's seq: after `from` (an older snapshot's
+   * seq, its state and the read models loaded from its checkpoint), or from record 1 into
+   * {@link rebuilds} when `from` is `null`.
+   */
+  private async reduceJournal(
+    sliceMs: number,
+    from: {
+      readonly seq: number;
+      readonly state: EngineState;
+      readonly rebuilds: readonly ProjectionRebuild[];
+      readonly path: string;
+    } | null,
+  ): Promise<BackfillOutcome> {
+    const { snapshot, log } = this.options;
+    const rebuilds = from?.rebuilds ?? this.options.rebuilds;
     this.source = 'journal';
     const chunk = Math.max(1, Math.floor(this.options.chunkRecords ?? 1024));
     const total = snapshot.seq;
+    const first = (from?.seq ?? 0) + 1;
+    this.reduced = first - 1;
     const t0 = performance.now();
     log(
-      `history backfill: re-reducing journal records 1..${total} in the background to rebuild the read models from before the snapshot`,
+      `history backfill: re-reducing journal records ${first}..${total} in the background to rebuild the read models from before the snapshot${from === null ? '' : `, from the read models at seq ${from.seq} loaded from ${from.path}`}`,
     );
 
     // ---- re-reduce the prefix ------------------------------------------------------------
     this.phase = 'reducing';
-    const records = this.options.records()[Symbol.iterator]();
-    let state: EngineState | null = null;
+    const records = this.options.records(first - 1)[Symbol.iterator]();
+    let state: EngineState | null = from?.state ?? null;
     let commands: Command[] = [];
     let events: EngineEvent[][] = [];
-    const rules = new ForeignRulesScan(null);
+    const rules = new ForeignRulesScan(state?.rulesVersion ?? null);
     while (this.reduced < total) {
       if (this.cancelled) return 'cancelled';
       // A slice never crosses a batch boundary: batches are those of a full replay.
-      const n = Math.min(chunk, REPLAY_BATCH_RECORDS - commands.length, total - this.reduced);
+      const n = Math.min(
+        chunk,
+        REPLAY_BATCH_RECORDS - (this.reduced % REPLAY_BATCH_RECORDS),
+        total - this.reduced,
+      );
       const slice: Command[] = [];
       for (let i = 0; i < n; i++) {
         const next = records.next();
@@ -272,7 +334,7 @@ export class HistoryBackfill {
       this.reduced += n;
       for (const c of slice) commands.push(c);
       for (const e of result.events) events.push(e);
-      if (commands.length === REPLAY_BATCH_RECORDS || this.reduced === total) {
+      if (this.reduced % REPLAY_BATCH_RECORDS === 0 || this.reduced === total) {
         const batch: CommittedBatch = { commands, events, state };
         for (const r of rebuilds) r.apply(batch);
         commands = [];
@@ -287,7 +349,7 @@ export class HistoryBackfill {
     const foreignNote =
       foreign === null
         ? ''
-        : `journal records ${foreign.first + 1}..${foreign.last + 1} include records written under engine rules ${foreign.versions.join(' and ')}, this build has rules ${ENGINE_RULES_VERSION}`;
+        : `journal records ${first + foreign.first}..${first + foreign.last} include records written under engine rules ${foreign.versions.join(' and ')}, this build has rules ${ENGINE_RULES_VERSION}`;
 
     // ---- the state must be the snapshot's ------------------------------------------------
     this.phase = 'hashing';
@@ -296,7 +358,7 @@ export class HistoryBackfill {
     state = null;
     if (hash !== snapshot.hash) {
       log(
-        `history backfill abandoned: re-reducing journal records 1..${total} gives state hash ${hash}, the snapshot has ${snapshot.hash}${foreignNote === '' ? '' : ` (${foreignNote})`}; the read models keep only what followed the snapshot`,
+        `history backfill abandoned: re-reducing journal records ${first}..${total} gives state hash ${hash}, the snapshot has ${snapshot.hash}${foreignNote === '' ? '' : ` (${foreignNote})`}; the read models keep only what followed the snapshot`,
       );
       return 'abandoned';
     }
@@ -310,7 +372,7 @@ export class HistoryBackfill {
     if (merged === null) return 'cancelled';
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
     log(
-      `history backfill: done, ${total} journal records re-reduced in ${seconds} s (state hash matches the snapshot), ${merged} later batches merged; the read models now reach back to the first record`,
+      `history backfill: done, ${total - first + 1} journal records re-reduced in ${seconds} s (state hash matches the snapshot), ${merged} later batches merged; the read models now reach back to the first record`,
     );
     return 'complete';
   }

@@ -2,7 +2,10 @@
  * A venue on 127.0.0.1 (port 0, in memory, no price feed) and the steps every end-to-end test
  * needs: onboarding a wallet, funding it through the simulated chain, signing orders.
  */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { join } from 'node:path';
 import { type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
 import {
   freshNonce,
@@ -246,4 +249,34 @@ export async function cancelOrder(w: Wallet, ws: WsClient, orderId: string): Pro
     }),
   });
   if (r.type !== 'cancelAck') throw new Error(`cancel refused: ${JSON.stringify(r)}`);
+}
+
+/** Two traders of a test: Alice (`KEYS[0]`) and Bob (`KEYS[1]`) with their trading sockets. */
+export interface Traders {
+  alice: Wallet;
+  bob: Wallet;
+  a: WsClient;
+  b: WsClient;
+}
+
+/** Alice and Bob connected, first invited and funded with 100,000 when `onboard`. */
+export async function traders(t: TestVenue, onboard: boolean): Promise<Traders> {
+  const [alice, bob] = [t.wallet(0), t.wallet(1)];
+  if (onboard) {
+    for (const w of [alice, bob]) {
+      await t.invite(w);
+      await t.fund(w, '100000');
+    }
+  }
+  return { alice, bob, a: await t.connect(alice), b: await t.connect(bob) };
+}
+
+/** Every file of `dir` with its SHA-256: what a test compares to show nothing changed. */
+export function fileListing(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir).sort())
+    out[name] = createHash('sha256')
+      .update(readFileSync(join(dir, name)))
+      .digest('hex');
+  return out;
 }
