@@ -289,6 +289,24 @@ describe('archiving the journal', () => {
     expect(() => archiveJournal(noSnapshot)).toThrow(/has no valid snapshot/);
     expect(fileListing(noSnapshot)).toEqual(withoutSnapshot);
 
+    // A damaged record among those that would leave: a start from the snapshot never reads it,
+    // but archiving it would keep the damage for good.
+    const damaged = tempDir();
+    cpSync(dir, damaged, { recursive: true });
+    const journal = join(damaged, 'journal.log');
+    const bytes = readFileSync(journal);
+    const second = scanFrames(journal, bytes).offsets[1] as number;
+    bytes[second + 20] = (bytes[second + 20] as number) ^ 0x01;
+    writeFileSync(journal, bytes);
+    const withDamage = fileListing(damaged);
+    expect(() => archiveJournal(damaged)).toThrow(
+      `journal ${journal} is damaged at byte ${second}: record checksum mismatch (expected seq 2)`,
+    );
+    expect(() => archiveJournal(damaged)).toThrow(
+      'nothing was archived: restore journal.log from a backup whose records are whole',
+    );
+    expect(fileListing(damaged)).toEqual(withDamage);
+
     // A file of that name that does not hold these records is not overwritten.
     const foreign = join(dir, archiveFileName(1, snapSeq - 1));
     writeFileSync(foreign, 'another venue');

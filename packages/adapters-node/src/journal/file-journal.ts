@@ -124,6 +124,27 @@ export function recordEndAt(
 }
 
 /**
+ * The byte offset of record `seq` in a journal whose first record is `firstSeq`, found by
+ * following the records' lengths and checking each one's seq (not its checksum), without
+ * holding the offsets of the records before it; `undefined` when the chain breaks first.
+ */
+export function recordOffset(
+  data: Buffer | ByteSource,
+  firstSeq: number,
+  seq: number,
+): number | undefined {
+  const src = sourceOf(data);
+  let offset = 0;
+  for (let at = firstSeq; ; at++) {
+    if (offset + HEADER > src.size) return undefined;
+    const h = headerAt(src, offset);
+    if (h.seq !== at || h.length > MAX_RECORD) return undefined;
+    if (at === seq) return offset;
+    offset += HEADER + h.length;
+  }
+}
+
+/**
  * The records {@link FrameScan.skipped} left unscanned, after `afterSeq`, each checked (framing,
  * checksum, seq) as it is reached and then decoded: one record at a time, so a reader that
  * yields to the event loop between records never holds it for the whole prefix. Damage throws

@@ -16,6 +16,7 @@ import {
   JournalCorruptError,
   type JournalPosition,
   RecordsArchivedError,
+  recordOffset,
   scanFrames,
 } from './file-journal.js';
 
@@ -115,6 +116,14 @@ describe('a journal opened after a known record', () => {
           writeFileSync(path, data.subarray(cut));
           if (tornBytes > 0) appendFileSync(path, data.subarray(0, tornBytes));
           expect(firstRecordSeq(readFileSync(path))).toBe(first);
+          // Each kept record is found by following the lengths from the file's first seq.
+          const kept = readFileSync(path);
+          for (let k = first; k <= total; k++)
+            expect(recordOffset(kept, first, k)).toBe(
+              (positions[k - 1] as JournalPosition).offset - cut,
+            );
+          expect(recordOffset(kept, first, total + 1)).toBeUndefined();
+          expect(recordOffset(kept, first + 1, total)).toBeUndefined();
           // The position the snapshot recorded before the archive no longer matches (unless
           // nothing moved): the whole (short) file is scanned from its first seq.
           const recorded = positions[seq - 1] as JournalPosition;
