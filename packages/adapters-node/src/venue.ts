@@ -807,7 +807,7 @@ async function startLocked(
     await recovery.close();
     // A clean stop leaves no journal tail; after a fatal error the state may be ahead of it.
     if (snapshotter?.policy.atClose === true && !host.failed)
-      await snapshotter.writeFinal(host.state, host.journalSeq);
+      await snapshotter.writeFinal(() => ({ state: host.state, seq: host.journalSeq }));
     await snapshotter?.close();
     await journal.close();
     lock?.release();

@@ -248,7 +248,9 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
       log: (l: string) => lines.push(l),
       readModels: () => [a.part],
     };
-    expect(await new Snapshotter(options).writeFinal(v.state, 5)).toBeNull();
+    expect(
+      await new Snapshotter(options).writeFinal(() => ({ state: v.state, seq: 5 })),
+    ).toBeNull();
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([5]);
     expect(lines).toEqual([
       expect.stringMatching(
@@ -263,7 +265,7 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
     });
     // Once there, it is not written again.
     lines.length = 0;
-    await new Snapshotter(options).writeFinal(v.state, 5);
+    await new Snapshotter(options).writeFinal(() => ({ state: v.state, seq: 5 }));
     expect(lines).toEqual([]);
     expect(a.state.released).toBe(1);
   });
@@ -279,7 +281,7 @@ describe('the snapshotter writes a checkpoint beside each snapshot', () => {
       readModels: () => [a.part],
     });
     expect((await s.write(v.state, 2))?.readModels).toBeNull();
-    await s.writeFinal(v.state, 2);
+    await s.writeFinal(() => ({ state: v.state, seq: 2 }));
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([2]);
     expect(listCheckpointFiles(dir)).toEqual([]);
     expect(a.state.released).toBe(0);

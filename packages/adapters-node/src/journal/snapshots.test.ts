@@ -377,7 +377,7 @@ describe('the snapshotter', () => {
     expect(lines).toEqual([
       'snapshot at seq 5 failed and was abandoned (the journal is unaffected): the venue is closing',
     ]);
-    expect(await s.writeFinal(state, 6)).toBeNull();
+    expect(await s.writeFinal(() => ({ state, seq: 6 }))).toBeNull();
   });
 
   it("a clean stop's snapshot waits for the write in progress, and is not repeated", async () => {
@@ -399,13 +399,42 @@ describe('the snapshotter', () => {
     const state = sampleState().state;
     const periodic = s.write(state, 5);
     await reached.opened;
-    const final = s.writeFinal(state, 8);
+    const final = s.writeFinal(() => ({ state, seq: 8 }));
     held.open();
     expect((await periodic)?.seq).toBe(5);
     expect((await final)?.seq).toBe(8);
     expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([8, 5]);
     // Nothing after record 8: no second snapshot of it.
-    expect(await s.writeFinal(state, 8)).toBeNull();
+    expect(await s.writeFinal(() => ({ state, seq: 8 }))).toBeNull();
+  });
+
+  it("a clean stop's snapshot is of the state after the write in progress ends", async () => {
+    const dir = tempDir();
+    const held = gate();
+    const reached = gate();
+    let holds = 1;
+    const s = new Snapshotter({
+      dir,
+      log: () => {},
+      hooks: {
+        beforeRename: async () => {
+          if (holds-- <= 0) return;
+          reached.open();
+          await held.opened;
+        },
+      },
+    });
+    const state = sampleState().state;
+    const periodic = s.write(state, 5);
+    await reached.opened;
+    let current = { state, seq: 5 };
+    const final = s.writeFinal(() => current);
+    // Batches committed while the periodic write finishes: the stop covers them too.
+    current = { state, seq: 7 };
+    held.open();
+    expect((await periodic)?.seq).toBe(5);
+    expect((await final)?.seq).toBe(7);
+    expect(listSnapshotFiles(dir).map((f) => f.seq)).toEqual([7, 5]);
   });
 
   it('keeps at least one snapshot whatever keep says', async () => {

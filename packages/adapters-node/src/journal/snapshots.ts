@@ -759,16 +759,22 @@ export class Snapshotter {
 
   /**
    * A clean stop's snapshot (call once the host is idle, before {@link close}): stops following
-   * the host, lets a write in progress finish, then writes `state`, the state after journal
-   * record `seq`, unless a snapshot already covers that record. Resolves with the file, or
-   * `null` when none was needed or the write failed (logged; the journal still has everything).
+   * the host, lets a write in progress finish, then writes the state `current` gives, the state
+   * after journal record `seq`, unless a snapshot already covers that record. Resolves with the
+   * file, or `null` when none was needed or the write failed (logged; the journal still has
+   * everything). `current` is read after the wait, in the turn the read models are captured:
+   * read before it, a batch committed during the wait would leave the state behind the read
+   * models, which would then be checkpointed under the older seq.
    */
-  async writeFinal(state: EngineState, seq: number): Promise<WrittenSnapshot | null> {
+  async writeFinal(
+    current: () => { readonly state: EngineState; readonly seq: number },
+  ): Promise<WrittenSnapshot | null> {
     this.detach?.();
     this.detach = null;
     while (this.running !== null) await this.running;
     if (this.closed) return null;
     this.stopping = true;
+    const { state, seq } = current();
     if (seq === this.lastSeq) await this.checkpointNewest(seq);
     if (seq <= this.lastSeq) return null;
     return this.write(state, seq);

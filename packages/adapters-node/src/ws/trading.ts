@@ -416,8 +416,12 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
    * (protocol.md section 5, across connections), and a request held on one socket behind a slow
    * signature check would let a later one from another socket of the wallet overtake it.
    */
+  /** Requests handed to the engine whose answers are still to come (see close()). */
+  const answering = new Set<Promise<void>>();
   const answerLater = (s: Session, id: string | undefined, answer: Promise<void>): void => {
-    answer.catch((e: unknown) => failed(s, id, e));
+    const settled = answer.catch((e: unknown) => failed(s, id, e));
+    answering.add(settled);
+    void settled.finally(() => answering.delete(settled));
   };
 
   const handlers: Record<
@@ -777,6 +781,10 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           s.lastActivity = performance.now();
         });
         ws.on('message', (data, isBinary) => {
+          // A socket the server has let go of (shutting down, idle, too slow) takes no more
+          // requests: one read after the venue's stop decided its snapshot would be applied
+          // after it. Those received before are finished (see close()).
+          if (s.closed) return;
           // Activity counts on arrival, even while earlier messages are still being handled.
           s.lastActivity = performance.now();
           s.chain = s.chain.then(() => onMessage(s, data, isBinary));
@@ -786,11 +794,19 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     async close() {
       clearInterval(heartbeat);
       unsubscribeBatches();
-      for (const s of [...sessions]) {
+      const closing = [...sessions];
+      for (const s of closing) {
         closeWithin(s.ws, CloseCode.SHUTDOWN, 'server shutting down');
         detach(s);
       }
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+      // Requests already received finish (applied and journaled, or refused) before this
+      // returns, so the venue's clean stop finds the engine idle for good and its snapshot
+      // covers them: first the messages on each session's chain (the sessions are detached, so
+      // no later message joins one), then the requests they handed on (signature recovery,
+      // then the engine), which answer later.
+      await Promise.allSettled(closing.map((s) => s.chain));
+      await Promise.allSettled([...answering]);
     },
     get connections() {
       return sessions.size;
