@@ -14,7 +14,9 @@
 //                  the snapshot's position), snapshot (one-shot encode/decode/hash), stall
 //                  (background snapshot write under an event-loop delay monitor), readmodels
 //                  (read models rebuilt from the journal against written to and loaded from a
-//                  checkpoint), acks (default: all six)
+//                  checkpoint), acks, archive (--archive-journal on a stopped venue's directory
+//                  with a snapshot of the last record; not in the default set)
+//                  (default: the first six)
 //   BENCH_JSON     1: print one JSON line with every figure at the end
 //
 // ab-durability.mjs runs the stall and acks sections of two builds alternately.
@@ -26,7 +28,7 @@
 // case) and from a JSON file (read + JSON.parse + replay, the same steps as ours). Ratios are
 // taken inside this one run; absolute figures drift 10-25 % between runs on shared machines.
 
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -42,6 +44,8 @@ import {
   StateHasher,
   stateHash,
 } from '@perp/core';
+import { archiveJournal } from '../dist/archive-journal.js';
+import { checkDataDir } from '../dist/data-dir-check.js';
 import { SystemClock } from '../dist/engine/clock.js';
 import { EngineHost } from '../dist/engine/host.js';
 import { encodeRecord, FileJournal, scanFrames } from '../dist/journal/file-journal.js';
@@ -299,7 +303,9 @@ try {
       `our journal: ${fmt(commands.length)} records, ${fmt(bytes / 1e6)} MB (${(bytes / commands.length).toFixed(0)} B/record)`,
     );
   }
-  const needState = ['replay', 'snapshot', 'stall', 'readmodels'].some((x) => ONLY.has(x));
+  const needState = ['replay', 'snapshot', 'stall', 'readmodels', 'archive'].some((x) =>
+    ONLY.has(x),
+  );
   const live = needState
     ? reduceAll(createEngineState({}, commands[0].time), commands).state
     : null;
@@ -416,6 +422,56 @@ try {
       );
       rmSync(path);
     }
+  }
+
+  // Archive: `--archive-journal` on a stopped venue's directory whose snapshot (with a read-model
+  // checkpoint) is of the last record, so every record but that one leaves journal.log. The
+  // read models are empty: the figure is the archive's journal work (the check's walk and
+  // decode of the covered records, the walk that checks them again, the copies).
+  if (ONLY.has('archive')) {
+    const venueDir = join(dir, 'archive-venue');
+    mkdirSync(venueDir);
+    const journalPath = join(venueDir, 'journal.log');
+    copyFileSync(ourPath, journalPath);
+    const frames = scanFrames(journalPath, readFileSync(journalPath));
+    const seq = frames.offsets.length;
+    const at = frames.offsets[seq - 1];
+    const position = { offset: at, crc: readFileSync(journalPath).readUInt32LE(at + 12) };
+    const models = readModels(live, {});
+    const snapshotter = new Snapshotter({
+      dir: venueDir,
+      log: () => {},
+      readModels: () => models.parts,
+      journalPosition: () => position,
+    });
+    await snapshotter.write(live, seq);
+    await snapshotter.close();
+    models.md.close();
+    writeFileSync(
+      join(venueDir, 'venue.json'),
+      JSON.stringify({ adminToken: 'x', createdTime: T0 }),
+    );
+    gc();
+    let t0 = process.hrtime.bigint();
+    const report = checkDataDir(venueDir);
+    const checkS = seconds(t0);
+    if (!report.ok) throw new Error(`the bench directory fails its check: ${report.problems}`);
+    gc();
+    t0 = process.hrtime.bigint();
+    const result = archiveJournal(venueDir);
+    const archiveS = seconds(t0);
+    if (result.lastSeq !== seq - 1)
+      throw new Error(`archived up to ${result.lastSeq}, not ${seq - 1}`);
+    console.log(
+      `\n## Archive (--archive-journal) of ${fmt(seq - 1)} records (${fmt(result.bytes / 1e6)} MB)`,
+    );
+    console.log('| the check alone (--check) | the archive (check included) | records/s | MB/s |');
+    console.log('|---:|---:|---:|---:|');
+    console.log(
+      `| ${(checkS * 1e3).toFixed(0)} ms | ${(archiveS * 1e3).toFixed(0)} ms | ${fmt((seq - 1) / archiveS)} | ${fmt(result.bytes / 1e6 / archiveS)} |`,
+    );
+    figures.archive = { records: seq - 1, bytes: result.bytes, checkS, archiveS };
+    rmSync(venueDir, { recursive: true, force: true });
   }
 
   // Snapshot restore: what a restart pays instead of the full replay above.
