@@ -123,6 +123,8 @@ export interface CrashSummary {
   readonly tornTails: number;
   /** Cycles that archived the journal (a clean stop, then `--archive-journal`) before the restart. */
   readonly archives: number;
+  /** Cycles that deleted a snapshot or a read-model checkpoint before the restart. */
+  readonly lostFiles: number;
   readonly replaysRefused: number;
   readonly gtdChecked: number;
   readonly dataDir: string;
@@ -231,6 +233,49 @@ async function archiveJournal(dir: string): Promise<string | null> {
   if (code !== 0) throw new CrashCheckError(`--archive-journal exited with ${code}: ${err}`);
   const r = JSON.parse(out) as { archive: string | null; firstSeq: number; lastSeq: number };
   return r.archive === null ? null : `${r.firstSeq}..${r.lastSeq}`;
+}
+
+/**
+ * Every fifth cycle (from the third) the newest snapshot's read-model checkpoint is deleted, as
+ * a kill between a snapshot and its checkpoint leaves it: the restart's history backfill starts
+ * from an older snapshot's checkpoint, or re-reduces the journal. Every seventh (from the fifth)
+ * the newest snapshot itself is deleted, as one found damaged would be skipped: the restart
+ * recovers from the one before it. Each only when the history stays rebuildable (an older
+ * snapshot with a checkpoint and its records still in journal.log, or the whole journal there)
+ * and, for the second, the older snapshot is at or past the last archived record: otherwise the
+ * loss is one no venue could recover from, which is not what is tested here. What was deleted,
+ * or `null`.
+ */
+function loseRecoveryFiles(dir: string, cycle: number): string | null {
+  const names = readdirSync(dir);
+  const seqs = names
+    .filter((n) => /^snapshot-\d{20}\.snap$/.test(n))
+    .map((n) => Number(n.slice(9, 29)))
+    .sort((a, b) => b - a);
+  const checkpointed = new Set(
+    names.filter((n) => /^readmodels-\d{20}\.ckpt$/.test(n)).map((n) => Number(n.slice(11, 31))),
+  );
+  const [newest, older] = seqs;
+  if (newest === undefined) return null;
+  const first = journalCodec.firstRecordSeq(readFileSync(join(dir, 'journal.log'))) ?? 1;
+  const pad = (seq: number) => String(seq).padStart(20, '0');
+  // Read models the backfill can start from without `newest`'s checkpoint.
+  const rebuildable =
+    first === 1 || seqs.some((q) => q !== newest && q >= first - 1 && checkpointed.has(q));
+  if (cycle % 5 === 3 && checkpointed.has(newest) && rebuildable) {
+    rmSync(join(dir, `readmodels-${pad(newest)}.ckpt`));
+    return `deleted the read-model checkpoint of snapshot ${newest}`;
+  }
+  if (
+    cycle % 7 === 5 &&
+    older !== undefined &&
+    older >= first - 1 &&
+    (checkpointed.has(older) || rebuildable)
+  ) {
+    rmSync(join(dir, `snapshot-${pad(newest)}.snap`));
+    return `deleted snapshot ${newest}; the restart recovers from ${older}`;
+  }
+  return null;
 }
 
 /**
@@ -551,6 +596,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
   const cleanReplay = new PrefixReplay();
   let tornTails = 0;
   let archives = 0;
+  let lostFiles = 0;
   let replaysRefused = 0;
   let child: Child | undefined;
   let cycle = 0;
@@ -648,6 +694,13 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       for (const e of ledger) if (e.status === 'sent') e.status = 'unanswered';
       // A kill rarely lands inside a write: now and then, leave what one leaves.
       const torn = rnd() < 0.25 ? tearTail(dir, rnd) : null;
+      // Now and then, what a crash (or a bad disk) does to the files beside the journal, so the
+      // restart takes its other recovery paths and every check still holds.
+      const lost = loseRecoveryFiles(dir, cycle);
+      if (lost !== null) {
+        lostFiles++;
+        log(`cycle ${cycle}: ${lost}`);
+      }
 
       // ---- restart and reconcile -------------------------------------------------------------
       const restartAt = performance.now();
@@ -772,6 +825,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       replaysFromGenesis: cleanReplay.fromGenesis,
       tornTails,
       archives,
+      lostFiles,
       replaysRefused,
       gtdChecked: gtd.length,
       dataDir: dir,
