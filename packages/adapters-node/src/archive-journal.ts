@@ -200,6 +200,12 @@ export function archiveJournal(
         );
       }
 
+      let leaving: number | undefined;
+      /** CRC-32 of the bytes that leave journal.log (read once). */
+      const leavingCrc = (): number => {
+        leaving ??= crcOfRange(fd, 0, cut);
+        return leaving;
+      };
       const toDir = options.to === undefined ? root : resolve(options.to);
       mkdirSync(toDir, { recursive: true });
       const archive = join(toDir, archiveFileName(first, last));
@@ -209,8 +215,7 @@ export function archiveJournal(
         const existing = openSync(archive, 'r');
         try {
           const same =
-            fstatSync(existing).size === cut &&
-            crcOfRange(existing, 0, cut) === crcOfRange(fd, 0, cut);
+            fstatSync(existing).size === cut && crcOfRange(existing, 0, cut) === leavingCrc();
           if (!same)
             throw new ArchiveRefusedError(
               `${archive} exists and does not hold records ${first}..${last} of ${journalPath}: move it away (it may be another venue's) and archive again`,
@@ -224,10 +229,7 @@ export function archiveJournal(
       // Read back before the records leave journal.log: the same bytes as the journal's.
       const written = openSync(archive, 'r');
       try {
-        if (
-          fstatSync(written).size !== cut ||
-          crcOfRange(written, 0, cut) !== crcOfRange(fd, 0, cut)
-        )
+        if (fstatSync(written).size !== cut || crcOfRange(written, 0, cut) !== leavingCrc())
           throw new Error(
             `${archive} does not read back as the journal's first ${cut} bytes: journal.log was left as it was`,
           );
