@@ -460,6 +460,18 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         notes.push(
           `a start's history backfill is abandoned (${readModels.reason}, and the journal records it would re-reduce are archived): the read models keep only what follows the snapshot`,
         );
+      // What --archive-journal would move: the records before the snapshot's, when its
+      // checkpoint holds their history.
+      const keepAt =
+        scan.skipped?.seq === afterSeq
+          ? scan.skipped.position.offset
+          : scan.skipped === undefined
+            ? scan.offsets[afterSeq - scan.firstSeq]
+            : undefined;
+      if (readModels?.source === 'checkpoint' && afterSeq > startSeq && keepAt !== undefined)
+        notes.push(
+          `--archive-journal (with the venue stopped) would move records ${startSeq}..${afterSeq - 1} (${keepAt} bytes) out of ${journalPath}`,
+        );
       recovery = {
         snapshot: used?.path ?? null,
         snapshotSeq: afterSeq,

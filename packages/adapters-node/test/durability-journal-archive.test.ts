@@ -108,6 +108,10 @@ describe('archiving the journal', () => {
     const original = readFileSync(journal);
     const cut = scanFrames(journal, original).offsets[snapSeq - 1] as number;
 
+    // --check says what an archive would move.
+    const movable = `--archive-journal (with the venue stopped) would move records 1..${snapSeq - 1} (${cut} bytes) out of ${journal}`;
+    expect(checkDataDir(dir).notes).toContain(movable);
+
     const result = archiveJournal(dir);
     const archive = join(dir, archiveFileName(1, snapSeq - 1));
     expect(result).toMatchObject({
@@ -137,6 +141,7 @@ describe('archiving the journal', () => {
     expect(report.notes).toContainEqual(
       expect.stringContaining(', as after an archive of the records before it'),
     );
+    expect(report.notes.some((n) => n.startsWith('--archive-journal'))).toBe(false);
 
     let t = await start(dir, { snapshots: { ...SNAPSHOTS, atClose: true } });
     expect(await t.venue.historyBackfill?.done).toBe('complete');
