@@ -380,7 +380,8 @@ describe('the snapshotter', () => {
     expect(await s.writeFinal(() => ({ state, seq: 6 }))).toBeNull();
   });
 
-  it("a clean stop's snapshot waits for the write in progress, and is not repeated", async () => {
+  /** A snapshotter whose write of record 5 is in progress, held before its rename. */
+  async function heldAtRename() {
     const dir = tempDir();
     const held = gate();
     const reached = gate();
@@ -399,6 +400,11 @@ describe('the snapshotter', () => {
     const state = sampleState().state;
     const periodic = s.write(state, 5);
     await reached.opened;
+    return { dir, s, state, periodic, held };
+  }
+
+  it("a clean stop's snapshot waits for the write in progress, and is not repeated", async () => {
+    const { dir, s, state, periodic, held } = await heldAtRename();
     const final = s.writeFinal(() => ({ state, seq: 8 }));
     held.open();
     expect((await periodic)?.seq).toBe(5);
@@ -409,24 +415,7 @@ describe('the snapshotter', () => {
   });
 
   it("a clean stop's snapshot is of the state after the write in progress ends", async () => {
-    const dir = tempDir();
-    const held = gate();
-    const reached = gate();
-    let holds = 1;
-    const s = new Snapshotter({
-      dir,
-      log: () => {},
-      hooks: {
-        beforeRename: async () => {
-          if (holds-- <= 0) return;
-          reached.open();
-          await held.opened;
-        },
-      },
-    });
-    const state = sampleState().state;
-    const periodic = s.write(state, 5);
-    await reached.opened;
+    const { dir, s, state, periodic, held } = await heldAtRename();
     let current = { state, seq: 5 };
     const final = s.writeFinal(() => current);
     // Batches committed while the periodic write finishes: the stop covers them too.
