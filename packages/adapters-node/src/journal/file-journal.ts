@@ -293,6 +293,10 @@ export function scanFrames(
   const offsets: number[] = [];
   let offset = from;
   let expected = firstSeq;
+  // The file's first record, damaged: its seq is a guess (the file may begin past seq 1 once
+  // older records were archived), so a valid record of any seq after it shows the damage is
+  // not a torn write; bounded by the guess, a whole archived journal would be cut as one.
+  const atFileStart = () => offsets.length === 0 && offset === 0;
   const torn = () => {
     // Only what an interrupted append leaves is cut: anything else is a file (or bytes) this
     // journal never wrote, and cutting it would destroy it, or start an empty venue over it.
@@ -316,7 +320,7 @@ export function scanFrames(
     if (plausible && end > size) {
       // The last record was cut short by a crash, unless a damaged length field points past the
       // end while valid records follow: that is corruption, and cutting would lose them.
-      if (hasValidRecordAfter(src, offset + 1, expected)) {
+      if (hasValidRecordAfter(src, offset + 1, expected, atFileStart())) {
         throw new JournalCorruptError(
           file,
           offset,
@@ -327,7 +331,7 @@ export function scanFrames(
     }
     if (!plausible || !checksumMatches(src, offset, length, crc)) {
       // A bad record is a torn tail only when nothing valid follows it.
-      if (hasValidRecordAfter(src, offset + 1, expected)) {
+      if (hasValidRecordAfter(src, offset + 1, expected, atFileStart())) {
         throw new JournalCorruptError(
           file,
           offset,
@@ -434,9 +438,14 @@ function foreignBytesAt(src: ByteSource, offset: number): string | undefined {
  * offset whose length field happened to fit: cubic in the file size, a minute for 16 MB. Random
  * bytes now pass the byte tests at about one offset in 65,536 and the seq test almost never.
  */
-function hasValidRecordAfter(src: ByteSource, from: number, expected: number): boolean {
+function hasValidRecordAfter(
+  src: ByteSource,
+  from: number,
+  expected: number,
+  anySeq = false,
+): boolean {
   const size = src.size;
-  const maxSeq = expected + Math.floor(size / HEADER);
+  const maxSeq = anySeq ? Number.MAX_SAFE_INTEGER : expected + Math.floor(size / HEADER);
   // Headers are read in order through `src`; a candidate's payload through its own window, so
   // checking one far ahead does not move the walk's window back and forth.
   const probe = src.fork();

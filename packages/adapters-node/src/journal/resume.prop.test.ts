@@ -153,6 +153,24 @@ describe('a journal opened after a known record', () => {
     );
   });
 
+  it('an archived journal whose first record is damaged is refused, never cut as a torn tail', async () => {
+    const path = join(dir, 'archived-damaged.log');
+    const positions = await write(path, [100, 100]);
+    const data = readFileSync(path);
+    // Records 1..196 archived: the file begins at seq 197, far past what a guess of seq 1
+    // allows for in a file of four records.
+    const kept = Buffer.from(data.subarray((positions[196] as JournalPosition).offset));
+    kept[20] = (kept[20] as number) ^ 0x01;
+    writeFileSync(path, kept);
+    expect(firstRecordSeq(kept)).toBeUndefined();
+    // No snapshot to say the journal held records (they were deleted too): the damage alone
+    // must stop it, and the file must stay as it was.
+    expect(() => FileJournal.open(path, { log: () => {} })).toThrow(
+      'record checksum mismatch (expected seq 1) with valid records after it',
+    );
+    expect(readFileSync(path).equals(kept)).toBe(true);
+  });
+
   it('a journal that does not start with an intact record has no first seq of its own', () => {
     const path = join(dir, 'start.log');
     expect(firstRecordSeq(Buffer.alloc(0))).toBeUndefined();
