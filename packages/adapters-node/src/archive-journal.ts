@@ -38,6 +38,7 @@ import { checkDataDir } from './data-dir-check.js';
 import { FileSource } from './journal/byte-source.js';
 import { lockDataDir } from './journal/data-dir-lock.js';
 import {
+  archiveFileName,
   crc32,
   JournalCorruptError,
   recordEndAt,
@@ -75,14 +76,6 @@ export interface ArchiveJournalResult {
 
 /** A refusal of {@link archiveJournal}: nothing was changed. */
 export class ArchiveRefusedError extends StartupError {}
-
-/** The archive file name of records `first..last`. */
-export function archiveFileName(first: number, last: number): string {
-  return `journal-${String(first).padStart(20, '0')}-${String(last).padStart(20, '0')}.log`;
-}
-
-/** Archive files: records `first..last` of a journal, as the journal framed them. */
-export const ARCHIVE_FILE = /^journal-(\d{20})-(\d{20})\.log$/;
 
 const PIECE = 8 * 1024 * 1024;
 

@@ -40,6 +40,7 @@ import {
   checkJournalBytes,
   decodeFrame,
   type FrameScan,
+  listArchiveFiles,
   RecordsArchivedError,
   scanFrames,
   tornTailCutLine,
@@ -301,11 +302,6 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       notes.push(
         `${join(root, name)}: an unfinished read-model checkpoint write; a start with snapshots deletes it`,
       );
-    const archived = /^journal-(\d{20})-(\d{20})\.log$/.exec(name);
-    if (archived !== null)
-      notes.push(
-        `${join(root, name)}: journal records ${Number(archived[1])}..${Number(archived[2])} archived by --archive-journal; a start does not read it (keep it with the backups, off this disk)`,
-      );
     if (name === 'journal.log.tmp')
       notes.push(
         `${join(root, name)}: an unfinished journal rewrite of --archive-journal (journal.log is intact); delete it`,
@@ -315,6 +311,11 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         `${join(root, name)}: records a venue copied out when its journal.log was deleted while it ran; a start does not read it`,
       );
   }
+
+  for (const a of listArchiveFiles(root))
+    notes.push(
+      `${a.path}: journal records ${a.first}..${a.last} archived by --archive-journal; a start does not read it (keep it with the backups, off this disk)`,
+    );
 
   // ---- snapshots and journal, in the start's order ----------------------------------------
   const files = listSnapshotFiles(root);

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { stateHash } from '@perp/core';
 import { wallet } from '@perp/core/testing';
 import { afterAll, expect, it } from 'vitest';
-import { archiveFileName } from '../src/archive-journal.js';
+import { archiveFileName } from '../src/journal/file-journal.js';
 import { startVenue } from '../src/venue.js';
 import { fileListing } from './support/fixture.js';
 

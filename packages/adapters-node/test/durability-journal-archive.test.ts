@@ -8,10 +8,10 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArchiveRefusedError, archiveFileName, archiveJournal } from '../src/archive-journal.js';
+import { ArchiveRefusedError, archiveJournal } from '../src/archive-journal.js';
 import { checkDataDir } from '../src/data-dir-check.js';
 import { DataDirLockedError } from '../src/journal/data-dir-lock.js';
-import { RecordsArchivedError, scanFrames } from '../src/journal/file-journal.js';
+import { archiveFileName, RecordsArchivedError, scanFrames } from '../src/journal/file-journal.js';
 import { checkpointFileName, listCheckpointFiles } from '../src/journal/read-model-files.js';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import type { StartVenueOptions } from '../src/venue.js';

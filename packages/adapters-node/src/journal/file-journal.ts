@@ -29,12 +29,13 @@ import {
   fsyncSync,
   ftruncateSync,
   openSync,
+  readdirSync,
   readSync,
   statSync,
   write,
   writeSync,
 } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import {
   type Command,
@@ -205,6 +206,25 @@ export function firstRecordSeq(data: Buffer | ByteSource): number | undefined {
   const { length, seq, crc } = headerAt(src, 0);
   if (length > MAX_RECORD || HEADER + length > src.size || seq < 1) return undefined;
   return checksumMatches(src, 0, length, crc) ? seq : undefined;
+}
+
+/** The file `--archive-journal` moves records `first..last` of a journal to (`archive-journal.ts`). */
+export function archiveFileName(first: number, last: number): string {
+  return `journal-${String(first).padStart(20, '0')}-${String(last).padStart(20, '0')}.log`;
+}
+
+const ARCHIVE_FILE = /^journal-(\d{20})-(\d{20})\.log$/;
+
+/** The archive files of `dir`, in seq order. */
+export function listArchiveFiles(
+  dir: string,
+): { readonly path: string; readonly first: number; readonly last: number }[] {
+  const out: { path: string; first: number; last: number }[] = [];
+  for (const name of readdirSync(dir)) {
+    const m = ARCHIVE_FILE.exec(name);
+    if (m !== null) out.push({ path: join(dir, name), first: Number(m[1]), last: Number(m[2]) });
+  }
+  return out.sort((a, b) => a.first - b.first);
 }
 
 /**

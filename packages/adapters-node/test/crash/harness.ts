@@ -64,6 +64,14 @@ const core = (await import(
 const journalCodec = (await import(
   new URL('../../dist/journal/file-journal.js', import.meta.url).href
 )) as JournalModule;
+type SnapshotsModule = typeof import('../../src/journal/snapshots.js');
+const { listSnapshotFiles } = (await import(
+  new URL('../../dist/journal/snapshots.js', import.meta.url).href
+)) as SnapshotsModule;
+type CheckpointFilesModule = typeof import('../../src/journal/read-model-files.js');
+const { checkpointFileName, listCheckpointFiles } = (await import(
+  new URL('../../dist/journal/read-model-files.js', import.meta.url).href
+)) as CheckpointFilesModule;
 type KeccakModule = typeof import('../../src/native-keccak.js');
 const { stateKeccak } = (await import(
   new URL('../../dist/native-keccak.js', import.meta.url).href
@@ -247,33 +255,27 @@ async function archiveJournal(dir: string): Promise<string | null> {
  * or `null`.
  */
 function loseRecoveryFiles(dir: string, cycle: number): string | null {
-  const names = readdirSync(dir);
-  const seqs = names
-    .filter((n) => /^snapshot-\d{20}\.snap$/.test(n))
-    .map((n) => Number(n.slice(9, 29)))
-    .sort((a, b) => b - a);
-  const checkpointed = new Set(
-    names.filter((n) => /^readmodels-\d{20}\.ckpt$/.test(n)).map((n) => Number(n.slice(11, 31))),
-  );
-  const [newest, older] = seqs;
+  const snapshots = listSnapshotFiles(dir);
+  const checkpointed = new Set(listCheckpointFiles(dir).map((f) => f.seq));
+  const [newest, older] = snapshots;
   if (newest === undefined) return null;
   const first = journalCodec.firstRecordSeq(readFileSync(join(dir, 'journal.log'))) ?? 1;
-  const pad = (seq: number) => String(seq).padStart(20, '0');
   // Read models the backfill can start from without `newest`'s checkpoint.
   const rebuildable =
-    first === 1 || seqs.some((q) => q !== newest && q >= first - 1 && checkpointed.has(q));
-  if (cycle % 5 === 3 && checkpointed.has(newest) && rebuildable) {
-    rmSync(join(dir, `readmodels-${pad(newest)}.ckpt`));
-    return `deleted the read-model checkpoint of snapshot ${newest}`;
+    first === 1 ||
+    snapshots.some((f) => f !== newest && f.seq >= first - 1 && checkpointed.has(f.seq));
+  if (cycle % 5 === 3 && checkpointed.has(newest.seq) && rebuildable) {
+    rmSync(join(dir, checkpointFileName(newest.seq)));
+    return `deleted the read-model checkpoint of snapshot ${newest.seq}`;
   }
   if (
     cycle % 7 === 5 &&
     older !== undefined &&
-    older >= first - 1 &&
-    (checkpointed.has(older) || rebuildable)
+    older.seq >= first - 1 &&
+    (checkpointed.has(older.seq) || rebuildable)
   ) {
-    rmSync(join(dir, `snapshot-${pad(newest)}.snap`));
-    return `deleted snapshot ${newest}; the restart recovers from ${older}`;
+    rmSync(newest.path);
+    return `deleted snapshot ${newest.seq}; the restart recovers from ${older.seq}`;
   }
   return null;
 }
@@ -305,13 +307,11 @@ function tearTail(dir: string, rnd: () => number): { offset: number; bytes: numb
  * byte for byte as it was before any archive.
  */
 function wholeJournal(dir: string): { path: string; data: Buffer } {
-  const archives = readdirSync(dir)
-    .filter((n) => /^journal-\d{20}-\d{20}\.log$/.test(n))
-    .sort();
+  const archives = journalCodec.listArchiveFiles(dir);
   const path = join(dir, 'journal.log');
   return {
     path,
-    data: Buffer.concat([...archives.map((n) => readFileSync(join(dir, n))), readFileSync(path)]),
+    data: Buffer.concat([...archives.map((a) => readFileSync(a.path)), readFileSync(path)]),
   };
 }
 
