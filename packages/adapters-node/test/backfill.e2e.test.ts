@@ -187,6 +187,14 @@ async function restart(dir: string, options: StartVenueOptions = {}): Promise<Te
   });
 }
 
+/** The read models a start without snapshots (a full replay) of `dir` serves. */
+async function fullReplayReadModels(dir: string): Promise<Record<string, unknown>> {
+  const t = await restart(dir, { snapshots: false });
+  const full = await readModels(t, await traders(t, false));
+  await t.close();
+  return full;
+}
+
 describe('history backfill after a restart from a snapshot', () => {
   it('serves the read models of a full replay of the same journal', async () => {
     const dir = tempDir();
@@ -271,48 +279,6 @@ describe('history backfill after a restart from a snapshot', () => {
     expect(backfilled).toEqual(full);
   }, 60_000);
 
-  it("without its snapshot's checkpoint, it re-reduces from an older snapshot's and serves a full replay's read models", async () => {
-    const dir = tempDir();
-    let t = await restart(dir);
-    await t.oracle({ 'BTC-PERP': '65000' });
-    let x = await traders(t, true);
-    for (let i = 0; i < 3; i++) await trade(x, 65000 + i * 10);
-    await rest(x, 60000, true);
-    await rest(x, 60100, false);
-    await snapshotCoveringAll(t, dir);
-    await checkpointsSettled(dir);
-    await trade(x, 65100);
-    await rest(x, 60200, true);
-    await t.close();
-    // The newest snapshot's checkpoint is lost (a crash between the two writes); an older one
-    // is there.
-    const [newest, older] = listSnapshotFiles(dir);
-    const olderCheckpoint = listCheckpointFiles(dir).find((f) => f.seq === older?.seq);
-    expect(olderCheckpoint).toBeDefined();
-    rmSync(join(dir, checkpointFileName(newest?.seq as number)));
-
-    const lines: string[] = [];
-    t = await restart(dir, { log: (l) => lines.push(l) });
-    expect(await t.venue.historyBackfill?.done).toBe('complete');
-    expect(t.venue.historyBackfill?.progress).toMatchObject({
-      source: 'journal',
-      reduced: newest?.seq,
-    });
-    expect(lines).toContainEqual(
-      `history backfill: re-reducing journal records ${(older?.seq as number) + 1}..${newest?.seq} in the background to rebuild the read models from before the snapshot, from the read models at seq ${older?.seq} loaded from ${olderCheckpoint?.path}`,
-    );
-    x = await traders(t, false);
-    const backfilled = await readModels(t, x);
-    await t.close();
-
-    t = await restart(dir, { snapshots: false });
-    x = await traders(t, false);
-    const full = await readModels(t, x);
-    await t.close();
-    expect((full['alice.trades'] as { trades: unknown[] }).trades).toHaveLength(4);
-    expect(backfilled).toEqual(full);
-  }, 60_000);
-
   it('keeps every trade made while a slow backfill runs, in order', async () => {
     const dir = tempDir();
     let t = await restart(dir);
@@ -378,10 +344,7 @@ describe('history backfill after a restart from a snapshot', () => {
     const expected = [66000, ...[...during].reverse(), 65010, 65000].map(String);
     expect(rows.map((r) => r.lastPx).filter((p) => expected.includes(p))).toEqual(expected);
 
-    t = await restart(dir, { snapshots: false });
-    x = await traders(t, false);
-    const full = await readModels(t, x);
-    await t.close();
+    const full = await fullReplayReadModels(dir);
     expect(backfilled).toEqual(full);
   }, 120_000);
 });
@@ -410,7 +373,7 @@ describe('read-model checkpoints beside the snapshots', () => {
     expect(listCheckpointFiles(dir)[0]?.seq).toBe(newest);
 
     const lines: string[] = [];
-    let t = await restart(dir, { log: (l) => lines.push(l) });
+    const t = await restart(dir, { log: (l) => lines.push(l) });
     expect(await t.venue.historyBackfill?.done).toBe('complete');
     expect(t.venue.historyBackfill?.progress).toMatchObject({
       phase: 'complete',
@@ -435,14 +398,11 @@ describe('read-model checkpoints beside the snapshots', () => {
         pendingBatches: 0,
       },
     });
-    let x = await traders(t, false);
+    const x = await traders(t, false);
     const restored = await readModels(t, x);
     await t.close();
 
-    t = await restart(dir, { snapshots: false });
-    x = await traders(t, false);
-    const full = await readModels(t, x);
-    await t.close();
+    const full = await fullReplayReadModels(dir);
     expect((full['alice.trades'] as { trades: unknown[] }).trades).toHaveLength(4);
     expect(restored).toEqual(full);
   }, 60_000);
@@ -477,5 +437,33 @@ describe('read-model checkpoints beside the snapshots', () => {
     const restored = await readModels(t, x);
     await t.close();
     expect(restored).toEqual(rebuilt);
+  }, 60_000);
+
+  it("without its snapshot's checkpoint, it re-reduces from an older snapshot's and serves a full replay's read models", async () => {
+    const dir = tempDir();
+    await history(dir);
+    // The newest snapshot's checkpoint is lost (a crash between the two writes); an older one
+    // is there.
+    const [newest, older] = listSnapshotFiles(dir);
+    const olderCheckpoint = listCheckpointFiles(dir).find((f) => f.seq === older?.seq);
+    expect(olderCheckpoint).toBeDefined();
+    rmSync(join(dir, checkpointFileName(newest?.seq as number)));
+
+    const lines: string[] = [];
+    const t = await restart(dir, { log: (l) => lines.push(l) });
+    expect(await t.venue.historyBackfill?.done).toBe('complete');
+    expect(t.venue.historyBackfill?.progress).toMatchObject({
+      source: 'journal',
+      reduced: newest?.seq,
+    });
+    expect(lines).toContainEqual(
+      `history backfill: re-reducing journal records ${(older?.seq as number) + 1}..${newest?.seq} in the background to rebuild the read models from before the snapshot, from the read models at seq ${older?.seq} loaded from ${olderCheckpoint?.path}`,
+    );
+    const backfilled = await readModels(t, await traders(t, false));
+    await t.close();
+
+    const full = await fullReplayReadModels(dir);
+    expect((full['alice.trades'] as { trades: unknown[] }).trades).toHaveLength(4);
+    expect(backfilled).toEqual(full);
   }, 60_000);
 });
