@@ -28,14 +28,12 @@ import {
   fsyncSync,
   mkdirSync,
   openSync,
-  readSync,
   renameSync,
-  writeSync,
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { VenueConfig } from './config.js';
 import { checkDataDir } from './data-dir-check.js';
-import { FileSource } from './journal/byte-source.js';
+import { copyRange, FileSource, forEachPiece } from './journal/byte-source.js';
 import { lockDataDir } from './journal/data-dir-lock.js';
 import {
   archiveFileName,
@@ -77,31 +75,14 @@ export interface ArchiveJournalResult {
 /** A refusal of {@link archiveJournal}: nothing was changed. */
 export class ArchiveRefusedError extends StartupError {}
 
-const PIECE = 8 * 1024 * 1024;
-
-/** Reads `[from, to)` of `fd` in pieces, handing each to `sink`. */
-function copyRange(fd: number, from: number, to: number, sink: (piece: Buffer) => void): void {
-  const piece = Buffer.allocUnsafe(Math.max(1, Math.min(PIECE, to - from)));
-  for (let at = from; at < to; ) {
-    const n = readSync(fd, piece, 0, Math.min(piece.length, to - at), at);
-    if (n <= 0) throw new Error(`reading the journal ended at byte ${at} of ${to}`);
-    sink(piece.subarray(0, n));
-    at += n;
-  }
-}
-
 /** Writes bytes `[from, to)` of `fd` to `path` through `path.tmp`, durably, then renames it. */
 function writeRangeAs(fd: number, from: number, to: number, path: string): void {
   const tmp = `${path}.tmp`;
   const out = openSync(tmp, 'w');
   try {
-    copyRange(fd, from, to, (piece) => {
-      for (let done = 0; done < piece.length; ) {
-        const n = writeSync(out, piece, done, piece.length - done);
-        if (n <= 0) throw new Error(`writing ${tmp} made no progress`);
-        done += n;
-      }
-    });
+    const copied = copyRange(fd, from, to, out);
+    if (copied !== to - from)
+      throw new Error(`reading the journal ended at byte ${from + copied} of ${to}`);
     fsyncSync(out);
   } finally {
     closeSync(out);
@@ -113,9 +94,10 @@ function writeRangeAs(fd: number, from: number, to: number, path: string): void 
 /** CRC-32 of bytes `[from, to)` of `fd`. */
 function crcOfRange(fd: number, from: number, to: number): number {
   let crc = 0;
-  copyRange(fd, from, to, (piece) => {
+  const read = forEachPiece(fd, from, to, (piece) => {
     crc = crc32(piece, crc);
   });
+  if (read !== to - from) throw new Error(`a file ended at byte ${from + read}, before ${to}`);
   return crc;
 }
 

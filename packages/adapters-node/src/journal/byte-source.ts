@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { readSync } from 'node:fs';
+import { readSync, writeSync } from 'node:fs';
 
 /** Bytes read by position. */
 export interface ByteSource {
@@ -85,4 +85,42 @@ export class FileSource implements ByteSource {
     // Probes jump around: a small window, grown only for a long range.
     return new FileSource(this.fd, this.size, Math.min(this.window, 64 * 1024));
   }
+}
+
+/**
+ * Reads bytes `[from, to)` of `fd` in pieces of at most {@link FILE_WINDOW_BYTES} (a file
+ * outgrows any one buffer), handing each to `sink` (valid only during the call); stops early
+ * where the file ends. Returns the bytes read.
+ */
+export function forEachPiece(
+  fd: number,
+  from: number,
+  to: number,
+  sink: (piece: Buffer) => void,
+): number {
+  const piece = Buffer.allocUnsafe(Math.max(1, Math.min(FILE_WINDOW_BYTES, to - from)));
+  let at = from;
+  while (at < to) {
+    const n = readSync(fd, piece, 0, Math.min(piece.length, to - at), at);
+    if (n <= 0) break;
+    sink(piece.subarray(0, n));
+    at += n;
+  }
+  return at - from;
+}
+
+/**
+ * Appends bytes `[from, to)` of `fd` to `out` (see {@link forEachPiece}); returns the bytes
+ * copied. A write that makes no progress throws.
+ */
+export function copyRange(fd: number, from: number, to: number, out: number): number {
+  let copied = 0;
+  return forEachPiece(fd, from, to, (piece) => {
+    for (let done = 0; done < piece.length; ) {
+      const n = writeSync(out, piece, done, piece.length - done);
+      if (n <= 0) throw new Error(`a write made no progress at byte ${copied + done}`);
+      done += n;
+    }
+    copied += piece.length;
+  });
 }

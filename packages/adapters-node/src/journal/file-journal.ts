@@ -30,10 +30,8 @@ import {
   ftruncateSync,
   openSync,
   readdirSync,
-  readSync,
   statSync,
   write,
-  writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
@@ -44,7 +42,7 @@ import {
   type JournalRecord,
   type JournalStore,
 } from '@perp/core';
-import { BufferSource, type ByteSource, FILE_WINDOW_BYTES, FileSource } from './byte-source.js';
+import { BufferSource, type ByteSource, copyRange, FileSource } from './byte-source.js';
 
 const HEADER = 16;
 const MAX_RECORD = 64 * 1024 * 1024;
@@ -857,18 +855,10 @@ export class FileJournal implements JournalStore {
     let saved: string;
     try {
       const copy = `${this.path}.detached-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-      // Piece by piece: the file may be larger than any one buffer.
-      const piece = Buffer.allocUnsafe(Math.min(size, FILE_WINDOW_BYTES));
       let read = 0;
       const out = openSync(copy, 'wx');
       try {
-        while (read < size) {
-          const n = readSync(this.fd, piece, 0, Math.min(piece.length, size - read), read);
-          if (n <= 0) break;
-          let written = 0;
-          while (written < n) written += writeSync(out, piece, written, n - written);
-          read += n;
-        }
+        read = copyRange(this.fd, 0, size, out);
         fsyncSync(out);
       } finally {
         closeSync(out);
