@@ -264,7 +264,7 @@ const exact = {
     const reserve = c.mode === 'Cross' ? c.account.claimReserve : 0n;
     return availableToOpen(before) - reserve - increase;
   },
-  /** makerMarginAllows, increasing: available-to-open after the fill. */
+  /** makerMarginAllows, increasing: equity less initial margin after the fill (holds left out). */
   covered(c: Case, rate: bigint): bigint {
     const spec = specOf(c);
     const signed = c.buy ? c.qty : -c.qty;
@@ -287,7 +287,7 @@ const exact = {
       },
       true,
     );
-    return availableToOpen(m) - (c.mode === 'Cross' ? c.account.claimReserve : 0n);
+    return m.equity - m.initialMargin - (c.mode === 'Cross' ? c.account.claimReserve : 0n);
   },
   /** The solvency guard: equity after the fill at the mark. */
   solvent(c: Case, rate: bigint): bigint {
@@ -358,7 +358,7 @@ describe('float filters of margin decisions (margin/estimate.ts)', () => {
     );
   });
 
-  it('surelyCovered after a fill only where the exact available-to-open (less claim reservations) is not negative', () => {
+  it('surelyCovered after a fill only where the exact equity less initial margin (less claim reservations) is not negative', () => {
     fc.assert(
       fc.property(caseArb, fc.boolean(), (c, maker) => {
         const rate = maker ? specOf(c).makerFeeRate : specOf(c).takerFeeRate;

@@ -672,6 +672,40 @@ describe('pre-trade checks', () => {
     expect(kinds(e, C)).toEqual(['OrderFilled']);
   });
 
+  it("a maker's re-check leaves its other resting orders' holds out: a fill the scope can carry goes through", () => {
+    v.fund(A, '1500');
+    v.fund(B, '100000');
+    v.fund(C, '100000');
+    // A rests bids of 0.1 at 50,000 (hold 500) and 0.05 at 45,000 (hold 225); the mark then falls
+    // to 40,000. Filling the first leaves A long 0.1 with equity 1,500 - 1,000 = 500 against an
+    // initial margin of 400: above initial margin (engine-rules 5), though not above 400 plus
+    // the other bid's 225 of hold, which is re-checked when it fills.
+    v.expectOk(v.place(A, BTC, { side: 'Buy', qty: '0.1', price: '50000' }));
+    const other = outcome(v.place(A, BTC, { side: 'Buy', qty: '0.05', price: '45000' }));
+    const cBid = outcome(v.place(C, BTC, { side: 'Buy', qty: '0.1', price: '50000' }));
+    v.oracle({ [BTC]: '30000' });
+    expect(v.state.markets.get(1)!.prices.mark).toBe(px('40000'));
+    const e = v.place(B, BTC, { side: 'Sell', qty: '0.1', price: '50000' });
+    expect(kinds(e, A)).toEqual(['OrderFilled']);
+    expect(kinds(e, C)).toEqual([]);
+    // C's bid leaves the book (the mark stays until the next oracle command).
+    if (!cBid.ok || !('order' in cBid)) throw new Error('C bid refused');
+    v.expectOk(v.cancel(C, BTC, { orderId: cBid.order.orderId }));
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(1_000n);
+    const m = measureScope(v.state, v.state.accounts.get(A)!, 'Cross', 0);
+    expect([m.equity, m.initialMargin]).toEqual([usd('500'), usd('400')]);
+    // The other bid still rests; available-to-open is below zero until it fills or goes.
+    expect(
+      other.ok && 'order' in other && v.state.orders.get(other.order.orderId)?.slot,
+    ).toBeGreaterThanOrEqual(0);
+    // Its own fill is re-checked the same way: 0.15 long leaves equity 500 - 0.05 x 5,000 = 250
+    // against an initial margin of 600, so it is cancelled and the next bid fills.
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.05', price: '45000' }));
+    const next = v.place(B, BTC, { side: 'Sell', qty: '0.05', price: '45000' });
+    expect((reports(next, A)[0] as OrderReport).order.reason).toBe('InsufficientMargin');
+    expect(kinds(next, C)).toEqual(['OrderFilled']);
+  });
+
   it('re-checks a maker whose fill flips its position: the opening side needs initial margin', () => {
     v.fund(A, '1100');
     v.fund(B, '100000');

@@ -438,3 +438,46 @@ describe('every path that shrinks a position', () => {
     expect(bids()).toEqual([[px('100'), 10n]]);
   });
 });
+
+describe('orders that never rest join no sweep', () => {
+  it('a reduce-only IOC closes a long that has a full-size take-profit resting; the take-profit ends with it', () => {
+    openLong('10');
+    const tp = idOf(place(A, { side: 'Sell', qty: '10', price: '200', reduceOnly: true }));
+    // A plain GTC reduce-only sell of the same size is in the take-profit's sweep: refused.
+    expect(message(place(A, { side: 'Sell', qty: '10', price: '189', reduceOnly: true }))).toBe(
+      '4000 INVALID_REQUEST: reduce-only orders in one sweep would close 20 of a 10 position',
+    );
+    v.expectOk(place(C, { side: 'Buy', qty: '10', price: '189' }));
+    // The same order as IOC trades now or never: no later move reaches it.
+    const close = place(A, { side: 'Sell', qty: '10', price: '189', reduceOnly: true, tif: 'IOC' });
+    v.expectOk(close);
+    expect(size(A) ?? 0n).toBe(0n);
+    expect(order(tp)).toBeUndefined();
+    const ended = reports(close, A).find((r) => 'order' in r && r.order.orderId === tp) as
+      | OrderReport
+      | undefined;
+    expect(ended?.kind).toBe('OrderCancelled');
+    expect(ended?.order.reason).toBe('PositionClosed');
+    expect(asks()).toEqual([]);
+  });
+
+  it('a reduce-only FOK of part of a short passes with a full-size take-profit resting, and re-clamps it', () => {
+    openShort('10');
+    const tp = idOf(place(A, { side: 'Buy', qty: '10', price: '180', reduceOnly: true }));
+    v.expectOk(place(C, { side: 'Sell', qty: '4', price: '191' }));
+    const partial = place(A, { side: 'Buy', qty: '4', price: '191', reduceOnly: true, tif: 'FOK' });
+    v.expectOk(partial);
+    expect(size(A)).toBe(-6n);
+    // The take-profit keeps its place and shrinks to what is left.
+    expect(order(tp)).toMatchObject({ quantity: 6n, ordStatus: 'New' });
+    expect(bids()).toEqual([[px('180'), 6n]]);
+  });
+
+  it('an IOC still may not close more than the position on its own', () => {
+    openLong('10');
+    v.expectOk(place(C, { side: 'Buy', qty: '11', price: '189' }));
+    expect(
+      message(place(A, { side: 'Sell', qty: '11', price: '189', reduceOnly: true, tif: 'IOC' })),
+    ).toBe('4000 INVALID_REQUEST: reduce-only order exceeds position size: 11 > 10');
+  });
+});

@@ -204,6 +204,29 @@ const FINGERPRINTS: Record<
       events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
     },
   },
+  // 8: a reduce-only IOC or FOK limit order joins no sweep (reduce-only.test.ts, "orders that
+  // never rest"); a maker's match-time re-check leaves its other resting orders' holds out
+  // (margin.test.ts, "a maker's re-check"). Neither moved the four logs as they were: `edges`
+  // gains a tail of cases for both (version 7's edges hashes are of the log without it), and
+  // reverting either rule moves its hashes.
+  8: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0xc6d6103e051f324e433b5ae16132af7e572175dd656bcdc3a44807039cb296a7',
+      events: '0x367f34059acfacd0699c4f1b91c4dc821e7c1c27549ad6e46154399f29fa635d',
+    },
+    edges: {
+      state: '0x50791a04496c7d698b2b6345120c56433b6a41bb1193e52e0a2bf54548ce29ad',
+      events: '0xc50e6168d0211d1fd7848fad2176e7349b918452d2fe729c8051a70700049b2f',
+    },
+    followers: {
+      state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
+      events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
+    },
+  },
 };
 
 interface Hashes {
@@ -377,6 +400,36 @@ function edges(seed: number, cases: number): TestVenue {
     v.oracle({ [BTC]: String(Math.round(long ? P * (1 + fall) : P * (1 - fall))) });
     v.place(taker, BTC, { side: open, qty: flipQty, price, tif: 'IOC' });
     for (const w of [a, maker, taker]) v.run({ type: 'cancelAll', account: w, market: 1 });
+  }
+  // From version 8: a reduce-only IOC close beside a full-size take-profit, and a maker whose
+  // fill is re-checked while another of its bids rests, after a fall of the mark.
+  for (let n = 0; n < cases / 4; n++) {
+    const P = pick([40_000, 50_000, 60_000]);
+    v.oracle({ [BTC]: String(P) });
+    const b = wallet(3000 + n);
+    v.open(b);
+    v.fund(b, '10000');
+    const qty = pick(['0.05', '0.1']);
+    v.place(maker, BTC, { side: 'Sell', qty, price: String(P) });
+    v.place(b, BTC, { side: 'Buy', qty, price: String(P) });
+    v.place(b, BTC, { side: 'Sell', qty, price: String((P * 11) / 10), reduceOnly: true });
+    v.place(maker, BTC, { side: 'Buy', qty, price: String((P * 99) / 100) });
+    v.place(b, BTC, {
+      side: 'Sell',
+      qty,
+      price: String((P * 99) / 100),
+      reduceOnly: true,
+      tif: 'IOC',
+    });
+    const c = wallet(4000 + n);
+    v.open(c);
+    v.fund(c, String(pick([800, 1_000, 1_200, 1_500])));
+    v.place(c, BTC, { side: 'Buy', qty: '0.1', price: String(P) });
+    v.place(c, BTC, { side: 'Buy', qty: '0.05', price: String((P * 9) / 10) });
+    v.place(maker, BTC, { side: 'Buy', qty: '0.1', price: String(P) });
+    v.oracle({ [BTC]: String((P * pick([6, 7, 8])) / 10) });
+    v.place(taker, BTC, { side: 'Sell', qty: '0.1', price: String(P), tif: 'IOC' });
+    for (const w of [b, c, maker, taker]) v.run({ type: 'cancelAll', account: w, market: 1 });
   }
   return v;
 }

@@ -245,12 +245,13 @@ export function estimateAfterFill(
 }
 
 /**
- * Whether the estimate surely leaves available-to-open (equity - IM - holds - `reserve`, the
- * cross pool's auction-claim reservations) at or above zero.
+ * Whether the estimate surely leaves the scope at or above initial margin after a maker's fill
+ * (`makerMarginAllows`): equity - IM - `reserve` (the cross pool's auction-claim reservations)
+ * at or above zero. Order holds do not count there.
  */
 export function surelyCovered(e: ScopeEstimate, reserve: bigint): boolean {
   const r = Number(reserve);
-  return e.equity - e.initialMargin - e.holdFull - r > e.error + Math.abs(r) * relativeError(1) + 1;
+  return e.equity - e.initialMargin - r > e.error + Math.abs(r) * relativeError(1) + 1;
 }
 
 /** Whether the estimate surely leaves equity at or above zero (the solvency guard's rule). */

@@ -27,7 +27,6 @@ import { estimateAfterFill, surelyCovered, surelySolvent } from '../margin/estim
 import { type FillLeg, feeAmount, quoteAmount } from '../margin/ledger.js';
 import {
   accountOrders,
-  availableToOpen,
   claimReserveOf,
   findScope,
   holdsMargin,
@@ -302,9 +301,13 @@ export function makerTierAllows(ctx: Ctx, market: Market, maker: Order, qty: big
 
 /**
  * Match-time margin check of a resting maker (engine-rules section 5): a fill that opens or
- * increases a position (a flip included) must leave its scope's available-to-open at or above
- * zero (initial margin). A fill that only reduces it is exempt from that, but not from the
- * solvency guard (`solvency.ts`): it must not leave the scope's equity below zero at the mark.
+ * increases a position (a flip included) must not leave its scope below initial margin: equity
+ * after the fill at or above the positions' initial margin plus the cross pool's auction-claim
+ * reservations. The holds of the maker's other resting orders do not count: placement covered
+ * them, and each is re-checked the same way when it fills, so a fill the scope can carry is not
+ * refused for an order that may never trade. A fill that only reduces a position is exempt from
+ * that, but not from the solvency guard (`solvency.ts`): it must not leave the scope's equity
+ * below zero at the mark.
  */
 export function makerMarginAllows(
   ctx: Ctx,
@@ -325,8 +328,8 @@ export function makerMarginAllows(
   const price = maker.price;
   const buy = maker.side === 'Buy';
   // Reducing: only the solvency guard, which has nothing to measure before the market's first
-  // price (an increasing fill passing the check below keeps equity at or above initial margin
-  // and holds, so above zero).
+  // price (an increasing fill passing the check below keeps equity at or above initial margin,
+  // so above zero).
   const mark = reducing ? guardMark(market) : null;
   if (reducing && mark === null) return true;
   // Far from the boundary a float estimate with an error bound decides (margin/estimate.ts);
@@ -351,7 +354,6 @@ export function makerMarginAllows(
   if (surelyCovered(estimate, reserve)) return true;
   const quote = quoteAmount(spec, qty, price);
   const fee = feeAmount(spec, qty, price, feeRate);
-  const resting = holdsMargin(maker) ? qty : 0n;
   const metrics = measureScope(
     ctx.state,
     account,
@@ -362,14 +364,14 @@ export function makerMarginAllows(
       price,
       sizeDelta: signed,
       cashDelta: (signed > 0n ? -quote : quote) - fee,
-      buyQtyDelta: buy ? -resting : 0n,
-      buyNotionalDelta: buy ? -resting * price : 0n,
-      sellQtyDelta: buy ? 0n : -resting,
-      sellNotionalDelta: buy ? 0n : -resting * price,
+      buyQtyDelta: 0n,
+      buyNotionalDelta: 0n,
+      sellQtyDelta: 0n,
+      sellNotionalDelta: 0n,
     },
     true,
   );
-  return availableToOpen(metrics) - reserve >= 0n;
+  return metrics.equity - metrics.initialMargin - reserve >= 0n;
 }
 
 /**

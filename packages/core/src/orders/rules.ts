@@ -152,6 +152,12 @@ export function checkReduceOnly(
       'ReduceOnly',
     );
   }
+  // An IOC or FOK limit order ends in the command that places it: it trades now or not at all,
+  // so no later price move reaches it and it joins no sweep (engine-rules 5: the sweep is what
+  // one move reaches). Counting it would refuse a reduce-only market close of a position that
+  // has a full-size take-profit resting; the fills re-clamp that take-profit instead.
+  if (order.orderType === 'Limit' && (order.timeInForce === 'IOC' || order.timeInForce === 'FOK'))
+    return undefined;
   const direction = sweepDirection(order);
   let sweep = leaves;
   for (const o of accountOrders(ctx.state, account)) {
