@@ -5,6 +5,7 @@
  * write of an uninvited wallet is 403 `USER_NOT_INVITED:` having spent only its nonce.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/config.js';
 import { freshNonce, Wallet, WsClient } from './support/client.js';
 import { startTestVenue, type TestVenue, usd } from './support/fixture.js';
 
@@ -315,6 +316,20 @@ describe('money-path authorisation edges', () => {
       }
     }
     expect((await t.api('GET', `/chain/token/${w.address}`)).body).toEqual(before);
+    expect(await t.stateHash()).toEqual(hash);
+  });
+
+  it('the faucet refuses the vault and the token contract with 400, minting nothing', async () => {
+    const hash = await t.stateHash();
+    for (const contract of [DEFAULT_CONFIG.vault.address, DEFAULT_CONFIG.token.address]) {
+      const before = (await t.api('GET', `/chain/token/${contract}`)).body;
+      const r = await t.admin('POST', '/admin/faucet', { wallet: contract, amount: '10' });
+      expect([r.status, r.body.error]).toEqual([
+        400,
+        'faucet: the vault and the token contract are not wallets',
+      ]);
+      expect((await t.api('GET', `/chain/token/${contract}`)).body).toEqual(before);
+    }
     expect(await t.stateHash()).toEqual(hash);
   });
 

@@ -280,7 +280,16 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const amount = positiveCollateral(b.amount);
       if (ctx.chain.faucet === undefined)
         throw new HttpError(400, 'this venue has no faucet (real chain)');
-      return { wallet, balance: formatCollateral(ctx.chain.faucet(wallet, amount)) };
+      let balance: bigint;
+      try {
+        balance = ctx.chain.faucet(wallet, amount);
+      } catch (e) {
+        // The chain's refusal of a request that can never succeed (the vault or the token as
+        // the wallet): a 400 naming it, not a 500 that tells the operator to retry.
+        if (e instanceof RangeError) throw new HttpError(400, e.message);
+        throw e;
+      }
+      return { wallet, balance: formatCollateral(balance) };
     });
 
     const setStatus = (status: 'Active' | 'Paused') => async (req: FastifyRequest) => {
