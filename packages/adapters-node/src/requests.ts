@@ -342,6 +342,12 @@ export class SignedRequests {
       return refusal(reject('INVALID_REQUEST', `${field} must be an object { sig, payload }`));
     }
     const sigObj = signature as Record<string, unknown>;
+    if (typeof sigObj.sig !== 'string') {
+      // A missing field is a malformed request (4000), as on `authenticate`; 4001 is for a
+      // signature that was sent and does not verify.
+      const field = options.field ?? 'signature';
+      return refusal(reject('INVALID_REQUEST', `${field}.sig must be a 0x-prefixed hex string`));
+    }
     const received = receivePayload(sigObj.payload, {
       discriminator: options.allowed.map((k) => DISCRIMINATOR[k]),
     });

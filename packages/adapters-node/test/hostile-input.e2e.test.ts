@@ -1377,6 +1377,21 @@ describe('hostile input', () => {
       await c.close();
     });
 
+    it('a request refused before its fields are read still gets its id back', async () => {
+      const c = await wsOpen(t.venue.ws);
+      await unchanged(async () => {
+        for (const [frame, id, pattern] of [
+          ['{"type":5,"id":"num-type"}', 'num-type', /object with a string type/],
+          ['{"id":"no-type"}', 'no-type', /object with a string type/],
+          [`{"type":"ping","id":"deep","x":${'['.repeat(40)}${']'.repeat(40)}}`, 'deep', /nested/],
+        ] as const) {
+          c.ws.send(frame);
+          expectWsError(await c.waitFor((x) => x.id === id), 4000, pattern);
+        }
+      });
+      await c.close();
+    });
+
     it('a text frame that is not UTF-8 closes with 1007; one over 64 KiB with 1009; exactly 64 KiB is read', async () => {
       const a = await wsOpen(t.venue.ws);
       a.ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false });
@@ -1584,6 +1599,22 @@ describe('hostile input', () => {
           fcOptions(150),
         );
       });
+      expect((await c.request({ type: 'placeOrder', signature: order })).type).toBe('orderAck');
+      await c.close();
+    });
+
+    it('a signature object without a string sig is malformed (4000) on every signed message, and spends nothing', async () => {
+      const c = await t.connect(alice);
+      const order = await alice.sign('Order', limitOrder(true, px(60000), btc(0.01)));
+      await unchanged(async () => {
+        for (const sig of [undefined, null, 7, ['0x']]) {
+          for (const type of ['placeOrder', 'cancelOrder', 'cancelAll', 'transferMargin']) {
+            const m = await c.request({ type, signature: { sig, payload: order.payload } });
+            expectWsError(m, 4000, /signature\.sig must be a 0x-prefixed hex string/);
+          }
+        }
+      });
+      // The same payload, signed, is still fresh.
       expect((await c.request({ type: 'placeOrder', signature: order })).type).toBe('orderAck');
       await c.close();
     });

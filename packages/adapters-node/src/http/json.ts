@@ -63,3 +63,33 @@ export function showValue(value: unknown): string {
   const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined');
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
 }
+
+/** A client message's `id` on both sockets: 1-64 characters of `[A-Za-z0-9_-]`. */
+export const MESSAGE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The `id` to echo in the error for a socket message refused before its fields are read (no
+ * string `type`): protocol.md section 1 wants exactly one reply per request, echoing its id, and
+ * a client that matches replies by id would otherwise wait for ever. Only a well-formed id of a
+ * top-level object counts.
+ */
+export function refusedMessageId(message: unknown): string | undefined {
+  if (!isRecord(message)) return undefined;
+  const id = message.id;
+  return typeof id === 'string' && MESSAGE_ID_RE.test(id) ? id : undefined;
+}
+
+/**
+ * {@link refusedMessageId} of a text {@link parseJson} refused (nesting too deep): it is parsed
+ * here only to find the id. Socket frames are size-capped, and V8's JSON parser does not recurse.
+ * Malformed text has no id to echo.
+ */
+export function refusedTextId(text: string): string | undefined {
+  try {
+    return refusedMessageId(
+      sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }),
+    );
+  } catch {
+    return undefined;
+  }
+}

@@ -66,6 +66,28 @@ describe('parseRequest', () => {
     expect(refusal({ ...book, depth: 15 }).message).toMatch(/depth must be/);
   });
 
+  it('a candles unsubscribe without interval names every interval, and its ack has no interval', () => {
+    const r = parse({ type: 'unsubscribe', id: 'c', channel: 'candles', instrument: 'BTC-PERP' });
+    if (!r.ok || r.request.type !== 'unsubscribe') throw new Error('refused');
+    expect(unsubscribeKeys(r.request.topic)).toEqual(
+      ['1m', '3m', '5m', '15m', '30m', '1h', '2h', '4h', '6h', '8h', '12h', '1d'].map(
+        (i) => `candles|1|${i}`,
+      ),
+    );
+    expect(ackOf('unsubscribe', 'c', r.request.topic)).toEqual({
+      type: 'unsubscribed',
+      id: 'c',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+    });
+    // A subscribe still needs one, and a named interval still must be one of the list.
+    const candles = { channel: 'candles', instrument: 'BTC-PERP' };
+    expect(refusal({ type: 'subscribe', ...candles }).message).toMatch(/interval must be/);
+    expect(refusal({ type: 'unsubscribe', ...candles, interval: '1w' }).message).toMatch(
+      /interval must be/,
+    );
+  });
+
   it('echoes the normalised subscription in the acknowledgement', () => {
     const r = parse({ type: 'subscribe', id: 'x-1', channel: 'orderbook', instrument: 'BTC-PERP' });
     if (!r.ok || r.request.type === 'ping') throw new Error('refused');
@@ -154,6 +176,16 @@ describe('parseRequest', () => {
         undefined,
         /nested deeper than 2/,
       ],
+      // Refused before its fields are read, a request still gets its id back (protocol.md 1).
+      [
+        '{"type":"subscribe","id":"n1","channel":"ticker","instrument":{"a":{"b":1}}}',
+        'n1',
+        /nested deeper than 2/,
+      ],
+      [{ id: 'no-type', channel: 'tickers' }, 'no-type', /string type/],
+      [{ type: 5, id: 'num-type' }, 'num-type', /string type/],
+      [{ type: 5, id: 'bad id' }, undefined, /string type/],
+      ['{"type":"subscribe","id":"cut"', undefined, /malformed JSON/],
     ];
     for (const [message, id, pattern] of cases) {
       const e = refusal(message);

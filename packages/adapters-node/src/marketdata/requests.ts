@@ -5,8 +5,14 @@
  *
  * @module
  */
-import { isRecord, parseJson } from '../http/json.js';
-import { type CandleInterval, isCandleInterval } from './candles.js';
+import {
+  isRecord,
+  MESSAGE_ID_RE,
+  parseJson,
+  refusedMessageId,
+  refusedTextId,
+} from '../http/json.js';
+import { type CandleInterval, INTERVALS, isCandleInterval } from './candles.js';
 import { BOOK_DEPTHS, type BookDepth, DEFAULT_BOOK_DEPTH, isBookDepth } from './orderbook.js';
 
 /** Channels of the market-data socket. */
@@ -49,8 +55,20 @@ export interface EveryBookDepth {
   readonly depth: null;
 }
 
+/**
+ * An `unsubscribe` from `candles` without `interval`: every interval of the instrument the
+ * connection holds, as {@link EveryBookDepth} is for books (research 6.6 makes `interval`
+ * optional there).
+ */
+export interface EveryCandleInterval {
+  readonly channel: 'candles';
+  readonly market: number;
+  readonly instrument: string;
+  readonly interval: null;
+}
+
 /** What an `unsubscribe` names. */
-export type UnsubscribeTarget = Topic | EveryBookDepth;
+export type UnsubscribeTarget = Topic | EveryBookDepth | EveryCandleInterval;
 
 /** A valid client request. */
 export type ClientRequest =
@@ -74,7 +92,6 @@ export type ParsedRequest =
   | { readonly ok: true; readonly request: ClientRequest }
   | { readonly ok: false; readonly error: RequestError };
 
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** A subscription is a flat object; one level of nesting is tolerated, more is refused. */
 const MAX_JSON_DEPTH = 2;
 
@@ -96,13 +113,17 @@ export function topicKey(topic: Topic): string {
 
 /** The channel keys an `unsubscribe` removes (those the connection does not hold are ignored). */
 export function unsubscribeKeys(target: UnsubscribeTarget): string[] {
-  if (target.channel !== 'orderbook' || target.depth !== null) return [topicKey(target)];
-  return BOOK_DEPTHS.map((depth) => topicKey({ ...target, depth }));
+  if (target.channel === 'orderbook' && target.depth === null)
+    return BOOK_DEPTHS.map((depth) => topicKey({ ...target, depth }));
+  if (target.channel === 'candles' && target.interval === null)
+    return INTERVALS.map((interval) => topicKey({ ...target, interval }));
+  return [topicKey(target as Topic)];
 }
 
 /**
  * The `subscribed` / `unsubscribed` acknowledgement of a request. An `unsubscribe` of every book
- * depth is acknowledged without `depth`, as it was asked: research 6.6 gives an ack one `depth`.
+ * depth (candle interval) is acknowledged without `depth` (`interval`), as it was asked: research
+ * 6.6 gives an ack one of each.
  */
 export function ackOf(
   type: 'subscribe' | 'unsubscribe',
@@ -116,7 +137,7 @@ export function ackOf(
   ack.channel = topic.channel;
   if (topic.channel !== 'tickers' && topic.instrument !== null) ack.instrument = topic.instrument;
   if (topic.channel === 'orderbook' && topic.depth !== null) ack.depth = topic.depth;
-  if (topic.channel === 'candles') ack.interval = topic.interval;
+  if (topic.channel === 'candles' && topic.interval !== null) ack.interval = topic.interval;
   return ack;
 }
 
@@ -136,14 +157,14 @@ export function parseRequest(
   marketOf: (symbol: string) => number | undefined,
 ): ParsedRequest {
   const parsed = parseJson(text, MAX_JSON_DEPTH);
-  if (!parsed.ok) return bad(undefined, parsed.error);
+  if (!parsed.ok) return bad(refusedTextId(text), parsed.error);
   const msg = parsed.value;
   if (!isRecord(msg) || typeof msg.type !== 'string') {
-    return bad(undefined, 'a message is a JSON object with a string type');
+    return bad(refusedMessageId(msg), 'a message is a JSON object with a string type');
   }
   let id: string | undefined;
   if (msg.id !== undefined) {
-    if (typeof msg.id !== 'string' || !ID_RE.test(msg.id)) {
+    if (typeof msg.id !== 'string' || !MESSAGE_ID_RE.test(msg.id)) {
       return bad(undefined, 'id must be 1-64 characters of [A-Za-z0-9_-]');
     }
     id = msg.id;
@@ -192,6 +213,12 @@ export function parseRequest(
     case 'candles': {
       const i = instrument();
       if (typeof i === 'string') return bad(id, i);
+      if (type === 'unsubscribe' && msg.interval == null) {
+        return {
+          ok: true,
+          request: { type, id, topic: { channel: 'candles', ...i, interval: null } },
+        };
+      }
       if (!isCandleInterval(msg.interval)) {
         return bad(
           id,

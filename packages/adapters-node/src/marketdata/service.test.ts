@@ -516,6 +516,23 @@ describe('subscriptions', () => {
     expect(await book('b20', 'BTC-PERP', 20)).toMatchObject({ type: 'subscribed', depth: 20 });
   });
 
+  it('a candles unsubscribe without interval ends every interval of that instrument, and only those', async () => {
+    const v = await venue({ limits: { maxSubscriptionsPerSocket: 3 } });
+    const c = await v.connect();
+    const candles = (id: string, instrument: string, interval: string) =>
+      c.request({ type: 'subscribe', id, channel: 'candles', instrument, interval });
+    await candles('b1', 'BTC-PERP', '1m');
+    await candles('b5', 'BTC-PERP', '5m');
+    await candles('e1', 'ETH-PERP', '1m');
+    expect(
+      await c.request({ type: 'unsubscribe', id: 'u', channel: 'candles', instrument: 'BTC-PERP' }),
+    ).toEqual({ type: 'unsubscribed', id: 'u', channel: 'candles', instrument: 'BTC-PERP' });
+    // Both BTC subscriptions are gone from the connection's count (3), the ETH one stays.
+    expect(await candles('b15', 'BTC-PERP', '15m')).toMatchObject({ type: 'subscribed' });
+    expect(await candles('b1h', 'BTC-PERP', '1h')).toMatchObject({ type: 'subscribed' });
+    expect(await candles('b4h', 'BTC-PERP', '4h')).toMatchObject({ type: 'error', code: 4029 });
+  });
+
   it('answers a repeated subscription again without counting it twice', async () => {
     const v = await venue({ limits: { maxSubscriptionsPerSocket: 2 } });
     const c = await v.connect();

@@ -28,7 +28,14 @@ import {
 } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type CommittedBatch, HostStoppedError } from '../engine/host.js';
-import { isRecord, parseJson, showValue } from '../http/json.js';
+import {
+  isRecord,
+  MESSAGE_ID_RE,
+  parseJson,
+  refusedMessageId,
+  refusedTextId,
+  showValue,
+} from '../http/json.js';
 import {
   engineRefusal,
   type Processed,
@@ -41,7 +48,6 @@ import { specsOf, wireOrder, wireReport } from '../wire/format.js';
 import { closeWithin } from './close.js';
 import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
 
-const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** Close codes (protocol.md section 5). */
 export const CloseCode = {
   IDLE: IDLE_CLOSE_CODE,
@@ -696,18 +702,18 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       ? Buffer.concat(data).toString('utf8')
       : Buffer.from(data as ArrayBuffer).toString('utf8');
     const parsed = parseJson(text, limits.maxJsonDepth);
-    if (!parsed.ok) return error(s, undefined, 4000, `INVALID_REQUEST: ${parsed.error}`);
+    if (!parsed.ok) return error(s, refusedTextId(text), 4000, `INVALID_REQUEST: ${parsed.error}`);
     const msg = parsed.value;
     if (!isRecord(msg) || typeof msg.type !== 'string')
       return error(
         s,
-        undefined,
+        refusedMessageId(msg),
         4000,
         'INVALID_REQUEST: a message is an object with a string type',
       );
     let id: string | undefined;
     if (msg.id !== undefined) {
-      if (typeof msg.id !== 'string' || !ID_RE.test(msg.id))
+      if (typeof msg.id !== 'string' || !MESSAGE_ID_RE.test(msg.id))
         return error(
           s,
           undefined,
