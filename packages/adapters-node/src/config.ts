@@ -66,8 +66,10 @@ export interface LimitsConfig {
   /** Signed requests per rolling 5 minutes per wallet (protocol.md: 3,000; cancels get twice). */
   readonly signedRequestsPer5Minutes: number;
   /**
-   * How long `POST /referral/apply` waits for its command to be applied and durable before it
-   * answers 504 "Referral service timed out" (the outcome is then unknown to the client), ms.
+   * How long `POST /referral/apply` waits for its turn behind the wallet's earlier requests
+   * before it answers 504 "Referral service timed out", ms. A timed-out application never
+   * reaches the engine (the spec's states table: a failure leaves no app access); one the
+   * engine has is answered once durable, like every signed write.
    */
   readonly referralTimeoutMs: number;
   /**

@@ -124,7 +124,7 @@ describe('fail-stop on a journal failure', () => {
     await first.close();
   });
 
-  it('answers 504 when a referral is not durable in time; it counts once the journal catches up', async () => {
+  it('a referral the engine has is answered once durable, however long; one still queued answers 504 and is never applied', async () => {
     /** A journal whose appends wait while a gate is set (a disk that stalls). */
     class StallingJournal extends MemoryJournal {
       gate: Promise<void> | null = null;
@@ -143,20 +143,35 @@ describe('fail-stop on a journal failure', () => {
     journal.gate = new Promise((r) => {
       release = r;
     });
-    const r = await alice.referral(t.venue.inviteCode!);
-    const res = await t.api('POST', '/referral/apply', r.body, r.headers);
-    expect(res).toMatchObject({
+    // The first application reaches the engine and waits for the stalled disk.
+    const first = await alice.referral(t.venue.inviteCode!);
+    const firstAnswer = t.api('POST', '/referral/apply', first.body, first.headers);
+    // A second one of the same wallet waits behind it in the wallet's queue: 504, and the spec's
+    // states table holds (a failure leaves no app access from it).
+    const second = await alice.referral(t.venue.inviteCode!);
+    const queued = await t.api('POST', '/referral/apply', second.body, second.headers);
+    expect(queued).toMatchObject({
       status: 504,
       body: { error: 'Referral service timed out, please try again later' },
     });
-    // Not durable, so not applied as far as anyone can see.
+    // Not durable, so not applied as far as anyone can see; the first is still unanswered.
     expect(await access()).toBe(false);
+    let answered = false;
+    void firstAnswer.then(() => {
+      answered = true;
+    });
+    await new Promise((w) => setTimeout(w, 300));
+    expect(answered).toBe(false);
     journal.gate = null;
     release();
-    // The outcome of a timed-out request is unknown to the client: here it was applied once
-    // durable, so the wallet has access and a retry is not needed.
-    for (let i = 0; i < 100 && !(await access()); i++) await new Promise((w) => setTimeout(w, 20));
+    expect(await firstAnswer).toMatchObject({ status: 201, body: { kind: 'system' } });
     expect(await access()).toBe(true);
+    // The 504'd application never reached the engine: its nonce is unused, so the same signed
+    // request is now refused for the wallet's state (422), not as a replay (401).
+    expect(await t.api('POST', '/referral/apply', second.body, second.headers)).toMatchObject({
+      status: 422,
+      body: { error: 'ALREADY_REFERRED' },
+    });
     await t.close();
   });
 });

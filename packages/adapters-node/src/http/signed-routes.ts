@@ -341,19 +341,33 @@ export function registerSignedRoutes(
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
       throw new HttpError(429, d.message);
     }
+    // The 504 promises what the spec's states table says of any failure: no app access. So it
+    // is answered only while the application waits for its turn behind the wallet's earlier
+    // requests, and the application is then dropped before it reaches the engine. Once handed
+    // to the engine it is applied in memory at once and answered when durable, like every other
+    // signed write: a 504 then would report a failure that becomes a success.
+    let handedOver = false;
+    let abandoned = false;
     let result: CommandResult;
     try {
-      result = await withTimeout(
-        ctx.walletQueue.run(wallet, () =>
-          ctx.host.submit({
+      result = await timeoutUnless(
+        ctx.walletQueue.run(wallet, () => {
+          if (abandoned) return Promise.resolve(null);
+          handedOver = true;
+          return ctx.host.submit({
             type: 'applyReferral',
             wallet,
             code,
             nonce,
             timestamp,
-          }),
-        ),
+          });
+        }),
         ctx.config.limits.referralTimeoutMs,
+        () => {
+          if (handedOver) return false;
+          abandoned = true;
+          return true;
+        },
       );
     } catch (e) {
       if (e instanceof TimeoutError)
@@ -379,14 +393,21 @@ export function registerSignedRoutes(
 
 class TimeoutError extends Error {}
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+/**
+ * `p`, or a {@link TimeoutError} after `ms` if `giveUp()` agrees then (it is asked once; when it
+ * declines, `p` is awaited however long it takes). A `null` from `p` is a task that gave up.
+ */
+function timeoutUnless<T>(p: Promise<T | null>, ms: number, giveUp: () => boolean): Promise<T> {
   return new Promise<T>((resolve, reject_) => {
-    const t = setTimeout(() => reject_(new TimeoutError('timeout')), ms);
+    const t = setTimeout(() => {
+      if (giveUp()) reject_(new TimeoutError('timeout'));
+    }, ms);
     t.unref();
     p.then(
       (v) => {
         clearTimeout(t);
-        resolve(v);
+        if (v === null) reject_(new TimeoutError('timeout'));
+        else resolve(v);
       },
       (e) => {
         clearTimeout(t);
