@@ -213,11 +213,11 @@ describe('margin tiers: 40x up to 100,000 of notional, 5x from there; A at the d
 });
 
 describe("the instrument's maximum leverage when a trigger fires", () => {
-  it('a stop placed at 40x is cancelled (MaxLeverage) after the maximum was lowered to 20x', () => {
+  const setUp = (cash: string) => {
     const v = new TestVenue({ checkPurity: true });
     v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0' });
     for (const w of [A, B]) v.open(w);
-    v.fund(A, '10000');
+    v.fund(A, cash);
     v.fund(B, '1000000');
     v.oracle({ [BTC]: '50000' });
     v.expectOk(
@@ -234,9 +234,22 @@ describe("the instrument's maximum leverage when a trigger fires", () => {
     );
     v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '51000' }));
     v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', maxLeverage: 20 });
+    return v;
+  };
+
+  it('a stop placed at 40x after the maximum was lowered to 20x is checked at 20x: it fills when that margin fits', () => {
+    const v = setUp('10000');
+    expect(leverageOf(v.state.accounts.get(A)!, v.spec(BTC), 'Cross')).toBe(2000);
+    const fired = v.oracle({ [BTC]: '50500' });
+    expect(kinds(fired, A)).toEqual(['OrderTriggered', 'OrderFilled']);
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(10_000n);
+  });
+
+  it('and is cancelled (InsufficientMargin) when it does not: 2,550 at 20x against 2,000', () => {
+    const v = setUp('2000');
     const fired = v.oracle({ [BTC]: '50500' });
     expect(kinds(fired, A)).toEqual(['OrderTriggered', 'OrderCancelled']);
-    expect(reportsOf(fired, A)[1]!.order.reason).toBe('MaxLeverage');
+    expect(reportsOf(fired, A)[1]!.order.reason).toBe('InsufficientMargin');
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(0n);
   });
 });

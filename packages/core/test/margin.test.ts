@@ -497,13 +497,49 @@ describe('pre-trade checks', () => {
     expect(code(v.place(A, BTC, stop))).toBe(0);
   });
 
-  it('4102: leverage above the instrument maximum after the operator lowered it', () => {
+  it('a leverage set above a maximum the operator lowered counts at the maximum (engine rules 8)', () => {
     v.fund(A, '1000');
-    v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4000 });
+    v.fund(B, '100000');
+    v.expectOk(
+      v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4000 }),
+    );
+    openLong('0.2');
+    const summary = () => accountSummary(v.state, A, v.time);
+    // At 40x the 10,000 of notional uses 250.
+    expect(summary().assetPositions[0]).toMatchObject({ leverage: 40, marginUsed: '250' });
     v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', maxLeverage: 20 });
+    // engine-rules 1: leverage is 1x .. maxLeverage. The position's margin follows at once.
+    expect(summary().assetPositions[0]).toMatchObject({
+      leverage: 20,
+      maxLeverage: 20,
+      marginUsed: '500',
+    });
+    // New orders are held at 20x: 0.01 at 49,000 holds 24.5 of the 500 left, and is accepted.
     const e = v.place(A, BTC, { side: 'Buy', qty: '0.01', price: '49000' });
-    expect(code(e)).toBe(4102);
-    expect((reports(e)[0] as OrderReport).order.reason).toBe('MaxLeverage');
+    expect(code(e)).toBe(0);
+    const m = measureScope(v.state, v.state.accounts.get(A)!, 'Cross', 0);
+    expect([m.initialMargin, m.hold]).toEqual([usd('500'), usd('24.5')]);
+    // Raising above the new maximum is refused; lowering reports the effective 20x as before.
+    const raise = v.run({
+      type: 'updateLeverage',
+      account: A,
+      market: 1,
+      mode: 'Cross',
+      leverage: 2500,
+    });
+    expect(code(raise)).toBe(4102);
+    const lower = v.run({
+      type: 'updateLeverage',
+      account: A,
+      market: 1,
+      mode: 'Cross',
+      leverage: 1900,
+    });
+    expect(reports(lower, A)[0]).toMatchObject({
+      kind: 'UpdateLeverage',
+      leverage: 1900,
+      previousLeverage: 2000,
+    });
   });
 
   it('4103: the position-increasing part may not take open interest above the cap', () => {

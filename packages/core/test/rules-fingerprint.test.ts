@@ -206,9 +206,10 @@ const FINGERPRINTS: Record<
   },
   // 8: a reduce-only IOC or FOK limit order joins no sweep (reduce-only.test.ts, "orders that
   // never rest"); a maker's match-time re-check leaves its other resting orders' holds out
-  // (margin.test.ts, "a maker's re-check"). Neither moved the four logs as they were: `edges`
-  // gains a tail of cases for both (version 7's edges hashes are of the log without it), and
-  // reverting either rule moves its hashes.
+  // (margin.test.ts, "a maker's re-check"); a leverage setting above a lowered maximum counts
+  // at the maximum (margin.test.ts, leverage-caps.test.ts). None moved the four logs as they
+  // were: `edges` gains a tail of cases for each (version 7's edges hashes are of the log
+  // without it), and reverting any of the three moves its hashes.
   8: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -219,8 +220,8 @@ const FINGERPRINTS: Record<
       events: '0x367f34059acfacd0699c4f1b91c4dc821e7c1c27549ad6e46154399f29fa635d',
     },
     edges: {
-      state: '0x50791a04496c7d698b2b6345120c56433b6a41bb1193e52e0a2bf54548ce29ad',
-      events: '0xc50e6168d0211d1fd7848fad2176e7349b918452d2fe729c8051a70700049b2f',
+      state: '0xefb674756b9c5fd87268980ce6a54f65e38d56775a446b8664b542109747b945',
+      events: '0x6ff88b48bb4060f86da5c432693673b058b3d37645975492155a67749e3a14e4',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
@@ -431,6 +432,16 @@ function edges(seed: number, cases: number): TestVenue {
     v.place(taker, BTC, { side: 'Sell', qty: '0.1', price: String(P), tif: 'IOC' });
     for (const w of [b, c, maker, taker]) v.run({ type: 'cancelAll', account: w, market: 1 });
   }
+  // Also from version 8: leverage set at 40x, then the maximum lowered to 20x under a position.
+  const d = wallet(5000);
+  v.open(d);
+  v.fund(d, '3000');
+  v.run({ type: 'updateLeverage', account: d, market: 1, mode: 'Cross', leverage: 4000 });
+  v.place(maker, BTC, { side: 'Sell', qty: '1', price: '50000' });
+  v.place(d, BTC, { side: 'Buy', qty: '1', price: '50000' });
+  v.list({ ...BTC_SETTINGS, maxLeverage: 20 });
+  v.place(d, BTC, { side: 'Buy', qty: '0.01', price: '49000' });
+  v.run({ type: 'updateLeverage', account: d, market: 1, mode: 'Cross', leverage: 1900 });
   return v;
 }
 

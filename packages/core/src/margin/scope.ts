@@ -66,9 +66,17 @@ export function sizeOf(account: Account, market: number, mode: MarginMode): bigi
   return positionOf(account, market, mode)?.size ?? 0n;
 }
 
-/** Leverage (x100) of (market, mode): the account's setting or the instrument default. */
+/**
+ * Leverage (x100) of (market, mode): the account's setting or the instrument default, never above
+ * the instrument's maximum (engine-rules 1: 100 .. maxLeverage x 100). An operator who lowers the
+ * maximum lowers every setting above it with it, for margin and the summary alike; the stored
+ * setting stays as the account made it.
+ */
 export function leverageOf(account: Account, spec: Instrument, mode: MarginMode): number {
-  for (const l of account.leverage) if (l.market === spec.id && l.mode === mode) return l.leverage;
+  for (const l of account.leverage) {
+    if (l.market === spec.id && l.mode === mode)
+      return l.leverage > spec.maxLeverage ? spec.maxLeverage : l.leverage;
+  }
   return spec.defaultLeverage;
 }
 
