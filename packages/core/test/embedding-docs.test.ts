@@ -131,7 +131,7 @@ describe('docs/core-library.md for embedders', () => {
       s = r.state;
       due.push(...r.events);
     }
-    // Two hours: two funding settlements, each paying the taker's long and the maker's short.
+    // Two hours: two funding settlements, each charging the taker's long and crediting the maker's short.
     expect(due.filter((e) => e.type === 'fundingSettled')).toHaveLength(2);
 
     const USD = 10n ** 6n;
