@@ -504,7 +504,7 @@ describe('pre-trade checks', () => {
       v.run({ type: 'updateLeverage', account: A, market: 1, mode: 'Cross', leverage: 4000 }),
     );
     openLong('0.2');
-    const summary = () => accountSummary(v.state, A, v.time);
+    const summary = () => accountSummary(v.state, A, v.time)!;
     // At 40x the 10,000 of notional uses 250.
     expect(summary().assetPositions[0]).toMatchObject({ leverage: 40, marginUsed: '250' });
     v.list({ ...BTC_SETTINGS, makerFeeRate: '0', takerFeeRate: '0', maxLeverage: 20 });
