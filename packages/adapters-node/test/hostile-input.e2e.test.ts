@@ -1943,7 +1943,12 @@ describe('hostile input', () => {
             { type: 'subscribe', channel: 'liquidations', instrument: 'NOPE' },
             /unknown instrument/,
           ],
-          [{ type: 'unsubscribe', channel: 'candles', instrument: 'BTC-PERP' }, /interval/],
+          // Without an interval an unsubscribe names every interval; a subscribe needs one.
+          [{ type: 'subscribe', channel: 'candles', instrument: 'BTC-PERP' }, /interval/],
+          [
+            { type: 'unsubscribe', channel: 'candles', instrument: 'BTC-PERP', interval: '2m' },
+            /interval/,
+          ],
         ];
         let n = 0;
         for (const [msg, pattern] of cases) {
