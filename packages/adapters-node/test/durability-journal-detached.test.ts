@@ -1,5 +1,5 @@
 /**
- * A journal deleted or replaced while the venue runs. Probe that found it: `rm journal.log`
+ * A journal deleted, replaced or written in place while the venue runs. Probe that found it: `rm journal.log`
  * under a running venue; the next two oracle updates were acknowledged (written and fsynced to
  * the open, unlinked file), the venue kept running, and after SIGTERM those records existed
  * nowhere. The journal now checks after each flush, before acknowledging, that its path still
@@ -71,6 +71,42 @@ describe('a journal file deleted or replaced while the venue runs', () => {
     await expect(j.append([open(2)])).rejects.toThrow('the file was replaced by another file');
     await j.close();
     expect(readFileSync(path, 'utf8')).toBe('another file');
+  });
+
+  it('written in place by another process (a backup copied over it): refused, nothing copied out', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'journal.log');
+    const lines: string[] = [];
+    const j = FileJournal.open(path, { log: (l) => lines.push(l) });
+    expect(await j.append([open(1)])).toBe(1);
+    const backup = readFileSync(path);
+    expect(await j.append([open(2), open(3)])).toBe(3);
+    const wrote = readFileSync(path).length;
+    // `cp backup journal.log`: same inode, truncated and rewritten with the older records.
+    writeFileSync(path, backup);
+    const error = await j.append([open(4)]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JournalCorruptError);
+    // The refused group went after the backup's bytes; the venue expected it after its own.
+    const after = readFileSync(path).length;
+    const group = after - backup.length;
+    expect((error as Error).message).toContain(
+      `the file was written by another process (it holds ${after} bytes where this venue wrote ${wrote + group})`,
+    );
+    expect((error as Error).message).toContain('Restore the data directory from a backup');
+    expect(lines).toEqual([expect.stringContaining('the venue stops')]);
+    await expect(j.append([open(5)])).rejects.toBe(error);
+    await j.close();
+    expect(readdirSync(dir).filter((n) => n.includes('detached'))).toEqual([]);
+  });
+
+  it('appended to by another process: refused the same way', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'journal.log');
+    const j = FileJournal.open(path, { log: () => {} });
+    expect(await j.append([open(1)])).toBe(1);
+    writeFileSync(path, 'stray bytes', { flag: 'a' });
+    await expect(j.append([open(2)])).rejects.toThrow('was written by another process');
+    await j.close();
   });
 
   it('stops the host: the request is refused with 5002 and onFatal runs', async () => {

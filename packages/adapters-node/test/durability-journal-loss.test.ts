@@ -132,6 +132,28 @@ describe('a journal that lost acknowledged records stops start-up', () => {
     );
   });
 
+  it('beside a journal copied out by a venue it was taken from, the refusal names that copy, not snapshots to delete', async () => {
+    const { dir, early } = await prepared();
+    const journal = join(dir, 'journal.log');
+    // What a running venue leaves when its journal.log is replaced under it: its own journal,
+    // copied out beside the file now in its place.
+    const copy = `${journal}.detached-2026-11-28T10-00-00-000Z`;
+    copyFileSync(journal, copy);
+    copyFileSync(early, journal);
+    const error = await start(dir, []).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JournalBehindSnapshotError);
+    expect((error as Error).message).toContain(
+      `${copy} is beside it: a venue that ran here copied its journal out when ${journal} was deleted or replaced under it`,
+    );
+    expect((error as Error).message).not.toContain('delete the snapshot files');
+    // Doing what it says starts the venue with every record.
+    copyFileSync(copy, journal);
+    rmSync(copy);
+    const venue = await start(dir, []);
+    expect(venue.context.host.journalSeq).toBe(scanFrames(journal, readFileSync(journal)).offsets.length);
+    await venue.close();
+  });
+
   it('a damaged last record that a valid snapshot covers: refused, not cut as a torn record', async () => {
     const { dir } = await prepared();
     const journal = join(dir, 'journal.log');

@@ -33,7 +33,7 @@ import {
   statSync,
   write,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import {
   type Command,
@@ -223,6 +223,25 @@ export function listArchiveFiles(
     if (m !== null) out.push({ path: join(dir, name), first: Number(m[1]), last: Number(m[2]) });
   }
   return out.sort((a, b) => a.first - b.first);
+}
+
+/**
+ * The copies a venue made of its journal when `journal` was deleted or replaced while it ran
+ * (`<journal>.detached-<time>`, see `checkStillNamed`), oldest first. Such a copy holds every
+ * record the venue acknowledged, so it is what belongs back in the journal's place.
+ */
+export function listDetachedCopies(journal: string): string[] {
+  const prefix = `${basename(journal)}.detached-`;
+  let names: string[];
+  try {
+    names = readdirSync(dirname(journal));
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.startsWith(prefix))
+    .sort()
+    .map((n) => join(dirname(journal), n));
 }
 
 /**
@@ -668,6 +687,11 @@ export class FileJournal implements JournalStore {
   readonly startSeq: number;
   /** Where the next appended record starts. */
   private appendedBytes: number;
+  /**
+   * Bytes the file holds once the groups flushed so far are written: what its size must be after
+   * each flush, if nothing else wrote to it.
+   */
+  private flushedBytes: number;
   /** The positions of the newest records (see {@link positionOf}), by seq modulo their size. */
   private readonly recent = {
     seqs: new Float64Array(RECENT_POSITIONS),
@@ -708,6 +732,7 @@ export class FileJournal implements JournalStore {
     this.last = scan.firstSeq + scan.offsets.length - 1;
     this.assigned = this.last;
     this.appendedBytes = scan.validLength;
+    this.flushedBytes = scan.validLength;
     this.fs = fs;
     // The last record's position, so a clean stop with nothing appended can record it.
     const lastAt = scan.offsets[scan.offsets.length - 1];
@@ -817,6 +842,7 @@ export class FileJournal implements JournalStore {
       if (data.length > 0) {
         await this.fs.write(this.fd, data);
         await this.fs.sync(this.fd);
+        this.flushedBytes += data.length;
         this.checkStillNamed();
       }
     } catch (error) {
@@ -830,20 +856,34 @@ export class FileJournal implements JournalStore {
   }
 
   /**
-   * Throws unless `path` still names the file this journal writes to. A journal deleted (or
-   * replaced by another file) while the venue runs keeps taking appends on the open descriptor,
-   * in a file no restart will read: every acknowledgement from then on would be lost at exit,
-   * and the restart would find no journal or the wrong one. Checked after each flush, before the
-   * group is acknowledged; the records written to the detached file are first copied out beside
-   * it (`<path>.detached-<time>`), since they exist nowhere else once the process ends.
+   * Throws unless `path` still names the file this journal writes to, and that file holds
+   * exactly what this journal wrote. A journal deleted (or replaced by another file) while the
+   * venue runs keeps taking appends on the open descriptor, in a file no restart will read: every
+   * acknowledgement from then on would be lost at exit, and the restart would find no journal or
+   * the wrong one. Checked after each flush, before the group is acknowledged; the records
+   * written to the detached file are first copied out beside it (`<path>.detached-<time>`), since
+   * they exist nowhere else once the process ends.
+   *
+   * A file written in place by another process (`cp` or `rsync --inplace` of a backup over it, a
+   * `cat >>`) keeps its inode, so only its size tells: the venue appends after whatever is there,
+   * and a restart finds a sequence gap with the overwritten records gone. The venue stops at the
+   * first flush after it, so nothing more is acknowledged into that file.
    */
   private checkStillNamed(): void {
     let problem: string | null = null;
+    let overwritten = false;
     try {
       const named = statSync(this.path);
       if (named.dev !== this.identity.dev || named.ino !== this.identity.ino)
         problem = 'was replaced by another file';
       else if (fstatSync(this.fd).nlink === 0) problem = 'was deleted';
+      else {
+        const size = fstatSync(this.fd).size;
+        if (size !== this.flushedBytes) {
+          overwritten = true;
+          problem = `was written by another process (it holds ${size} bytes where this venue wrote ${this.flushedBytes})`;
+        }
+      }
     } catch (e) {
       problem =
         (e as NodeJS.ErrnoException).code === 'ENOENT'
@@ -851,10 +891,16 @@ export class FileJournal implements JournalStore {
           : `cannot be checked (${(e as Error).message})`;
     }
     if (problem === null) return;
+    if (overwritten) {
+      // Its bytes are no longer this journal's records: a copy would hold the other writer's.
+      const message = `the file ${problem} while the venue ran: records it had acknowledged may be gone from it, and what it appended since sits after the other writer's bytes. Nothing more is written to it. Restore the data directory from a backup (docs/durability.md, "Backup and restore"); never copy files into a running venue's directory`;
+      this.log(`journal ${this.path} ${problem}; the venue stops`);
+      throw new JournalCorruptError(this.path, this.flushedBytes, message);
+    }
     const size = fstatSync(this.fd).size;
     let saved: string;
     try {
-      const copy = `${this.path}.detached-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      const copy = `${this.path}.detached-${new Date().toISOString().replace(/[:.]/g, '-')}`; // see listDetachedCopies
       let read = 0;
       const out = openSync(copy, 'wx');
       try {

@@ -53,7 +53,7 @@ import type { EngineHost } from '../engine/host.js';
 import { stateKeccak } from '../native-keccak.js';
 import type { CheckpointPart } from '../read/checkpoint.js';
 import { BlockFileWriter, syncDir } from './durable-write.js';
-import type { JournalPosition } from './file-journal.js';
+import { type JournalPosition, listDetachedCopies } from './file-journal.js';
 import {
   type CheckpointCapture,
   captureReadModels,
@@ -342,8 +342,15 @@ export class JournalBehindSnapshotError extends Error {
   readonly snapshot: string;
 
   constructor(file: string, offset: number, lastSeq: number, snapshot: LoadedSnapshot) {
+    // A venue whose journal was deleted or replaced under it left its records beside it: that
+    // copy is the journal to restore, and deleting snapshots would throw its records away.
+    const detached = listDetachedCopies(file);
+    const remedy =
+      detached.length > 0
+        ? `${detached[detached.length - 1]} is beside it: a venue that ran here copied its journal out when ${file} was deleted or replaced under it, and that copy holds every record it acknowledged. Put it back as ${file} and start again; do not delete snapshots`
+        : `Restore the journal that belongs to this data directory; if this is a restore from a copy in which the snapshots were copied after the journal, delete the snapshot files past seq ${lastSeq} and start again`;
     super(
-      `journal ${file} ends at seq ${lastSeq} (byte ${offset}), but the valid snapshot ${snapshot.path} covers records up to seq ${snapshot.seq} (hash ${snapshot.hash}): the journal is missing acknowledged records (deleted, replaced by an older copy, or cut). Refusing to start. Restore the journal that belongs to this data directory; if this is a restore from a copy in which the snapshots were copied after the journal, delete the snapshot files past seq ${lastSeq} and start again`,
+      `journal ${file} ends at seq ${lastSeq} (byte ${offset}), but the valid snapshot ${snapshot.path} covers records up to seq ${snapshot.seq} (hash ${snapshot.hash}): the journal is missing acknowledged records (deleted, replaced by an older copy, or cut). Refusing to start. ${remedy}`,
     );
     this.file = file;
     this.offset = offset;
