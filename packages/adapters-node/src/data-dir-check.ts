@@ -415,6 +415,8 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
       if (batch.length === REPLAY_BATCH_RECORDS) reduceBatch();
     };
     let decodable = true;
+    /** A record the snapshot covers is damaged: a start goes on, but an archive is refused. */
+    let coveredDamage: string | null = null;
     if (scan.skipped !== undefined) {
       // A start skips the records the snapshot covers (its last one is where the snapshot says);
       // the check reads them all, as the history backfill or a start without it would.
@@ -425,10 +427,12 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         if (afterSeq < scan.skipped.seq) {
           problems.push(message(e));
           decodable = false;
-        } else
+        } else {
+          coveredDamage ??= message(e);
           notes.push(
             `${message(e)}: a start from the snapshot does not read it, but the history backfill is abandoned if it has no read-model checkpoint to load, and a start without that snapshot (or with --no-snapshots) fails`,
           );
+        }
       }
     }
     for (let i = 0; i < scan.offsets.length && decodable; i++) {
@@ -440,10 +444,12 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         if (seq > afterSeq) {
           problems.push(message(e));
           decodable = false;
-        } else
+        } else {
+          coveredDamage ??= message(e);
           notes.push(
             `${message(e)}: the snapshot covers it, so a start goes on, but the history backfill is abandoned, and a start without that snapshot (or with --no-snapshots) fails`,
           );
+        }
       }
     }
     reduceBatch();
@@ -471,7 +477,9 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
             : undefined;
       if (readModels?.source === 'checkpoint' && afterSeq > startSeq && keepAt !== undefined)
         notes.push(
-          `--archive-journal (with the venue stopped) would move records ${startSeq}..${afterSeq - 1} (${keepAt} bytes) out of ${journalPath}`,
+          coveredDamage === null
+            ? `--archive-journal (with the venue stopped) would move records ${startSeq}..${afterSeq - 1} (${keepAt} bytes) out of ${journalPath}`
+            : `--archive-journal would refuse to move records ${startSeq}..${afterSeq - 1} out of ${journalPath}: one of them is damaged (above), and an archive would keep the damage for good`,
         );
       recovery = {
         snapshot: used?.path ?? null,

@@ -304,6 +304,12 @@ describe('archiving the journal', () => {
     bytes[second + 20] = (bytes[second + 20] as number) ^ 0x01;
     writeFileSync(journal, bytes);
     const withDamage = fileListing(damaged);
+    // --check says so in advance, rather than what the archive would move.
+    const notes = checkDataDir(damaged).notes;
+    expect(notes).toContain(
+      `--archive-journal would refuse to move records 1..${snapSeq - 1} out of ${journal}: one of them is damaged (above), and an archive would keep the damage for good`,
+    );
+    expect(notes.filter((n) => n.includes('would move records'))).toEqual([]);
     expect(() => archiveJournal(damaged)).toThrow(
       `journal ${journal} is damaged at byte ${second}: record checksum mismatch (expected seq 2)`,
     );
