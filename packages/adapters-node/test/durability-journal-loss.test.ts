@@ -150,7 +150,9 @@ describe('a journal that lost acknowledged records stops start-up', () => {
     copyFileSync(copy, journal);
     rmSync(copy);
     const venue = await start(dir, []);
-    expect(venue.context.host.journalSeq).toBe(scanFrames(journal, readFileSync(journal)).offsets.length);
+    expect(venue.context.host.journalSeq).toBe(
+      scanFrames(journal, readFileSync(journal)).offsets.length,
+    );
     await venue.close();
   });
 
