@@ -874,15 +874,13 @@ export class FileJournal implements JournalStore {
     let overwritten = false;
     try {
       const named = statSync(this.path);
+      const st = fstatSync(this.fd);
       if (named.dev !== this.identity.dev || named.ino !== this.identity.ino)
         problem = 'was replaced by another file';
-      else if (fstatSync(this.fd).nlink === 0) problem = 'was deleted';
-      else {
-        const size = fstatSync(this.fd).size;
-        if (size !== this.flushedBytes) {
-          overwritten = true;
-          problem = `was written by another process (it holds ${size} bytes where this venue wrote ${this.flushedBytes})`;
-        }
+      else if (st.nlink === 0) problem = 'was deleted';
+      else if (st.size !== this.flushedBytes) {
+        overwritten = true;
+        problem = `was written by another process (it holds ${st.size} bytes where this venue wrote ${this.flushedBytes})`;
       }
     } catch (e) {
       problem =
