@@ -542,8 +542,10 @@ describe('fsync failure', () => {
     const fs = {
       writes: 0,
       syncs: 0,
-      async write(_fd: number, _data: Buffer) {
+      // Real writes (the journal checks the file's size against them); only the flush fails.
+      async write(fd: number, data: Buffer) {
         fs.writes++;
+        await nodeJournalFs.write(fd, data);
       },
       async sync(_fd: number) {
         fs.syncs++;
