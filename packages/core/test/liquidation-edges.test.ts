@@ -13,7 +13,7 @@ import {
   type OrderReport,
   solvencyReport,
 } from '../src/index.js';
-import { px, T0, TestVenue, usd, wallet } from '../src/testing/index.js';
+import { px, T0, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
 
 const GOLD = wallet(0x60);
 const MM = wallet(0x62);
@@ -252,6 +252,42 @@ describe('ADL against an isolated position', () => {
     const adl = rep(ev, 'ADL').map((r) => [r.account, r.marginMode]);
     expect(adl.length).toBeGreaterThan(0);
     expect(adl.some(([a, m]) => a === GOLD && m === 'Cross')).toBe(false);
+  });
+
+  it("closes the account's own cross position at the mark when it is the only other side: the deficit never reaches the cross pool", () => {
+    const G = wallet(0x64);
+    const X = wallet(0x65);
+    const v = new TestVenue();
+    v.list({ ...wholeLotSettings('ISO-PERP', 3), defaultLeverage: 10, maxLeverage: 40 });
+    for (const w of [G, X, MM]) v.open(w);
+    v.fund(G, '5000');
+    v.fund(G, '1000', 'ISO-PERP');
+    v.fund(X, '100000');
+    v.fund(MM, '100000');
+    v.oracle({ 'ISO-PERP': '100' });
+    // G long 100 isolated and short 100 cross, both against X, who ends flat: G's own cross
+    // short is the only short there is.
+    v.expectOk(v.place(X, 'ISO-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(G, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true }));
+    v.expectOk(v.place(X, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100' }));
+    v.expectOk(v.place(G, 'ISO-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    expect(isoCash(v, G)).toBe(usd('-9000'));
+    expect(v.state.accounts.get(G)!.crossCash).toBe(usd('15000'));
+    // The mark falls to 89: the isolated scope is 100 below zero (bankruptcy price 90), and no
+    // bid reaches 90.
+    const ev = markTo(v, 'ISO-PERP', '89', '0.5');
+    // Its own cross short closes at the mark, not at 90: the cross scope keeps its value at the
+    // mark, 15,000 - 8,900, and the isolated deficit stays with the isolated pool for the
+    // insurance fund and the backstop (both empty here: the account's debt).
+    expect(rep(ev, 'ADL', G).map((r) => [r.marginMode, r.fill.quantity, r.fill.price])).toEqual([
+      ['Cross', 100n, px('89')],
+    ]);
+    const g = v.state.accounts.get(G)!;
+    expect(g.positions.filter((p) => p.size !== 0n)).toEqual([]);
+    expect(g.crossCash).toBe(usd('6100'));
+    expect(isoCash(v, G)).toBe(usd('-100'));
+    expect(ev.filter((e) => e.type === 'backstop')).toMatchObject([{ debt: usd('100') }]);
+    expect(solvencyReport(v.state).totalDebt).toBe(usd('100'));
   });
 });
 

@@ -45,6 +45,7 @@ import {
   TestVenue,
   usd,
   wallet,
+  wholeLotSettings,
 } from '../src/testing/index.js';
 
 /**
@@ -207,9 +208,10 @@ const FINGERPRINTS: Record<
   // 8: a reduce-only IOC or FOK limit order joins no sweep (reduce-only.test.ts, "orders that
   // never rest"); a maker's match-time re-check leaves its other resting orders' holds out
   // (margin.test.ts, "a maker's re-check"); a leverage setting above a lowered maximum counts
-  // at the maximum (margin.test.ts, leverage-caps.test.ts). None moved the four logs as they
+  // at the maximum (margin.test.ts, leverage-caps.test.ts); ADL closes the liquidated account's
+  // own other scope at the mark (liquidation-edges.test.ts). None moved the four logs as they
   // were: `edges` gains a tail of cases for each (version 7's edges hashes are of the log
-  // without it), and reverting any of the three moves its hashes.
+  // without it), and reverting any of the four moves its hashes.
   8: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -220,8 +222,8 @@ const FINGERPRINTS: Record<
       events: '0x367f34059acfacd0699c4f1b91c4dc821e7c1c27549ad6e46154399f29fa635d',
     },
     edges: {
-      state: '0xefb674756b9c5fd87268980ce6a54f65e38d56775a446b8664b542109747b945',
-      events: '0x6ff88b48bb4060f86da5c432693673b058b3d37645975492155a67749e3a14e4',
+      state: '0x87061642856e80fb0bc5f0bf65b506dc0391a75ae18c34701e5e22bc06a6d465',
+      events: '0x7f1314a06ab25a790113713cdf084b74398fe154c070e07a09d44d5cd03d7221',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
@@ -442,6 +444,24 @@ function edges(seed: number, cases: number): TestVenue {
   v.list({ ...BTC_SETTINGS, maxLeverage: 20 });
   v.place(d, BTC, { side: 'Buy', qty: '0.01', price: '49000' });
   v.run({ type: 'updateLeverage', account: d, market: 1, mode: 'Cross', leverage: 1900 });
+  // And: an isolated long whose only counterparty is the same account's cross short, crashed.
+  v.list({ ...wholeLotSettings('OWN-PERP', 9), defaultLeverage: 10, maxLeverage: 40 });
+  const [g, x] = [wallet(5001), wallet(5002)];
+  for (const w of [g, x]) v.open(w);
+  v.fund(g, '5000');
+  v.fund(g, '1000', 'OWN-PERP');
+  v.fund(x, '100000');
+  v.oracle({ 'OWN-PERP': '100' });
+  v.place(x, 'OWN-PERP', { side: 'Sell', qty: '100', price: '100' });
+  v.place(g, 'OWN-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true });
+  v.place(x, 'OWN-PERP', { side: 'Buy', qty: '100', price: '100' });
+  v.place(g, 'OWN-PERP', { side: 'Sell', qty: '100', price: '100' });
+  v.place(maker, 'OWN-PERP', { side: 'Buy', qty: '1', price: '89' });
+  v.place(maker, 'OWN-PERP', { side: 'Sell', qty: '1', price: '89.5' });
+  // An empty insurance fund, so the deficit reaches ADL (the fund would close it at the mark).
+  const fund = v.state.insuranceFund;
+  if (fund > 0n) v.run({ type: 'insuranceTransfer', direction: 'ToFeePool', amount: fund });
+  v.oracle({ 'OWN-PERP': '89' });
   return v;
 }
 

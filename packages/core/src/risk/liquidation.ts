@@ -858,9 +858,10 @@ export interface AdlCandidate {
   readonly upnl: Rational;
   readonly openedTime: number;
   /**
-   * Another scope of the liquidated account: last in the queue, so an isolated deficit reaches
-   * the account's cross pool (or another of its pools) only when no one else holds the other
-   * side (interface-spec: isolated liquidation cannot touch cross collateral).
+   * Another scope of the liquidated account: last in the queue, reached only when no one else
+   * holds the other side, and then closed at the mark, so the liquidated scope's deficit never
+   * reaches the account's other pools (interface-spec: isolated liquidation cannot touch cross
+   * collateral).
    */
   readonly own: boolean;
 }
@@ -946,7 +947,8 @@ function adlCapacity(
     if (need <= 0n) break;
     const scope = c.mode === 'Cross' ? 0 : position.market;
     const e = scopeRisk(state, state.accounts.get(c.account)!, c.mode, scope).equity;
-    if (e > 0n) total += e;
+    // The account's own other scopes absorb nothing beyond the mark (see `deleverage`).
+    if (e > 0n && !c.own) total += e;
     need -= abs(c.size);
   }
   return total;
@@ -994,7 +996,11 @@ function deleverage(
     const counterparty = ctx.account(c.account)!;
     const cScope = c.mode === 'Cross' ? 0 : marketId;
     const cEquity = scopeRisk(ctx.state, counterparty, c.mode, cScope).equity;
-    const room = cEquity > 0n ? cEquity : 0n;
+    // Another scope of the liquidated account closes at the mark, losing nothing beyond it: a
+    // scope's liquidation never touches the account's other pools (interface-spec: isolated
+    // losses are capped at the margin committed there). What it cannot carry stays with the
+    // liquidated scope, for the insurance fund and the backstop below.
+    const room = c.own || cEquity <= 0n ? 0n : cEquity;
     if (side > 0n) {
       // The counterparty buys: it pays at most the mark value plus its equity.
       const most = divFloor(q * mark, scale) + room;
