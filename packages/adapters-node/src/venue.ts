@@ -33,7 +33,7 @@ import {
   RateLimiter,
   WALLET_LIMITS,
 } from '@perp/core';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ChainDesk } from './chain/desk.js';
 import {
   ConfigError,
@@ -58,6 +58,7 @@ import { registerAdminRoutes } from './http/admin-routes.js';
 import { clientAddress, compileProxyTrust } from './http/client-address.js';
 import { HttpConnectionCap, OVER_CAP_LEASE_MS } from './http/connection-cap.js';
 import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
+import { chargeAddress } from './http/ip-limit.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
@@ -141,13 +142,20 @@ export interface Venue {
   close(): Promise<void>;
 }
 
+/** Writes `text` to `path` through a fsynced temporary file, readable by the owner only. */
 function writeDurably(path: string, text: string): void {
   const tmp = `${path}.tmp`;
-  writeFileSync(tmp, text);
+  // venue.json holds the admin token: no other user of the host may read it.
+  writeFileSync(tmp, text, { mode: 0o600 });
   const fd = openSync(tmp, 'r');
   fsyncSync(fd);
   closeSync(fd);
   renameSync(tmp, path);
+}
+
+/** The 404 answer of a request no route answers. */
+function notFoundMessage(req: FastifyRequest): string {
+  return `not found: no route ${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 200)}`;
 }
 
 /** A whole HTTP/1.1 response with a JSON `{error}` body, for a socket no route answers. */
@@ -298,7 +306,8 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   const dataDir = options.dataDir ?? null;
   let lock: DataDirLock | null = null;
   if (dataDir !== null) {
-    mkdirSync(dataDir, { recursive: true });
+    // A new data directory is the owner's alone (the admin token, the journal, the snapshots).
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     lock = lockDataDir(dataDir, options.log ?? ((line: string) => console.error(line)));
   }
   // What a failed start has opened so far, closed before the error goes out (once the venue's
@@ -718,6 +727,14 @@ async function startLocked(
       { 'retry-after': String(Math.ceil(OVER_CAP_LEASE_MS / 1000)), connection: 'close' },
     );
   });
+  // A request no route answers is refused before its body is read or parsed (a 64 KiB JSON body
+  // costs a millisecond of the one engine thread), and counts against its address's budget of
+  // unattributed requests, as a public read does.
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.is404) return;
+    chargeAddress(ctx, req, reply);
+    throw new HttpError(404, notFoundMessage(req));
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = body as string;
@@ -742,11 +759,7 @@ async function startLocked(
     log(`request failed: ${error.stack ?? error.message}`);
     return reply.code(500).send({ error: 'internal server error; retry with backoff' });
   });
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({
-      error: `not found: no route ${req.method} ${(req.url.split('?')[0] ?? '').slice(0, 200)}`,
-    }),
-  );
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: notFoundMessage(req) }));
   registerPublicRoutes(app, ctx);
   registerSignedRoutes(app, ctx, requests);
   registerAdminRoutes(app, ctx);

@@ -38,6 +38,43 @@ describe('public reads are limited per IP', () => {
   }
 });
 
+describe('a request no route answers', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue({
+      config: {
+        ...DEFAULT_CONFIG,
+        limits: { ...DEFAULT_CONFIG.limits, publicReadsPerSecond: PER_SECOND },
+      },
+    });
+  });
+  afterAll(async () => t.close());
+
+  it('is 404 before its body is read (a malformed one is never parsed), and counts against the address', async () => {
+    const post = (path: string) =>
+      fetch(`${t.rest}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"not json',
+      });
+    const none = await post('/nope');
+    expect([none.status, await none.json()]).toEqual([
+      404,
+      { error: 'not found: no route POST /api/nope' },
+    ]);
+    // A route that exists still parses (and refuses) the same body.
+    const known = await post('/margin/withdrawal');
+    expect(known.status).toBe(400);
+    expect(String(((await known.json()) as { error: string }).error)).toMatch(/malformed JSON/);
+    await new Promise((r) => setTimeout(r, 1_100));
+    const burst = await Promise.all(Array.from({ length: PER_SECOND + 5 }, () => post('/nope')));
+    const tooMany = burst.filter((r) => r.status === 429);
+    expect(tooMany.length).toBeGreaterThanOrEqual(5);
+    expect(Number(tooMany[0]!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(burst.filter((r) => r.status === 404).length).toBeLessThanOrEqual(PER_SECOND);
+  });
+});
+
 describe('POST /admin/instruments', () => {
   let t: TestVenue;
   beforeAll(async () => {
