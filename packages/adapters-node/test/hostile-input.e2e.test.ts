@@ -1368,7 +1368,7 @@ describe('hostile input', () => {
           'valueOf',
           'PING',
           'ping ',
-          'x'.repeat(10_000),
+          'x'.repeat(3_000), // under the 4 KiB an unauthenticated message may have
         ]) {
           expectWsError(await c.request({ type }), 4000, /unknown message type/);
         }
@@ -1392,11 +1392,34 @@ describe('hostile input', () => {
       await c.close();
     });
 
+    it('before authenticate a message over 4 KiB is refused unread (4000); the socket stays usable', async () => {
+      const c = await wsOpen(t.venue.ws);
+      await unchanged(async () => {
+        const shell = '{"type":"ping","id":"p","pad":""}';
+        // Exactly 4 KiB is read (and answered); one byte more is not parsed, so no id comes back.
+        c.ws.send(`{"type":"ping","id":"p","pad":"${'x'.repeat(4096 - shell.length)}"}`);
+        expect((await c.waitFor((m) => m.id === 'p')).type).toBe('pong');
+        c.ws.send(`{"type":"ping","id":"q","pad":"${'x'.repeat(4097 - shell.length)}"}`);
+        const refused = await c.waitFor((m) => m.type === 'error');
+        expectWsError(
+          refused,
+          4000,
+          /before authenticate may be at most 4096 bytes, this one has 4097/,
+        );
+        expect(refused.id).toBeUndefined();
+      });
+      expect(
+        (await c.request({ type: 'authenticate', signature: await alice.authenticate() })).type,
+      ).toBe('authenticateSuccess');
+      await c.close();
+    });
+
     it('a text frame that is not UTF-8 closes with 1007; one over 64 KiB with 1009; exactly 64 KiB is read', async () => {
       const a = await wsOpen(t.venue.ws);
       a.ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false });
       expect(await closedWith(a.ws)).toBe(1007);
-      const b = await wsOpen(t.venue.ws);
+      // Authenticated: before that a connection may send 4 KiB at most (the test above).
+      const b = await t.connect(alice);
       const limit = DEFAULT_CONFIG.limits.maxMessageBytes;
       const shell = '{"type":"ping","id":"big","pad":""}';
       b.ws.send(`{"type":"ping","id":"big","pad":"${'x'.repeat(limit - shell.length)}"}`);

@@ -49,6 +49,13 @@ import { closeWithin } from './close.js';
 import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
 
 /** Close codes (protocol.md section 5). */
+/**
+ * Largest message an unauthenticated trading connection may send: an `authenticate` is under
+ * 500 bytes, `ping` and `logout` smaller still (the market-data socket caps every message at the
+ * same 4 KiB).
+ */
+const UNAUTHENTICATED_MESSAGE_BYTES = 4 * 1024;
+
 export const CloseCode = {
   IDLE: IDLE_CLOSE_CODE,
   TOO_MANY_CONNECTIONS: 4429,
@@ -698,6 +705,22 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
         4000,
         'INVALID_REQUEST: binary frames are not accepted; send JSON text',
       );
+    const bytes = Array.isArray(data)
+      ? data.reduce((n, b) => n + b.byteLength, 0)
+      : (data as ArrayBuffer).byteLength;
+    if (s.account === null && bytes > UNAUTHENTICATED_MESSAGE_BYTES) {
+      // Before authenticating a connection can only authenticate, ping and log out, all far
+      // smaller: a larger message is refused unread, so an anonymous client cannot make the
+      // engine's thread parse 64 KiB per frame. It counts against the address's budget.
+      const d = ctx.ipLimiter.admit(s.ip, ctx.rateNow(), 'unsigned');
+      if (!d.ok) return error(s, undefined, d.code, d.message, { retryAfterMs: d.retryAfterMs });
+      return error(
+        s,
+        undefined,
+        4000,
+        `INVALID_REQUEST: a message before authenticate may be at most ${UNAUTHENTICATED_MESSAGE_BYTES} bytes, this one has ${bytes}`,
+      );
+    }
     const text = Array.isArray(data)
       ? Buffer.concat(data).toString('utf8')
       : Buffer.from(data as ArrayBuffer).toString('utf8');
