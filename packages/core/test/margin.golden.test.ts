@@ -7,8 +7,10 @@ import { describe, expect, it } from 'vitest';
 import {
   type AccountSummary,
   accountSummary,
+  availableToOpen,
   type EngineEvent,
   maintenanceMargin,
+  measureScope,
   type OrderReport,
 } from '../src/index.js';
 import { instrument, px, TestVenue, wallet } from '../src/testing/index.js';
@@ -174,6 +176,25 @@ describe('golden case B: cross account with two positions (no funding yet)', () 
     expect(btc.szi).toBe('1');
     expect(eth.szi).toBe('-10');
     expect(eth.unrealizedPnl).toBe('-1000');
+    // availableToTrade = 17000 - 12000 = 5000 (no resting order); margin_available = 17000 - 1345.
+    const m = measureScope(v.state, v.state.accounts.get(GOLD)!, 'Cross', 0);
+    expect(availableToOpen(m)).toBe(5_000_000_000n);
+    expect(m.equity - m.maintenanceMargin).toBe(15_655_000_000n);
+    // Both bind: a bid holding exactly 5000 at 10x is accepted, one lot more is 4100; the
+    // withdrawal of 5000 passes, one micro-unit more is refused.
+    const bid = (qty: string) =>
+      v
+        .place(GOLD, 'BTC-PERP', { side: 'Buy', qty, price: '50000' })
+        .find((e) => e.type === 'outcome');
+    expect(bid('1.001')).toMatchObject({ ok: false, code: 4100 });
+    expect(bid('1')).toMatchObject({ ok: true });
+    v.run({ type: 'cancelAll', account: GOLD, market: 0 });
+    const withdraw = (amount: bigint) =>
+      v
+        .run({ type: 'withdraw', account: GOLD, amount, target: { mode: 'Cross', market: 0 } })
+        .find((e) => e.type === 'outcome');
+    expect(withdraw(5_000_000_001n)).toMatchObject({ ok: false, code: 4100 });
+    expect(withdraw(5_000_000_000n)).toMatchObject({ ok: true });
   });
 });
 
