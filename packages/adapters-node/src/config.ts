@@ -66,6 +66,13 @@ export interface LimitsConfig {
   /** Signed requests per rolling 5 minutes per wallet (protocol.md: 3,000; cancels get twice). */
   readonly signedRequestsPer5Minutes: number;
   /**
+   * Signed requests per rolling second, and per rolling 5 minutes, from one client address by
+   * wallets without app access (referral applications, and requests the invite gate refuses),
+   * our limit: each consumes its nonce and so is journaled, and wallets cost nothing to make.
+   */
+  readonly noAccessRequestsPerSecondPerIp: number;
+  readonly noAccessRequestsPer5MinutesPerIp: number;
+  /**
    * How long `POST /referral/apply` waits for its turn behind the wallet's earlier requests
    * before it answers 504 "Referral service timed out", ms. A timed-out application never
    * reaches the engine (the spec's states table: a failure leaves no app access); one the
@@ -174,6 +181,8 @@ export const DEFAULT_CONFIG: VenueConfig = {
     slowConsumerBytes: 4 * 1024 * 1024,
     walletRequestsPerSecond: 20,
     signedRequestsPer5Minutes: 3_000,
+    noAccessRequestsPerSecondPerIp: 5,
+    noAccessRequestsPer5MinutesPerIp: 100,
     referralTimeoutMs: 10_000,
     maxWorkingOrdersPerAccount: DEFAULT_VENUE_SETTINGS.maxWorkingOrdersPerAccount,
   },

@@ -22,6 +22,7 @@ import {
   DISCRIMINATOR,
   type ErrorCodeValue,
   freshnessProblem,
+  hasAppAccess,
   MARGIN_FLAG_ISOLATED,
   type OrderRequest,
   type OrderStruct,
@@ -237,9 +238,37 @@ export function commandOf(verified: VerifiedRequest): CommandInput | undefined {
 }
 
 /** Options of one signed request accepting the struct kinds `K`. */
+/**
+ * Counts a signed request of `wallet` from `address` against the address's budget for wallets
+ * without app access (`limits.noAccessRequestsPerSecondPerIp` and `…Per5MinutesPerIp`) when the
+ * wallet has none; the refusal when the address's budget is spent. Such requests are
+ * refused by the engine's invite gate (or apply a code), consuming their nonce: a journal record
+ * each, from keys that cost nothing to make.
+ */
+export function noAccessRefusal(
+  ctx: VenueContext,
+  wallet: string,
+  address: string | undefined,
+): Refusal | undefined {
+  if (address === undefined || hasAppAccess(ctx.host.state, wallet)) return undefined;
+  const d = ctx.accessLimiter.admit(address, ctx.rateNow(), 'signed');
+  if (d.ok) return undefined;
+  return {
+    ok: false,
+    code: d.code,
+    message: `${d.message} (signed requests of wallets without app access, from this address)`,
+    retryAfterMs: d.retryAfterMs,
+  };
+}
+
 export interface SignedRequestOptions<K extends StructKind> {
   /** Struct kinds this endpoint or message accepts. */
   readonly allowed: readonly K[];
+  /**
+   * The client IP, for the budget of wallets without app access ({@link noAccessRefusal});
+   * without it that budget is not applied.
+   */
+  readonly clientAddress?: string | undefined;
   /** The connection's authenticated wallet (WebSocket), if any: the signer must equal it. */
   readonly authenticated?: string | undefined;
   /** Whether this request was already counted against the wallet's rate (authenticated WS). */
@@ -398,6 +427,8 @@ export class SignedRequests {
         : this.ctx.walletLimiter.admit(verified.signer, now, kind);
       if (!d.ok)
         return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
+      const noAccess = noAccessRefusal(this.ctx, verified.signer, options.clientAddress);
+      if (noAccess !== undefined) return noAccess;
       const built =
         options.build === undefined ? commandOf(verified) : await options.build(verified);
       if (built === undefined)
@@ -419,6 +450,7 @@ export class SignedRequests {
     wallet: string,
     nonce: bigint,
     counted: boolean,
+    clientAddress?: string,
   ): Promise<Refusal | { readonly ok: true; readonly result: CommandResult }> {
     return this.ctx.walletQueue.run(wallet, async () => {
       // A stale or replayed authenticate (its text is generic) must not spend the budget.
@@ -430,6 +462,8 @@ export class SignedRequests {
         : this.ctx.walletLimiter.admit(wallet, now, 'signed');
       if (!d.ok)
         return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
+      const noAccess = noAccessRefusal(this.ctx, wallet, clientAddress);
+      if (noAccess !== undefined) return noAccess;
       const result = await this.ctx.host.submit({ type: 'authenticate', account: wallet, nonce });
       return { ok: true, result };
     });

@@ -39,6 +39,13 @@ export interface VenueContext {
   /** Attributed requests, keyed by wallet (REST and WebSocket together). */
   readonly walletLimiter: RateLimiter;
   /**
+   * Signed requests of wallets without app access (refused by the invite gate, or applying a
+   * code), keyed by client IP: each consumes its nonce, so it is journaled, and keys cost
+   * nothing, so the per-wallet budget alone would let one address fill the disk
+   * (`limits.noAccessRequestsPerSecondPerIp`, `limits.noAccessRequestsPer5MinutesPerIp`).
+   */
+  readonly accessLimiter: RateLimiter;
+  /**
    * The clock both limiters are kept on, ms since the epoch: the process's monotonic clock. Not
    * the host clock, which holds at the last journaled time while the system clock is behind it
    * (after a step back), and would then let no request age out of a window.

@@ -608,6 +608,13 @@ async function startLocked(
       perWindow: config.limits.walletRequestsPerSecond,
       sustained: config.limits.signedRequestsPer5Minutes,
     }),
+    accessLimiter: new RateLimiter({
+      perWindow: config.limits.noAccessRequestsPerSecondPerIp,
+      windowMs: 1_000,
+      sustained: config.limits.noAccessRequestsPer5MinutesPerIp,
+      sustainedWindowMs: 300_000,
+      cancelHeadroom: 1,
+    }),
     rateNow,
     walletQueue: new WalletQueue(),
     adminToken: venueFile.adminToken,

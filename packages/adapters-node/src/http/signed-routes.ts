@@ -37,6 +37,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { CommandResult } from '../engine/host.js';
 import {
   engineRefusal,
+  noAccessRefusal,
   type Processed,
   type Refusal,
   type SignedRequests,
@@ -145,6 +146,7 @@ export function registerSignedRoutes(
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['Withdrawal'],
+      clientAddress: ctx.clientAddress(req.raw),
       precheck: (p) => marginBody(ctx, body, p.struct, 'marginMode'),
     });
     const answer = commandAnswer(reply, r);
@@ -164,6 +166,7 @@ export function registerSignedRoutes(
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['MarginTransfer'],
+      clientAddress: ctx.clientAddress(req.raw),
       precheck: (p) => marginBody(ctx, body, p.struct, 'direction'),
     });
     return commandAnswer(reply, r);
@@ -174,6 +177,7 @@ export function registerSignedRoutes(
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['UpdateLeverage'],
+      clientAddress: ctx.clientAddress(req.raw),
       precheck: ({ struct: s }) => {
         const bad = (d: string) => reject('INVALID_REQUEST', d);
         if (
@@ -219,6 +223,7 @@ export function registerSignedRoutes(
     let permitVerification: ReturnType<typeof requests.verify> | undefined;
     const r = await requests.handle(body.depositSignature, {
       allowed: ['Deposit'],
+      clientAddress: ctx.clientAddress(req.raw),
       field: 'depositSignature',
       precheck: ({ struct: s }) => {
         const mismatch = marginBody(ctx, body, s, 'marginMode');
@@ -340,6 +345,14 @@ export function registerSignedRoutes(
     if (!d.ok) {
       reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
       throw new HttpError(429, d.message);
+    }
+    // Every application but a wallet's first success is refused and journaled (its nonce is
+    // consumed), and wallets cost nothing: a budget per address bounds both the journal's growth
+    // and guessing codes.
+    const noAccess = noAccessRefusal(ctx, wallet, ctx.clientAddress(req.raw));
+    if (noAccess !== undefined) {
+      reply.header('Retry-After', String(Math.ceil((noAccess.retryAfterMs ?? 1000) / 1000)));
+      throw new HttpError(429, noAccess.message);
     }
     // The 504 promises what the spec's states table says of any failure: no app access. So it
     // is answered only while the application waits for its turn behind the wallet's earlier

@@ -480,6 +480,7 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
           account,
           v.value.payload.struct.nonce,
           s.account === account,
+          s.ip,
         );
       } catch (e) {
         // Authentication creates or retrieves the account: when the engine cannot, that is the

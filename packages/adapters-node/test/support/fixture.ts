@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
+import { DEFAULT_CONFIG, type StartVenueOptions, startVenue, type Venue } from '../../src/index.js';
 import {
   freshNonce,
   fundWallet,
@@ -69,12 +69,29 @@ export interface TestVenue {
 
 /** Starts an in-memory venue for a test. */
 export async function startTestVenue(options: StartVenueOptions = {}): Promise<TestVenue> {
+  // Every test client comes from 127.0.0.1, and a file's tests make many fresh wallets on one
+  // venue: the per-address budget of wallets without app access is lifted unless a test sets it.
+  const config = options.config ?? DEFAULT_CONFIG;
+  const defaults = DEFAULT_CONFIG.limits;
+  const budgetSet =
+    config.limits.noAccessRequestsPerSecondPerIp !== defaults.noAccessRequestsPerSecondPerIp ||
+    config.limits.noAccessRequestsPer5MinutesPerIp !== defaults.noAccessRequestsPer5MinutesPerIp;
   const venue = await startVenue({
     dataDir: null,
     port: 0,
     priceFeed: 'none',
     log: () => {},
     ...options,
+    config: budgetSet
+      ? config
+      : {
+          ...config,
+          limits: {
+            ...config.limits,
+            noAccessRequestsPerSecondPerIp: 100_000,
+            noAccessRequestsPer5MinutesPerIp: 1_000_000,
+          },
+        },
   });
   const rest = venue.rest;
   const netRes = await http('GET', `${rest}/network`);
