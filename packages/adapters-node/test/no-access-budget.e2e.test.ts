@@ -48,30 +48,22 @@ describe('signed requests of wallets without app access, per address', () => {
     expect(await authenticate(5)).toMatchObject({ code: 4015 });
     await new Promise((r) => setTimeout(r, 1_100));
     const fresh = t.wallet(key(6));
-    const withdrawal = {
-      amount: '1',
-      instrument: null,
-      marginMode: 'Cross',
-      signature: await fresh.sign('Withdrawal', {
-        amount: 1_000_000n,
-        market: 0,
-        flags: 0,
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      }),
-    };
-    expect((await t.api('POST', '/margin/withdrawal', withdrawal)).status).toBe(403);
+    const withdraw = async () =>
+      t.api('POST', '/margin/withdrawal', {
+        amount: '1',
+        instrument: null,
+        marginMode: 'Cross',
+        signature: await fresh.sign('Withdrawal', {
+          amount: 1_000_000n,
+          market: 0,
+          flags: 0,
+          nonce: freshNonce(),
+          deadline: Wallet.deadline(),
+        }),
+      });
+    expect((await withdraw()).status).toBe(403);
     const spent = await seq();
-    const refused = await t.api('POST', '/margin/withdrawal', {
-      ...withdrawal,
-      signature: await fresh.sign('Withdrawal', {
-        amount: 1_000_000n,
-        market: 0,
-        flags: 0,
-        nonce: freshNonce(),
-        deadline: Wallet.deadline(),
-      }),
-    });
+    const refused = await withdraw();
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(String(refused.body.error)).toMatch(

@@ -36,27 +36,16 @@ describe('public reads are limited per IP', () => {
       expect(String(tooMany[0]!.body.error)).toMatch(/^too many requests/);
     });
   }
-});
 
-describe('a request no route answers', () => {
-  let t: TestVenue;
-  beforeAll(async () => {
-    t = await startTestVenue({
-      config: {
-        ...DEFAULT_CONFIG,
-        limits: { ...DEFAULT_CONFIG.limits, publicReadsPerSecond: PER_SECOND },
-      },
-    });
-  });
-  afterAll(async () => t.close());
-
-  it('is 404 before its body is read (a malformed one is never parsed), and counts against the address', async () => {
+  it('a request no route answers is 404 before its body is read (a malformed one is never parsed), and counts against the address', async () => {
     const post = (path: string) =>
       fetch(`${t.rest}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: '{"not json',
       });
+    // A fresh second: the reads above spent this one.
+    await new Promise((r) => setTimeout(r, 1_100));
     const none = await post('/nope');
     expect([none.status, await none.json()]).toEqual([
       404,
