@@ -68,17 +68,6 @@ describe('chain.json', () => {
   };
 
   // The CLI prints a StartupError as its one line; anything else as a stack (a defect).
-  it('of a new venue is readable by its owner only, in a directory only the owner may enter', async () => {
-    const data = join(dir, 'new');
-    const venue = await startVenue({ dataDir: data, port: 0, priceFeed: 'none', log: () => {} });
-    try {
-      expect(statSync(join(data, 'venue.json')).mode & 0o777).toBe(0o600);
-      expect(statSync(data).mode & 0o777).toBe(0o700);
-    } finally {
-      await venue.close();
-    }
-  });
-
   it('that is not JSON stops the start, naming the file', async () => {
     const start = startWith('{"format":');
     await expect(start).rejects.toBeInstanceOf(StartupError);
