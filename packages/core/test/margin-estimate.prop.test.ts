@@ -408,7 +408,10 @@ describe('float filters of margin decisions (margin/estimate.ts)', () => {
           figure,
           (k) => {
             const r = scopeRisk(k.state, k.account, k.mode, scopeMarket(k));
-            const est = estimateScope(k.state, k.account, k.mode, scopeMarket(k), undefined, true);
+            const est = estimateScope(k.state, k.account, k.mode, scopeMarket(k), undefined, {
+              maintenance: true,
+              holds: false,
+            });
             if (surelyHealthy(est)) {
               counts.decided++;
               if (isLiquidatable(r)) throw new Error('healthy by estimate, liquidatable exactly');

@@ -44,11 +44,12 @@ export interface ScopeEstimate {
   /** Cross `AVc` or isolated `Ei`, before rounding each position value down. */
   equity: number;
   initialMargin: number;
-  /** Only when asked for ({@link estimateScope}'s `maintenance`), else 0. */
+  /** Only when asked for ({@link EstimateParts.maintenance}), else 0. */
   maintenance: number;
   /**
    * The holds of every resting order counted at its full notional: an upper bound of the scope's
-   * order holds, whatever the positions reduce of them (`sideHoldNotional`).
+   * order holds, whatever the positions reduce of them (`sideHoldNotional`). 0 when not asked for
+   * ({@link EstimateParts.holds}).
    */
   holdFull: number;
   /** Bound on |estimate - exact| of each figure and of any sum or difference of them. */
@@ -66,6 +67,18 @@ export interface EstimateChange {
   readonly cashError: number;
 }
 
+/** What {@link estimateScope} measures beyond equity and initial margin. */
+export interface EstimateParts {
+  /** Maintenance margin (liquidation checks). Default false: `maintenance` is 0. */
+  readonly maintenance?: boolean;
+  /**
+   * Order holds at full notional (placement). Default true; a decision that does not read them
+   * (a fill's margin or solvency, a liquidation check) leaves them out, which also keeps their
+   * magnitude out of the error bound.
+   */
+  readonly holds?: boolean;
+}
+
 /**
  * Estimates the cross scope, or the isolated scope of `market`, optionally after `change`. Order
  * holds are counted at full notional from the stored totals (an upper bound that stays one when
@@ -77,8 +90,9 @@ export function estimateScope(
   mode: MarginMode,
   market: number,
   change?: EstimateChange,
-  maintenance = false,
+  parts: EstimateParts = {},
 ): ScopeEstimate {
+  const maintenance = parts.maintenance === true;
   const cross = mode === 'Cross';
   let cash = cross ? account.crossCash : 0n;
   if (!cross) {
@@ -130,7 +144,7 @@ export function estimateScope(
     magnitude += r.magnitude;
     terms += 3;
   }
-  for (const t of account.orderTotals) {
+  for (const t of parts.holds === false ? [] : account.orderTotals) {
     if (t.mode !== mode || (!cross && t.market !== market)) continue;
     if (t.buyNotional === 0n && t.sellNotional === 0n) continue;
     const spec = state.markets.get(t.market)!.spec;
@@ -235,13 +249,21 @@ export function estimateAfterFill(
   rate: bigint,
 ): ScopeEstimate {
   const cash = estimateFillCash(spec, buy, qty, price, rate);
-  return estimateScope(state, account, mode, spec.id, {
-    market: spec.id,
-    price,
-    sizeDelta: buy ? qty : -qty,
-    cashDelta: cash.cash,
-    cashError: cash.error,
-  });
+  // Both decisions after a fill (initial margin, solvency) leave order holds out.
+  return estimateScope(
+    state,
+    account,
+    mode,
+    spec.id,
+    {
+      market: spec.id,
+      price,
+      sizeDelta: buy ? qty : -qty,
+      cashDelta: cash.cash,
+      cashError: cash.error,
+    },
+    { holds: false },
+  );
 }
 
 /**

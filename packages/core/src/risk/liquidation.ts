@@ -63,7 +63,7 @@ import type {
 } from '../engine/types.js';
 import { reject } from '../errors.js';
 import { notionalScale, RATE_SCALE } from '../instruments/instrument.js';
-import { estimateScope, surelyHealthy } from '../margin/estimate.js';
+import { type EstimateParts, estimateScope, surelyHealthy } from '../margin/estimate.js';
 import { quoteAmount } from '../margin/ledger.js';
 import {
   liquidationPrice,
@@ -1303,6 +1303,9 @@ export function liquidateScope(
   return { liquidationId, result: 'Closed' };
 }
 
+/** The liquidation check's estimate: maintenance margin, no order holds (they do not count). */
+const LIQUIDATION_PARTS: EstimateParts = { maintenance: true, holds: false };
+
 /** Checks every scope of an account and liquidates those below maintenance margin. */
 function checkAccount(ctx: Ctx, address: string): void {
   const account = ctx.account(address);
@@ -1317,7 +1320,7 @@ function checkAccount(ctx: Ctx, address: string): void {
   // (margin/estimate.ts); near it, the exact figures decide.
   if (cross && !scopeInAuction(ctx.state, address, 'Cross', 0)) {
     if (
-      !surelyHealthy(estimateScope(ctx.state, account, 'Cross', 0, undefined, true)) &&
+      !surelyHealthy(estimateScope(ctx.state, account, 'Cross', 0, undefined, LIQUIDATION_PARTS)) &&
       isLiquidatable(scopeRisk(ctx.state, account, 'Cross', 0))
     ) {
       liquidateScope(ctx, address, 'Cross', 0, false, false);
@@ -1327,7 +1330,7 @@ function checkAccount(ctx: Ctx, address: string): void {
     const a = ctx.account(address)!;
     if (scopeInAuction(ctx.state, address, 'Isolated', m)) continue;
     if (
-      !surelyHealthy(estimateScope(ctx.state, a, 'Isolated', m, undefined, true)) &&
+      !surelyHealthy(estimateScope(ctx.state, a, 'Isolated', m, undefined, LIQUIDATION_PARTS)) &&
       isLiquidatable(scopeRisk(ctx.state, a, 'Isolated', m))
     ) {
       liquidateScope(ctx, address, 'Isolated', m, false, false);
