@@ -91,6 +91,14 @@ describe('--config as a whole', () => {
       'limits.pingIntervalMs must be an integer in 1..2147483647, not 2147483648',
     );
     expect(merged({ limits: { maxJsonDepth: 1.5 } })).toThrow(/^limits\.maxJsonDepth must be/);
+    // An IPv6 network wider than a /32 (a whole provider) or narrower than an address.
+    expect(merged({ limits: { ipv6PrefixLength: 24 } })).toThrow(
+      "limits.ipv6PrefixLength must be an integer 32..128 (64: one subscriber's network), not 24",
+    );
+    expect(merged({ limits: { ipv6PrefixLength: 129 } })).toThrow(
+      /^limits\.ipv6PrefixLength must be/,
+    );
+    expect(merged({ limits: { ipv6PrefixLength: 48 } })).not.toThrow();
     expect(merged({ limits: 5 })).toThrow('limits must be an object');
     // The working-order cap: the engine's, validated like the others (0 would leave no order).
     expect(merged({ limits: { maxWorkingOrdersPerAccount: 0 } })).toThrow(

@@ -38,6 +38,12 @@ export interface LimitsConfig {
    * `connectionsPerIp`, so it does not lower that cap.
    */
   readonly httpConnectionsPerIp: number;
+  /**
+   * The IPv6 network every per-IP limit counts as one client, its prefix length (32-128; 128:
+   * each address alone). A subscriber holds a /64 at least and may use any address of it, so
+   * the default is 64 (`http/client-address.ts`, `limitKey`).
+   */
+  readonly ipv6PrefixLength: number;
   /** Public reads per second per client IP (protocol.md: 100). */
   readonly publicReadsPerSecond: number;
   /**
@@ -171,6 +177,7 @@ export const DEFAULT_CONFIG: VenueConfig = {
     // Above the 100 requests per second an address may make, so a burst over that budget is
     // answered 429 with Retry-After rather than cut off; a quarter of the common 1,024 ulimit -n.
     httpConnectionsPerIp: 256,
+    ipv6PrefixLength: 64,
     publicReadsPerSecond: 100,
     requestTimeoutMs: 10_000,
     maxMessageBytes: 64 * 1024,
@@ -370,6 +377,11 @@ export function validateConfig(value: unknown): asserts value is VenueConfig {
       key.endsWith('Ms') ? TIMER_MAX_MS : Number.MAX_SAFE_INTEGER,
     );
   }
+
+  if (Number(limits.ipv6PrefixLength) < 32 || Number(limits.ipv6PrefixLength) > 128)
+    throw new ConfigError(
+      `limits.ipv6PrefixLength must be an integer 32..128 (64: one subscriber's network), not ${JSON.stringify(limits.ipv6PrefixLength)}`,
+    );
 
   const feed = section(c, 'priceFeed');
   knownKeys(feed, DEFAULT_CONFIG.priceFeed, 'priceFeed.');

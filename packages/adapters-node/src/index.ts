@@ -12,6 +12,7 @@ export { WalletQueue } from './engine/wallet-queue.js';
 export {
   clientAddress,
   compileProxyTrust,
+  limitKey,
   normalizeAddress,
   type ProxyTrust,
   TRUST_PROXY_KEYWORDS,

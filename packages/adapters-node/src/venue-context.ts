@@ -32,8 +32,9 @@ export interface VenueContext {
   /** Public reads and unauthenticated traffic, keyed by client IP. */
   readonly ipLimiter: RateLimiter;
   /**
-   * The client IP of a request or upgrade request, which the per-IP limits key on: the peer, or
-   * what `X-Forwarded-For` says through the config's trusted proxies (`http/client-address.ts`).
+   * The client of a request or upgrade request, as the per-IP limits key on it: the peer, or
+   * what `X-Forwarded-For` says through the config's trusted proxies, and of an IPv6 client its
+   * network (`limits.ipv6PrefixLength`; `limitKey` in `http/client-address.ts`).
    */
   readonly clientAddress: (request: IncomingMessage) => string;
   /** Attributed requests, keyed by wallet (REST and WebSocket together). */

@@ -55,7 +55,7 @@ import { type Clock, SystemClock } from './engine/clock.js';
 import { EngineHost } from './engine/host.js';
 import { WalletQueue } from './engine/wallet-queue.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { clientAddress, compileProxyTrust } from './http/client-address.js';
+import { clientAddress, compileProxyTrust, limitKey } from './http/client-address.js';
 import { HttpConnectionCap, OVER_CAP_LEASE_MS } from './http/connection-cap.js';
 import { clientErrorAnswer, HttpError, isBadRequest, stoppedEngineAnswer } from './http/errors.js';
 import { createRandomInviteCode } from './http/invite-codes.js';
@@ -451,7 +451,9 @@ async function startLocked(
   // One trust for every per-IP limit, and for fastify's `req.ip`: REST and both WebSockets see
   // one client at one address.
   const proxyTrust = compileProxyTrust(config.trustProxy);
-  const clientAddressOf = (request: IncomingMessage): string => clientAddress(request, proxyTrust);
+  // An IPv6 client counts as its network (limits.ipv6PrefixLength), not its one address.
+  const clientAddressOf = (request: IncomingMessage): string =>
+    limitKey(clientAddress(request, proxyTrust), config.limits.ipv6PrefixLength);
   // Created before the replay so tickers and candles rebuild from the journal.
   const marketData = createMarketDataService({
     host,
@@ -723,7 +725,11 @@ async function startLocked(
     },
   });
   // Counted from the first connection: Fastify creates the server here, it listens further down.
-  const httpConnections = new HttpConnectionCap(config.limits.httpConnectionsPerIp, proxyTrust);
+  const httpConnections = new HttpConnectionCap(
+    config.limits.httpConnectionsPerIp,
+    proxyTrust,
+    config.limits.ipv6PrefixLength,
+  );
   httpConnections.attach(app.server);
   app.addHook('onRequest', async (req) => {
     if (!httpConnections.isOverCap(req.raw.socket)) return;

@@ -90,6 +90,54 @@ describe('public reads behind a trusted proxy (trustProxy: loopback)', () => {
   });
 });
 
+describe('IPv6 clients behind a trusted proxy count per network (limits.ipv6PrefixLength)', () => {
+  let t: TestVenue | undefined;
+  afterEach(async () => {
+    await t?.close();
+    t = undefined;
+  });
+
+  it('addresses of one /64 share a budget; the next /64 has its own', async () => {
+    t = await startTestVenue({ config: configWith(['loopback']) });
+    // One subscriber rotating through its /64 (as privacy addresses do) is one client ...
+    const rotating = Array.from({ length: PER_SECOND + 5 }, (_, i) =>
+      from(`2001:db8:1:2::${(i + 1).toString(16)}`),
+    );
+    // ... and its neighbour, one /64 over, is another.
+    const neighbour = times(PER_SECOND, from('2001:db8:1:3::1'));
+    const statuses = await burst(t, [...rotating, ...neighbour]);
+    const ofRotating = statuses.slice(0, rotating.length);
+    expect(count(ofRotating, 200)).toBeLessThanOrEqual(PER_SECOND);
+    expect(count(ofRotating, 429)).toBeGreaterThanOrEqual(5);
+    expect(statuses.slice(rotating.length)).toEqual(times(PER_SECOND, 200));
+  });
+
+  it('the WebSocket connection cap holds for a whole /64', async () => {
+    t = await startTestVenue({
+      config: configWith(['loopback'], { connectionsPerIp: 2 }),
+    });
+    const open: WsClient[] = [];
+    try {
+      const connect = connectKeeping(open);
+      await connect(t.venue.ws, from('2001:db8:9:9::1'));
+      await connect(t.venue.marketdata, from('2001:db8:9:9::2'));
+      await expect(connect(t.venue.ws, from('2001:db8:9:9:ffff::3'))).rejects.toThrow('429');
+      await connect(t.venue.ws, from('2001:db8:9:a::1'));
+    } finally {
+      for (const c of open) await c.close();
+    }
+  });
+
+  it('ipv6PrefixLength 128 keys each address alone', async () => {
+    t = await startTestVenue({ config: configWith(['loopback'], { ipv6PrefixLength: 128 }) });
+    const statuses = await burst(t, [
+      ...times(PER_SECOND, from('2001:db8:1:2::1')),
+      ...times(PER_SECOND, from('2001:db8:1:2::2')),
+    ]);
+    expect(statuses).toEqual(times(2 * PER_SECOND, 200));
+  });
+});
+
 describe('public reads without a trusted proxy: X-Forwarded-For changes nothing', () => {
   let t: TestVenue | undefined;
   afterEach(async () => {

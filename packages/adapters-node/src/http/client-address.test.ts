@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   clientAddress,
   compileProxyTrust,
+  limitKey,
   normalizeAddress,
   trustProxyEntryError,
 } from './client-address.js';
@@ -133,6 +134,41 @@ describe('normalizeAddress', () => {
   it('keeps IPv4 addresses, scoped addresses and non-addresses as they are', () => {
     for (const a of ['203.0.113.7', 'fe80::1%eth0', 'unknown', 'not an address', '', '1.2.3.4:80'])
       expect(normalizeAddress(a)).toBe(a);
+  });
+});
+
+describe('limitKey', () => {
+  it('keys an IPv6 client on its /64 network, written canonically', () => {
+    expect(limitKey('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(limitKey('2001:DB8:1:2:ffff:ffff:ffff:ffff')).toBe('2001:db8:1:2::/64');
+    expect(limitKey('2001:db8::1')).toBe('2001:db8::/64');
+    expect(limitKey('2001:db8:0:1::1')).toBe('2001:db8:0:1::/64');
+  });
+
+  it('takes any prefix length, one that cuts through a group included', () => {
+    const a = '2001:db8:abcd:12ff:ffff::1';
+    expect(limitKey(a, 56)).toBe('2001:db8:abcd:1200::/56');
+    expect(limitKey(a, 48)).toBe('2001:db8:abcd::/48');
+    expect(limitKey(a, 33)).toBe('2001:db8:8000::/33');
+    expect(limitKey(a, 63)).toBe('2001:db8:abcd:12fe::/63');
+    expect(limitKey(a, 128)).toBe(a);
+  });
+
+  it('keeps IPv4, mapped IPv4, loopback, link-local and non-addresses whole', () => {
+    expect(limitKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(limitKey('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(limitKey('::1')).toBe('::1');
+    expect(limitKey('fe80::1%eth0')).toBe('fe80::1%eth0');
+    expect(limitKey('fe80::1:2')).toBe('fe80::1:2');
+    expect(limitKey('febf::1')).toBe('febf::1');
+    expect(limitKey('unknown')).toBe('unknown');
+  });
+
+  it('keys a NAT64 well-known-prefix address on the IPv4 client it carries', () => {
+    expect(limitKey('64:ff9b::203.0.113.7')).toBe('203.0.113.7');
+    expect(limitKey('64:ff9b::cb00:7107', 128)).toBe('203.0.113.7');
+    // Outside the /96 it is an ordinary IPv6 address.
+    expect(limitKey('64:ff9b:1::cb00:7107')).toBe('64:ff9b:1::/64');
   });
 });
 

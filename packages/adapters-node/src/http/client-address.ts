@@ -15,7 +15,8 @@
  * let a client write whichever one its proxy does not, and nothing would tell which one to believe.
  *
  * One client is one key: an address is written in one form ({@link normalizeAddress}), so a
- * dual-stack listener's `::ffff:203.0.113.7` and a proxy's `203.0.113.7` share one budget.
+ * dual-stack listener's `::ffff:203.0.113.7` and a proxy's `203.0.113.7` share one budget, and an
+ * IPv6 client is its /64 network ({@link limitKey}), as it may send from any address of it.
  *
  * @module
  */
@@ -57,6 +58,47 @@ export function normalizeAddress(address: string): string {
   const high = Number.parseInt(mapped[1]!, 16);
   const low = Number.parseInt(mapped[2]!, 16);
   return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/** The NAT64 well-known prefix (RFC 6052): its last 32 bits are the IPv4 client it translates. */
+const NAT64_WELL_KNOWN = '64:ff9b::';
+const NAT64 = [0x64, 0xff9b, 0, 0, 0, 0];
+
+/** The eight 16-bit groups of a canonical IPv6 address (no zone, no dotted tail). */
+function groupsOf(canonical: string): number[] {
+  const [head = '', tail] = canonical.split('::');
+  const parse = (part: string): number[] =>
+    part === '' ? [] : part.split(':').map((g) => Number.parseInt(g, 16));
+  const left = parse(head);
+  if (tail === undefined) return left;
+  const right = parse(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * The key a per-IP limit counts `address` under. An IPv4 address is one client. An IPv6 client
+ * is its `/prefixLength` network (default 64): one subscriber is given a /64 at least (RFC 6177,
+ * and SLAAC needs one), and picks any of its 2^64 addresses per connection, so a per-address
+ * budget would be no budget at all. Kept whole: loopback and a link-local address (scoped or
+ * not). The NAT64 well-known prefix `64:ff9b::/96` holds the IPv4 client behind the translator in
+ * its last 32 bits: it is keyed as that IPv4 address. The key of a network is written `2001:db8:1:2::/64`.
+ */
+export function limitKey(address: string, prefixLength = 64): string {
+  const normal = normalizeAddress(address);
+  if (!isIPv6(normal) || normal.includes('%') || normal === '::1') return normal;
+  const groups = groupsOf(normal);
+  if (normal.startsWith(NAT64_WELL_KNOWN) && groups.slice(0, 6).every((g, i) => g === NAT64[i])) {
+    const [high = 0, low = 0] = groups.slice(6);
+    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  }
+  // fe80::/10: a link-local peer without its zone; its network is every link's.
+  if (prefixLength >= 128 || (groups[0]! & 0xffc0) === 0xfe80) return normal;
+  const masked = groups.map((group, i) => {
+    const keep = Math.min(16, Math.max(0, prefixLength - 16 * i));
+    return keep === 0 ? 0 : group & ((0xffff << (16 - keep)) & 0xffff);
+  });
+  const network = new URL(`http://[${masked.map((g) => g.toString(16)).join(':')}]/`).hostname;
+  return `${network.slice(1, -1)}/${prefixLength}`;
 }
 
 /**

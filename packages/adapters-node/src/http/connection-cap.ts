@@ -22,7 +22,7 @@ import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ConnectionSlots } from '../ws/connection-slots.js';
-import { normalizeAddress, type ProxyTrust } from './client-address.js';
+import { limitKey, normalizeAddress, type ProxyTrust } from './client-address.js';
 
 /** How long a connection over the cap may take to send the request it is refused, ms. */
 export const OVER_CAP_LEASE_MS = 1_000;
@@ -38,12 +38,17 @@ export class HttpConnectionCap {
   /** The most connections one address holds at once. */
   readonly perAddress: number;
   private readonly trust: ProxyTrust | null;
+  private readonly ipv6PrefixLength: number;
 
-  /** `trust`: the configured trusted proxies, whose own connections are not counted. */
-  constructor(perAddress: number, trust: ProxyTrust | null = null) {
+  /**
+   * `trust`: the configured trusted proxies, whose own connections are not counted;
+   * `ipv6PrefixLength`: the IPv6 network counted as one client (see `limitKey`).
+   */
+  constructor(perAddress: number, trust: ProxyTrust | null = null, ipv6PrefixLength = 64) {
     this.perAddress = perAddress;
     this.slots = new ConnectionSlots(perAddress);
     this.trust = trust;
+    this.ipv6PrefixLength = ipv6PrefixLength;
   }
 
   /** Counts every connection `server` accepts from now on; one over the cap gets a lease. */
@@ -81,8 +86,9 @@ export class HttpConnectionCap {
     // caps its clients' connections to it; the read budget still keys on each client. The peer
     // address decides, never a header: no byte of the connection has been read yet.
     if (this.trust !== null && socket.remoteAddress !== undefined && this.trust(ip, 0)) return;
-    if (this.slots.take(ip)) {
-      this.holders.set(socket, ip);
+    const key = limitKey(ip, this.ipv6PrefixLength);
+    if (this.slots.take(key)) {
+      this.holders.set(socket, key);
       return;
     }
     const lease = setTimeout(() => socket.destroy(), OVER_CAP_LEASE_MS);

@@ -23,7 +23,7 @@ import type { Duplex } from 'node:stream';
 import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress, limitKey } from '../http/client-address.js';
 import type { CheckpointPart, ProjectionRebuild } from '../read/checkpoint.js';
 import { ConnectionSlots } from '../ws/connection-slots.js';
 import { armIdle } from '../ws/idle.js';
@@ -130,8 +130,8 @@ export interface MarketDataOptions {
    */
   readonly connectionSlots?: ConnectionSlots;
   /**
-   * The client IP of an upgrade request, which the connection slots and the message budget key
-   * on; default: the TCP peer, in `clientAddress`'s one form. The venue passes its trusted-proxy
+   * The client of an upgrade request, as the connection slots and the message budget key on it;
+   * default: the TCP peer's `limitKey` (an IPv6 peer's /64). The venue passes its trusted-proxy
    * aware one (`http/client-address.ts`), the same REST and the trading socket use.
    */
   readonly clientAddress?: (request: IncomingMessage) => string;
@@ -250,7 +250,8 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const sessions = new Set<Session>();
   const slots = options.connectionSlots ?? new ConnectionSlots(limits.maxConnectionsPerIp);
   const clientAddressOf =
-    options.clientAddress ?? ((request: IncomingMessage): string => clientAddress(request, null));
+    options.clientAddress ??
+    ((request: IncomingMessage): string => limitKey(clientAddress(request, null)));
   const channels = new Map<string, Channel>();
   let closing = false;
   let skipped = 0;
