@@ -4,7 +4,12 @@
  *
  * @module
  */
-export { ChainDesk, type ReplayableChain } from './chain/desk.js';
+export {
+  CHAIN_RETRY_DELAYS_MS,
+  ChainDesk,
+  type ChainDeskOptions,
+  type ReplayableChain,
+} from './chain/desk.js';
 export * from './config.js';
 export { type Clock, ManualClock, SystemClock } from './engine/clock.js';
 export * from './engine/host.js';
@@ -18,9 +23,14 @@ export {
   TRUST_PROXY_KEYWORDS,
   trustProxyEntryError,
 } from './http/client-address.js';
+export { BufferSource, type ByteSource, FileSource } from './journal/byte-source.js';
 export * from './journal/file-journal.js';
 export { RulesVersionMismatchError } from './journal/rules-version.js';
-export { JournalBehindSnapshotError, type SnapshotPolicy } from './journal/snapshots.js';
+export {
+  JournalBehindSnapshotError,
+  type LoadedSnapshot,
+  type SnapshotPolicy,
+} from './journal/snapshots.js';
 export * from './marketdata/index.js';
 export type {
   BackfillOutcome,
@@ -29,8 +39,17 @@ export type {
   ProjectionRebuild,
 } from './read/backfill.js';
 export {
+  CheckpointEntryError,
+  type CheckpointPart,
+  type PartRestorer,
+  type ReadModelCapture,
+  type RowsCapture,
+} from './read/checkpoint.js';
+export {
+  type CursorKind,
   type HistoryQuery,
   HistoryStore,
+  isValidCursor,
   type OrderRecord as HistoryOrderRecord,
   type Page,
   type TradeRecord as HistoryTradeRecord,
@@ -38,5 +57,6 @@ export {
 export { type Replay, type ReportListener, ReportStreams } from './read/report-streams.js';
 export { StartupError } from './startup-error.js';
 export { type StartVenueOptions, startVenue, type Venue } from './venue.js';
-export type { VenueChain, VenueContext } from './venue-context.js';
+export type { ReadModelsStatus, VenueChain, VenueContext } from './venue-context.js';
 export * from './wire/format.js';
+export { ConnectionSlots } from './ws/connection-slots.js';
