@@ -151,3 +151,91 @@ describe('market data through the venue', () => {
     await b.close();
   });
 });
+
+describe('GET /api/orderbook', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+    await t.oracle({ 'BTC-PERP': '65000' });
+    const [alice, bob] = [t.wallet(0), t.wallet(1)];
+    for (const w of [alice, bob]) {
+      await t.invite(w);
+      await t.fund(w, '100000');
+    }
+    const [a, b] = [await t.connect(alice), await t.connect(bob)];
+    // Six bid levels (the best one held by two orders of two wallets) and two ask levels.
+    const orders: [typeof alice, WsClient, boolean, number, number][] = [
+      [alice, a, true, 64990, 0.1],
+      [bob, b, true, 64990, 0.25],
+      [alice, a, true, 64980, 0.3],
+      [alice, a, true, 64970.5, 0.0001],
+      [alice, a, true, 64960, 1],
+      [alice, a, true, 64950, 2],
+      [alice, a, true, 64940, 3],
+      [bob, b, false, 65020, 0.5],
+      [bob, b, false, 65010, 0.2],
+    ];
+    for (const [w, ws, buy, price, qty] of orders) {
+      expect(
+        await ws.request({
+          type: 'placeOrder',
+          signature: await w.sign('Order', limitOrder(buy, px(price), btc(qty))),
+        }),
+      ).toMatchObject({ type: 'orderAck' });
+    }
+  });
+  afterAll(async () => t.close());
+
+  it('is the market-data snapshot: same seq and levels, aggregated and sorted, cut at depth', async () => {
+    const r = await t.api('GET', '/orderbook?instrument=BTC-PERP&depth=5');
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({
+      instrument: 'BTC-PERP',
+      depth: 5,
+      bids: [
+        ['64990', '0.35'],
+        ['64980', '0.3'],
+        ['64970.5', '0.0001'],
+        ['64960', '1'],
+        ['64950', '2'],
+      ],
+      asks: [
+        ['65010', '0.2'],
+        ['65020', '0.5'],
+      ],
+    });
+    expect(r.body.type).toBeUndefined();
+    const md = await WsClient.connect(t.venue.marketdata);
+    await md.request({ type: 'subscribe', channel: 'orderbook', instrument: 'BTC-PERP', depth: 5 });
+    const {
+      type: _type,
+      time: _wsTime,
+      ...pushed
+    } = await md.waitFor((m) => m.type === 'orderbook');
+    await md.close();
+    const { time, ...rest } = r.body;
+    expect(rest).toEqual(pushed);
+    expect(typeof time).toBe('number');
+    // Without depth: the socket's default, 20.
+    const all = await t.api('GET', '/orderbook?instrument=BTC-PERP');
+    expect(all.body).toMatchObject({ depth: 20, seq: r.body.seq });
+    expect(all.body.bids as unknown[]).toHaveLength(6);
+  });
+
+  it('refuses a missing or unknown instrument and a depth the socket does not offer', async () => {
+    const cases: [string, number, RegExp][] = [
+      ['/orderbook', 400, /instrument is required/],
+      ['/orderbook?instrument=NOPE-PERP', 404, /unknown instrument/],
+      ['/orderbook?instrument=btc-perp', 404, /unknown instrument/],
+      ['/orderbook?instrument=BTC-PERP&depth=7', 400, /depth must be one of 5, 10, 20, 50/],
+      ['/orderbook?instrument=BTC-PERP&depth=5.0', 400, /depth/],
+      ['/orderbook?instrument=BTC-PERP&depth=', 400, /depth/],
+      ['/orderbook?instrument=BTC-PERP&depth=5&depth=10', 400, /depth/],
+    ];
+    for (const [path, status, message] of cases) {
+      const r = await t.api('GET', path);
+      expect(r.status, path).toBe(status);
+      expect(String(r.body.error), path).toMatch(message);
+    }
+  });
+});

@@ -1,7 +1,8 @@
 /**
  * Public REST reads (interface-spec "Public REST reads", protocol.md sections 7 and 8):
  * account summary, order and trade history, access status, instruments, time, network, the
- * simulated chain's token view and candle history. No signature; limited per client IP.
+ * simulated chain's token view, candle history, tickers and order books. No signature; limited
+ * per client IP.
  *
  * @module
  */
@@ -16,6 +17,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chainIdOf, tokenVersionOf } from '../config.js';
 import { INTERVALS, isCandleInterval } from '../marketdata/candles.js';
+import { BOOK_DEPTHS, DEFAULT_BOOK_DEPTH, orderBookSnapshot } from '../marketdata/orderbook.js';
 import { type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
@@ -206,6 +208,28 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
     const candles = ctx.marketData.candles(instrument, interval, startTime, endTime, limit) ?? [];
     return { instrument, interval, candles };
+  });
+
+  // The top of one instrument's book, as the market-data `orderbook` channel sends it (without
+  // `type`): a client that starts from REST gets the same `seq` and levels the socket would.
+  app.get('/api/orderbook', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const instrument = q.instrument;
+    if (typeof instrument !== 'string' || instrument === '')
+      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
+    const state = ctx.host.state;
+    const id = state.symbols.get(instrument);
+    const market = id === undefined ? undefined : state.markets.get(id);
+    if (market === undefined)
+      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    // The socket's depths and default; anything else is refused, not rounded to a depth.
+    const depth =
+      q.depth === undefined ? DEFAULT_BOOK_DEPTH : BOOK_DEPTHS.find((d) => String(d) === q.depth);
+    if (depth === undefined)
+      throw new HttpError(400, `depth must be one of ${BOOK_DEPTHS.join(', ')}`);
+    const { type: _type, ...book } = orderBookSnapshot(market, depth, ctx.host.now());
+    return book;
   });
 
   // Every instrument's ticker, as the market-data `tickers` channel sends it.
