@@ -94,6 +94,28 @@ describe('funding premium samples', () => {
     expect(fundingInfo(v.state, 1)?.rate).toBe('-0.0000625');
   });
 
+  // Research 1.8, Hyperliquid's own worked example: impact bid 10,100 at oracle 10,000 gives a
+  // premium of 1%, clamp(0.01% - 1%) = -0.05%, so F = 0.95% per 8 h and 0.11875% for the hour.
+  it("Hyperliquid's worked example: premium 1%, F8 0.95%, and the hour's payment", () => {
+    const v = venue();
+    v.oracle({ [BTC]: '10000' }); // empty book: no sample
+    v.expectOk(v.place(MAKER, BTC, { side: 'Sell', qty: '1', price: '10000' }));
+    v.expectOk(v.place(GOLD, BTC, { side: 'Buy', qty: '1', price: '10000' })); // GOLD long 1
+    // 0.2 @ 10,100 fills the impact notional (1,000) on the bid side; the ask is above the index.
+    quote(v, [['0.2', '10100']], [['0.2', '10100.5']]);
+    v.oracle({ [BTC]: '10000' });
+    expect(btc(v).funding).toMatchObject({ sampleCount: 1, premiumSum: 10n * E15 }); // 0.01
+    expect(fundingInfo(v.state, 1)?.rate).toBe('0.0011875'); // 0.0095 / 8
+    const paid = v
+      .run({ type: 'tick', time: T0 + HOUR })
+      .filter((e): e is FundingReport => e.type === 'executionReport' && e.kind === 'Funding');
+    // -s x I x rate = -1 x 10,000 x 0.0011875 = -11.875 for the long, +11.875 for the short.
+    expect(paid.map((r) => [r.account, r.fundingRate, r.payment])).toEqual([
+      [GOLD, 1_187_500_000_000_000n, usd('-11.875')],
+      [MAKER, 1_187_500_000_000_000n, usd('11.875')],
+    ]);
+  });
+
   it('the rate uses the average of the samples, not their sum', () => {
     const v = venue();
     v.oracle({ [BTC]: '50000' }); // empty book: no sample
