@@ -125,7 +125,10 @@ function fundingPeriod(market: Market): number {
   return nextFundingTime(market) - market.funding.lastFundingTime;
 }
 
-/** First funding time of a market listed at `time`: the next interval boundary after it. */
+/**
+ * The last interval boundary at or before `time`: a market listed at `time` starts with it as its
+ * last funding time, so its first funding time is the next boundary after `time`.
+ */
 export function firstFundingBase(time: number, intervalMs: number): number {
   return Math.floor(time / intervalMs) * intervalMs;
 }
