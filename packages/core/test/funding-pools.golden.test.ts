@@ -3,9 +3,10 @@
  * funding goldens pay cross positions only, so a payment booked to the wrong pool, or one payment
  * per account and market instead of one per position, failed no test (conservation holds either
  * way). Also pinned: the interval boundary (a position opened by a command at the funding time
- * pays nothing for it, one closed then pays the whole interval) and funding larger than an
- * isolated pool's equity (paid in full, then the pool is liquidated in the same command, at its
- * bankruptcy price, without touching the cross pool).
+ * pays nothing for it, one closed then pays the whole interval) and funding larger than a
+ * pool's equity (paid in full, then that scope alone is liquidated in the same command, at its
+ * bankruptcy price: an isolated one without touching the cross pool, the cross one without
+ * touching an isolated pool).
  *
  * Units: prices 1e18, collateral micro-units, rates 1e18; quantities at 3 decimals.
  */
@@ -159,6 +160,48 @@ describe('funding and the margin pools', () => {
     // B received 1,500 and bought back its short at 10,500: +10,000 - 10,500 + 1,500.
     expect(cross(v, B)).toBe(usd('101000'));
     expect(v.state.insuranceFund).toBe(0n);
+    expect(solvencyReport(v.state).debts).toEqual([]);
+  });
+  it('funding beyond the cross pool liquidates the cross scope and leaves an isolated pool alone', () => {
+    const v = venue({ interestRate8h: '1.2', premiumClamp: '2', capPerHour: '1' });
+    v.list({
+      id: 2,
+      symbol: 'ETH-PERP',
+      tickSize: '0.01',
+      lotSize: '0.001',
+      quantityDecimals: 3,
+      maxLeverage: 25,
+      defaultLeverage: 5,
+      openInterestCap: '100000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    const D = wallet(0xe4); // cross 1,000 and ETH isolated 1,000
+    v.open(D);
+    v.fund(D, '1000');
+    v.fund(D, '1000', 'ETH-PERP');
+    v.oracle({ [BTC]: '10000', 'ETH-PERP': '3000' });
+    v.expectOk(v.place(B, BTC, { side: 'Sell', qty: '1', price: '10000' }));
+    v.expectOk(v.place(D, BTC, { side: 'Buy', qty: '1', price: '10000' }));
+    v.expectOk(v.place(B, 'ETH-PERP', { side: 'Sell', qty: '1', price: '3000' }));
+    v.expectOk(v.place(D, 'ETH-PERP', { side: 'Buy', qty: '1', price: '3000', isolated: true }));
+    const isoEth = () => isolatedCash(v.state.accounts.get(D)!, 2);
+    expect(cross(v, D)).toBe(usd('-9000'));
+    expect(isoEth()).toBe(usd('-2000'));
+
+    const events = v.run({ type: 'tick', time: T0 + HOUR });
+    // BTC: 1 x 10,000 x 0.15 = 1,500 from the cross pool (equity 1,000); ETH at the default
+    // interest rate: 1 x 3,000 x 0.0000125 = 0.0375 from the isolated pool.
+    expect(payments(events).filter(([w]) => w === D)).toEqual([
+      [D, 'Cross', -usd('1500')],
+      [D, 'Isolated', -usd('0.0375')],
+    ]);
+    // The cross scope closes at its bankruptcy price 10,500 and ends at exactly zero; the
+    // isolated ETH pool pays only its own funding.
+    expect(positionOf(v.state.accounts.get(D)!, 1, 'Cross')).toBeUndefined();
+    expect(cross(v, D)).toBe(0n);
+    expect(positionOf(v.state.accounts.get(D)!, 2, 'Isolated')?.size).toBe(1000n);
+    expect(isoEth()).toBe(usd('-2000.0375'));
     expect(solvencyReport(v.state).debts).toEqual([]);
   });
 });
