@@ -1277,6 +1277,74 @@ describe('liquidation auction', () => {
 });
 
 describe('trade bust', () => {
+  /**
+   * Engine-rules 8: a busted trade is restored "as if it never happened", and the last trade is
+   * one of the mark's inputs: an erroneous print the operator busts must not go on pulling the
+   * mark. Each bust names the newest print still standing; with none left, there is none.
+   */
+  it("takes a busted print out of the mark's last trade", () => {
+    const v = new TestVenue();
+    v.list(wholeLotSettings('X-PERP'));
+    const [BUYER, SELLER] = [wallet(0x94), wallet(0x95)];
+    for (const w of [BUYER, SELLER]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.oracle({ 'X-PERP': '100' });
+    const print = (price: string): number => {
+      v.expectOk(v.place(SELLER, 'X-PERP', { side: 'Sell', qty: '1', price }));
+      const t = v
+        .place(BUYER, 'X-PERP', { side: 'Buy', qty: '1', price })
+        .find((e) => e.type === 'trade');
+      return t?.type === 'trade' ? t.tradeId : 0;
+    };
+    const market = () => v.state.markets.get(v.spec('X-PERP').id)!;
+    const first = print('101');
+    const fatFinger = print('150');
+    expect(market().lastTrade).toBe(px('150'));
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: fatFinger, reason: 'price error' }));
+    expect(market().lastTrade).toBe(px('101'));
+    // No book: the mark is the median of the index and the last trade, i.e. their mean.
+    v.oracle({ 'X-PERP': '100' });
+    expect(market().prices.mark).toBe(px('100.5'));
+    // Busting an older print leaves the newest standing one.
+    const later = print('102');
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: first, reason: 'x' }));
+    expect(market().lastTrade).toBe(px('102'));
+    // With every print busted there is no last trade: the mark is the index alone.
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: later, reason: 'x' }));
+    expect(market().lastTrade).toBeNull();
+    v.oracle({ 'X-PERP': '99' });
+    expect(market().prices.mark).toBe(px('99'));
+  });
+
+  it('before any index, a bust leaving no standing print keeps its price: positions are valued at it', () => {
+    const v = new TestVenue();
+    v.list(wholeLotSettings('X-PERP'));
+    const [A, B, C] = [wallet(0x96), wallet(0x97), wallet(0x98)];
+    for (const w of [A, B, C]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    const print = (buyer: string, price: string): number => {
+      v.expectOk(v.place(A, 'X-PERP', { side: 'Sell', qty: '1', price }));
+      const t = v
+        .place(buyer, 'X-PERP', { side: 'Buy', qty: '1', price })
+        .find((e) => e.type === 'trade');
+      return t?.type === 'trade' ? t.tradeId : 0;
+    };
+    print(B, '100');
+    // B's print leaves the bust window (an hour): only C's is left to bust.
+    v.advance(3_600_001);
+    const tradeId = print(C, '120');
+    v.expectOk(v.run({ type: 'bustTrade', tradeId, reason: 'x' }));
+    const market = v.state.markets.get(v.spec('X-PERP').id)!;
+    expect(market.prices.mark).toBeNull();
+    // A and B still hold the positions of the first print, valued at the only price there is.
+    expect(market.lastTrade).toBe(px('120'));
+    expect(v.state.accounts.get(B)!.positions[0]!.size).toBe(1n);
+  });
+
   it('restores both sides, keeps the maker working with its leaves, and refuses a second bust', () => {
     const v = venueC('0.005');
     const BUYER = wallet(0x90);

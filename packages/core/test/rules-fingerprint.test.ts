@@ -230,6 +230,26 @@ const FINGERPRINTS: Record<
       events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
     },
   },
+  // 9: a bust of a book print names the newest print still standing as the market's last trade
+  // (a mark input), or none (risk.golden.test.ts, "trade bust"); the tour's busts moved it.
+  9: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+    },
+    tour: {
+      state: '0xc29ce14c5f18334b31d9faa8bda92547478704b2c2238c286159f22a19bbefe7',
+      events: '0x66c69001eb98ea4a4930ae3bf299eba39646163bb2b2d1f4b9e1bad29354b00e',
+    },
+    edges: {
+      state: '0x87061642856e80fb0bc5f0bf65b506dc0391a75ae18c34701e5e22bc06a6d465',
+      events: '0x7f1314a06ab25a790113713cdf084b74398fe154c070e07a09d44d5cd03d7221',
+    },
+    followers: {
+      state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
+      events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
+    },
+  },
 };
 
 interface Hashes {

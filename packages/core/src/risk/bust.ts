@@ -69,6 +69,27 @@ export function orderAfterBust(
   };
 }
 
+/**
+ * The market's last trade after a bust of one of its book prints (engine-rules 8: "as if it never
+ * happened"): the newest print still standing in the trade log. The last trade is an input of the
+ * next mark, and the print an operator busts is often the erroneous one the bust is for, so its
+ * price must not move the mark once the trade is gone. Auction and ADL trades never set it. When
+ * the bust window holds no standing print of the market, there is none to name: `null` while an
+ * index gives the market a mark; before any index the busted price stays, as it is then the only
+ * price its positions are valued at.
+ */
+function restoreLastTrade(ctx: Ctx, market: Market): void {
+  const log = ctx.state.trades;
+  for (let id = log.end - 1; id >= log.head; id--) {
+    const t = log.get(id);
+    if (t === undefined || t.market !== market.spec.id || t.busted) continue;
+    if (t.source !== 'Order' && t.source !== 'Liquidation') continue;
+    market.lastTrade = t.price;
+    return;
+  }
+  if (market.prices.mark !== null) market.lastTrade = null;
+}
+
 /** The position after a fill of signed size `d` at `price`: the ledger's rules, as a value. */
 export function nextPosition(
   spec: Instrument,
@@ -318,6 +339,7 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     rec.tradeId,
     storedOfTrade({ ...rec, busted: true }),
   );
+  if (rec.source === 'Order' || rec.source === 'Liquidation') restoreLastTrade(ctx, market);
   reconcileScopes(ctx);
   // A scope the bust left flat with negative cash (funding paid on the busted position, which a
   // bust does not reverse, now without the position's gains to cover it) cannot be liquidated
