@@ -22,6 +22,7 @@ import {
   isSignatureObject,
   type Outcome,
   parseDecimal,
+  type RateDecision,
   type Rejection,
   receivePayload,
   reject,
@@ -699,11 +700,22 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   };
 
   const onMessage = async (s: Session, data: RawData, isBinary: boolean): Promise<void> => {
+    // Every message counts, refused ones included: per wallet once the connection is
+    // authenticated, per client address before. A malformed frame costs the venue a parse and a
+    // reply like any other; uncounted, one socket could send them without limit.
+    const admit = (): RateDecision =>
+      s.account !== null
+        ? ctx.walletLimiter.admit(s.account, ctx.rateNow(), 'unsigned')
+        : ctx.ipLimiter.admit(s.ip, ctx.rateNow(), 'unsigned');
+    /** Refuses a malformed message with 4000, or with 4029 when it is also over the rate. */
+    const malformed = (id: string | undefined, message: string): void => {
+      const d = admit();
+      if (!d.ok) return error(s, id, d.code, d.message, { retryAfterMs: d.retryAfterMs });
+      return error(s, id, 4000, message);
+    };
     if (isBinary)
-      return error(
-        s,
+      return malformed(
         undefined,
-        4000,
         'INVALID_REQUEST: binary frames are not accepted; send JSON text',
       );
     const bytes = Array.isArray(data)
@@ -712,13 +724,9 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     if (s.account === null && bytes > UNAUTHENTICATED_MESSAGE_BYTES) {
       // Before authenticating a connection can only authenticate, ping and log out, all far
       // smaller: a larger message is refused unread, so an anonymous client cannot make the
-      // engine's thread parse 64 KiB per frame. It counts against the address's budget.
-      const d = ctx.ipLimiter.admit(s.ip, ctx.rateNow(), 'unsigned');
-      if (!d.ok) return error(s, undefined, d.code, d.message, { retryAfterMs: d.retryAfterMs });
-      return error(
-        s,
+      // engine's thread parse 64 KiB per frame.
+      return malformed(
         undefined,
-        4000,
         `INVALID_REQUEST: a message before authenticate may be at most ${UNAUTHENTICATED_MESSAGE_BYTES} bytes, this one has ${bytes}`,
       );
     }
@@ -726,32 +734,20 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       ? Buffer.concat(data).toString('utf8')
       : Buffer.from(data as ArrayBuffer).toString('utf8');
     const parsed = parseJson(text, limits.maxJsonDepth);
-    if (!parsed.ok) return error(s, refusedTextId(text), 4000, `INVALID_REQUEST: ${parsed.error}`);
+    if (!parsed.ok) return malformed(refusedTextId(text), `INVALID_REQUEST: ${parsed.error}`);
     const msg = parsed.value;
     if (!isRecord(msg) || typeof msg.type !== 'string')
-      return error(
-        s,
+      return malformed(
         refusedMessageId(msg),
-        4000,
         'INVALID_REQUEST: a message is an object with a string type',
       );
     let id: string | undefined;
     if (msg.id !== undefined) {
       if (typeof msg.id !== 'string' || !MESSAGE_ID_RE.test(msg.id))
-        return error(
-          s,
-          undefined,
-          4000,
-          'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]',
-        );
+        return malformed(undefined, 'INVALID_REQUEST: id must be 1-64 characters of [A-Za-z0-9_-]');
       id = msg.id;
     }
-    // Every request counts: per wallet once authenticated, per client address before.
-    const now = ctx.rateNow();
-    const d =
-      s.account !== null
-        ? ctx.walletLimiter.admit(s.account, now, 'unsigned')
-        : ctx.ipLimiter.admit(s.ip, now, 'unsigned');
+    const d = admit();
     if (!d.ok) return error(s, id, d.code, d.message, { retryAfterMs: d.retryAfterMs });
     const handler = Object.hasOwn(handlers, msg.type) ? handlers[msg.type] : undefined;
     if (handler === undefined)
