@@ -77,3 +77,25 @@ describe('malformed trading-socket messages count against the rate', () => {
     expect(rest.headers.get('retry-after')).toBe('1');
   });
 });
+
+describe('malformed REST writes count against the address', () => {
+  it('bad JSON, too deep JSON and a wrong content type: 400 within the budget, then 429', async () => {
+    t = await startTestVenue({ config: withLimits({ publicReadsPerSecond: 10 }) });
+    await sleep(1_100);
+    const post = (path: string, body: string, type = 'application/json') =>
+      fetch(`${t!.rest}${path}`, { method: 'POST', headers: { 'content-type': type }, body });
+    const sent = [
+      ...Array.from({ length: 4 }, () => post('/margin/withdrawal', '{bad')),
+      ...Array.from({ length: 4 }, () => post('/margin/transfer', '['.repeat(40))),
+      ...Array.from({ length: 4 }, () => post('/update_leverage', '{}', 'text/plain')),
+      ...Array.from({ length: 3 }, () => post('/referral/apply', '{bad')),
+    ];
+    const answers = await Promise.all(sent);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(400), ...Array(5).fill(429)]);
+    for (const r of answers.filter((a) => a.status === 429))
+      expect(r.headers.get('retry-after')).toBe('1');
+    // The address's public reads share that budget.
+    expect((await fetch(`${t.rest}/time`)).status).toBe(429);
+  });
+});

@@ -141,8 +141,14 @@ export function registerSignedRoutes(
   ctx: VenueContext,
   requests: SignedRequests,
 ): void {
-  app.post('/api/margin/withdrawal', async (req, reply) => {
-    chargeAddress(ctx, req, reply);
+  // Each write counts against its address's budget when it arrives, before its body is read:
+  // a body refused as malformed (bad or too deep JSON, wrong content type) cost its parse, and
+  // counted in the handler it would not count at all.
+  const charged = {
+    onRequest: async (req: FastifyRequest, reply: FastifyReply): Promise<void> =>
+      chargeAddress(ctx, req, reply),
+  };
+  app.post('/api/margin/withdrawal', charged, async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['Withdrawal'],
@@ -161,8 +167,7 @@ export function registerSignedRoutes(
     return answer;
   });
 
-  app.post('/api/margin/transfer', async (req, reply) => {
-    chargeAddress(ctx, req, reply);
+  app.post('/api/margin/transfer', charged, async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['MarginTransfer'],
@@ -172,8 +177,7 @@ export function registerSignedRoutes(
     return commandAnswer(reply, r);
   });
 
-  app.post('/api/update_leverage', async (req, reply) => {
-    chargeAddress(ctx, req, reply);
+  app.post('/api/update_leverage', charged, async (req, reply) => {
     const body = bodyOf(req);
     const r = await requests.handle(body.signature, {
       allowed: ['UpdateLeverage'],
@@ -202,8 +206,7 @@ export function registerSignedRoutes(
     return commandAnswer(reply, r);
   });
 
-  app.post('/api/margin/deposit', async (req, reply) => {
-    chargeAddress(ctx, req, reply);
+  app.post('/api/margin/deposit', charged, async (req, reply) => {
     const body = bodyOf(req);
     const permitObj = body.permitSignature;
     const permitReceived = isRecord(permitObj)
@@ -306,102 +309,105 @@ export function registerSignedRoutes(
     }
     throw error;
   };
-  app.post('/api/referral/apply', { errorHandler: referralErrors }, async (req, reply) => {
-    chargeAddress(ctx, req, reply);
-    const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
-    // The checks and their order are core's (auth/canonical-json.ts), one implementation for
-    // every embedding; only the signature recovery runs here, on the worker pool.
-    const parsed = parseReferralBody(raw);
-    if (!parsed.ok) throw new HttpError(400, malformed, {}, parsed.reason);
-    const refuse = (r: ReferralRefusal) => new HttpError(r.status, r.error);
-    const unauthorized = (reason: string) => new HttpError(401, `Unauthorized: ${reason}`);
-    const sig = req.headers['x-signature'];
-    if (typeof sig !== 'string') throw unauthorized('missing x-signature header');
-    const ts = checkTimestampHeader(req.headers['x-timestamp']);
-    if (!ts.ok) throw refuse(ts);
-    if (req.headers['x-nonce'] === undefined) throw unauthorized('missing x-nonce header');
-    const outside = checkTimestampWindow(ts.value, ctx.host.now());
-    if (outside !== undefined) throw refuse(outside);
-    const checkedNonce = checkNonceHeader(req.headers['x-nonce']);
-    if (!checkedNonce.ok) throw refuse(checkedNonce);
-    const nonce = checkedNonce.value;
-    const timestamp = ts.value;
-    const { body, walletAddress: wallet, code } = parsed.value;
-    const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
-    let signer: Awaited<ReturnType<typeof requests.verifyReferral>>;
-    try {
-      signer = await requests.verifyReferral(message, sig, wallet);
-    } catch {
-      // The check could not run (a worker died or hung, the pool is full): transient, and the
-      // spec's referral table has one answer for that.
-      reply.header('Retry-After', String(Math.ceil(VERIFY_RETRY_MS / 1000)));
-      throw new HttpError(503, 'Referral service unavailable, please retry');
-    }
-    if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
-    // A resent application must not spend the wallet's budget (the engine checks again).
-    if (referralNonceUsed(ctx.host.state, wallet, nonce))
-      throw unauthorized(`replayed nonce ${nonce}`);
-    const d = ctx.walletLimiter.admit(wallet, ctx.rateNow(), 'signed');
-    if (!d.ok) {
-      reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
-      throw new HttpError(429, d.message);
-    }
-    // Every application but a wallet's first success is refused and journaled (its nonce is
-    // consumed), and wallets cost nothing: a budget per address bounds both the journal's growth
-    // and guessing codes.
-    const noAccess = noAccessRefusal(ctx, wallet, ctx.clientAddress(req.raw));
-    if (noAccess !== undefined) {
-      reply.header('Retry-After', String(Math.ceil((noAccess.retryAfterMs ?? 1000) / 1000)));
-      throw new HttpError(429, noAccess.message);
-    }
-    // The 504 promises what the spec's states table says of any failure: no app access. So it
-    // is answered only while the application waits for its turn behind the wallet's earlier
-    // requests, and the application is then dropped before it reaches the engine. Once handed
-    // to the engine it is applied in memory at once and answered when durable, like every other
-    // signed write: a 504 then would report a failure that becomes a success.
-    let handedOver = false;
-    let abandoned = false;
-    let result: CommandResult;
-    try {
-      result = await timeoutUnless(
-        ctx.walletQueue.run(wallet, () => {
-          if (abandoned) return Promise.resolve(null);
-          handedOver = true;
-          return ctx.host.submit({
-            type: 'applyReferral',
-            wallet,
-            code,
-            nonce,
-            timestamp,
-          });
-        }),
-        ctx.config.limits.referralTimeoutMs,
-        () => {
-          if (handedOver) return false;
-          abandoned = true;
-          return true;
-        },
-      );
-    } catch (e) {
-      if (e instanceof TimeoutError)
-        throw new HttpError(504, 'Referral service timed out, please try again later');
-      throw new HttpError(503, 'Referral service unavailable, please retry');
-    }
-    const o = result.outcome;
-    if (o.ok && o.kind === 'referral') {
-      reply.code(201);
-      const ref = o.referral;
-      return {
-        kind: ref.kind,
-        refereeAddress: ref.wallet,
-        ...(ref.kind === 'attributed' ? { referrerAddress: ref.referrer } : {}),
-        code: ref.code,
-      };
-    }
-    if (!o.ok && o.referralError !== undefined) throw new HttpError(422, o.referralError);
-    if (!o.ok && o.code === 4002) throw unauthorized(o.message.replace(/^INVALID_NONCE: /, ''));
-    throw new HttpError(400, o.ok ? 'unexpected answer' : o.message);
-  });
+  app.post(
+    '/api/referral/apply',
+    { ...charged, errorHandler: referralErrors },
+    async (req, reply) => {
+      const raw = (req as FastifyRequest & { rawBody?: string }).rawBody ?? '';
+      // The checks and their order are core's (auth/canonical-json.ts), one implementation for
+      // every embedding; only the signature recovery runs here, on the worker pool.
+      const parsed = parseReferralBody(raw);
+      if (!parsed.ok) throw new HttpError(400, malformed, {}, parsed.reason);
+      const refuse = (r: ReferralRefusal) => new HttpError(r.status, r.error);
+      const unauthorized = (reason: string) => new HttpError(401, `Unauthorized: ${reason}`);
+      const sig = req.headers['x-signature'];
+      if (typeof sig !== 'string') throw unauthorized('missing x-signature header');
+      const ts = checkTimestampHeader(req.headers['x-timestamp']);
+      if (!ts.ok) throw refuse(ts);
+      if (req.headers['x-nonce'] === undefined) throw unauthorized('missing x-nonce header');
+      const outside = checkTimestampWindow(ts.value, ctx.host.now());
+      if (outside !== undefined) throw refuse(outside);
+      const checkedNonce = checkNonceHeader(req.headers['x-nonce']);
+      if (!checkedNonce.ok) throw refuse(checkedNonce);
+      const nonce = checkedNonce.value;
+      const timestamp = ts.value;
+      const { body, walletAddress: wallet, code } = parsed.value;
+      const message = referralSignedMessage({ body, nonce, timestamp, walletAddress: wallet });
+      let signer: Awaited<ReturnType<typeof requests.verifyReferral>>;
+      try {
+        signer = await requests.verifyReferral(message, sig, wallet);
+      } catch {
+        // The check could not run (a worker died or hung, the pool is full): transient, and the
+        // spec's referral table has one answer for that.
+        reply.header('Retry-After', String(Math.ceil(VERIFY_RETRY_MS / 1000)));
+        throw new HttpError(503, 'Referral service unavailable, please retry');
+      }
+      if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
+      // A resent application must not spend the wallet's budget (the engine checks again).
+      if (referralNonceUsed(ctx.host.state, wallet, nonce))
+        throw unauthorized(`replayed nonce ${nonce}`);
+      const d = ctx.walletLimiter.admit(wallet, ctx.rateNow(), 'signed');
+      if (!d.ok) {
+        reply.header('Retry-After', String(Math.ceil(d.retryAfterMs / 1000)));
+        throw new HttpError(429, d.message);
+      }
+      // Every application but a wallet's first success is refused and journaled (its nonce is
+      // consumed), and wallets cost nothing: a budget per address bounds both the journal's growth
+      // and guessing codes.
+      const noAccess = noAccessRefusal(ctx, wallet, ctx.clientAddress(req.raw));
+      if (noAccess !== undefined) {
+        reply.header('Retry-After', String(Math.ceil((noAccess.retryAfterMs ?? 1000) / 1000)));
+        throw new HttpError(429, noAccess.message);
+      }
+      // The 504 promises what the spec's states table says of any failure: no app access. So it
+      // is answered only while the application waits for its turn behind the wallet's earlier
+      // requests, and the application is then dropped before it reaches the engine. Once handed
+      // to the engine it is applied in memory at once and answered when durable, like every other
+      // signed write: a 504 then would report a failure that becomes a success.
+      let handedOver = false;
+      let abandoned = false;
+      let result: CommandResult;
+      try {
+        result = await timeoutUnless(
+          ctx.walletQueue.run(wallet, () => {
+            if (abandoned) return Promise.resolve(null);
+            handedOver = true;
+            return ctx.host.submit({
+              type: 'applyReferral',
+              wallet,
+              code,
+              nonce,
+              timestamp,
+            });
+          }),
+          ctx.config.limits.referralTimeoutMs,
+          () => {
+            if (handedOver) return false;
+            abandoned = true;
+            return true;
+          },
+        );
+      } catch (e) {
+        if (e instanceof TimeoutError)
+          throw new HttpError(504, 'Referral service timed out, please try again later');
+        throw new HttpError(503, 'Referral service unavailable, please retry');
+      }
+      const o = result.outcome;
+      if (o.ok && o.kind === 'referral') {
+        reply.code(201);
+        const ref = o.referral;
+        return {
+          kind: ref.kind,
+          refereeAddress: ref.wallet,
+          ...(ref.kind === 'attributed' ? { referrerAddress: ref.referrer } : {}),
+          code: ref.code,
+        };
+      }
+      if (!o.ok && o.referralError !== undefined) throw new HttpError(422, o.referralError);
+      if (!o.ok && o.code === 4002) throw unauthorized(o.message.replace(/^INVALID_NONCE: /, ''));
+      throw new HttpError(400, o.ok ? 'unexpected answer' : o.message);
+    },
+  );
 }
 
 class TimeoutError extends Error {}
