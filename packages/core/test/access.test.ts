@@ -567,6 +567,29 @@ describe('rate accounting', () => {
     expect(limiter.sustainedUsed('w', 205)).toBe(0);
   });
 
+  it('forgets idle keys by itself: memory follows the active keys, answers do not change', () => {
+    // Keys are wallets and addresses, free to make; the venue never sweeps its wallet limiter.
+    const limiter = new RateLimiter({ ...WALLET_LIMITS, sustained: 2 });
+    for (let i = 0; i < 1_000; i++) expect(limiter.admit(`k${i}`, i, 'signed').ok).toBe(true);
+    expect(limiter.admit('busy', 1_000, 'signed').ok).toBe(true);
+    expect(limiter.admit('busy', 1_000, 'signed').ok).toBe(true);
+    expect(limiter.size).toBe(1_001);
+    // One span (5 minutes) after the first sweep, every key idle for longer than it goes.
+    expect(limiter.admit('late', 300_500, 'unsigned').ok).toBe(true);
+    expect(limiter.size).toBe(502);
+    // No sweep before the span is up; at it, only `late` (active at 600 000) is kept.
+    expect(limiter.admit('late', 600_000, 'unsigned').ok).toBe(true);
+    expect(limiter.size).toBe(502);
+    expect(limiter.admitSustained('later', 600_501, 'cancel').ok).toBe(true);
+    expect(limiter.size).toBe(2);
+    expect(limiter.admitSustained('later', 900_000, 'cancel').ok).toBe(true);
+    expect(limiter.size).toBe(2);
+    // A key that was swept answers as a fresh one; one that was kept still counts its entries.
+    expect(limiter.admit('k0', 900_000, 'signed').ok).toBe(true);
+    expect(limiter.admit('k0', 900_000, 'signed').ok).toBe(true);
+    expect(limiter.admit('later', 900_000, 'signed')).toMatchObject({ ok: false, code: 4035 });
+  });
+
   it('a retry exactly retryAfterMs later is admitted: an entry one window old has left it', () => {
     const limiter = new RateLimiter();
     for (let i = 0; i < 20; i++) expect(limiter.admit('w', 100, 'unsigned').ok).toBe(true);

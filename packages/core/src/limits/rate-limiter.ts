@@ -11,7 +11,8 @@
  * keeps each window in order, so a refusal's `retryAfterMs` is always positive: the exact wait on
  * the key's own clock, rounded up to whole milliseconds. Adapters hold one instance per process
  * (limits protect the service, they are not ledger state, so they are not journaled); keys are
- * wallets, or client IPs for public traffic.
+ * wallets, or client IPs for public traffic. Keys idle for longer than both windows are
+ * forgotten as calls arrive, so memory follows the active keys, not every key ever seen.
  *
  * @module
  */
@@ -103,13 +104,31 @@ interface KeyState {
 export class RateLimiter {
   private readonly keys = new Map<string, KeyState>();
   readonly config: RateLimitConfig;
+  /** The longer of the two windows: a key idle for longer holds nothing that still counts. */
+  private readonly span: number;
+  /** When {@link RateLimiter.admit} next sweeps idle keys by itself. */
+  private nextSweep = Number.NEGATIVE_INFINITY;
 
   constructor(config: RateLimitConfig = WALLET_LIMITS) {
     this.config = config;
+    this.span = Math.max(config.windowMs, config.sustainedWindowMs);
+  }
+
+  /**
+   * Sweeps idle keys at most once per {@link RateLimiter.span} of call time, so memory stays
+   * bounded by the keys active in the last two spans without the host having to sweep: keys
+   * are wallets and addresses, which cost a client nothing to make. A swept key held nothing
+   * inside either window, so no answer changes.
+   */
+  private autoSweep(time: number): void {
+    if (time < this.nextSweep) return;
+    this.nextSweep = time + this.span;
+    this.sweep(time);
   }
 
   /** Admits (and counts) a request of `key` at `time`, or refuses it without counting. */
   admit(key: string, time: number, kind: RateClass): RateDecision {
+    this.autoSweep(time);
     const c = this.config;
     let s = this.keys.get(key);
     if (s === undefined) {
@@ -152,6 +171,7 @@ export class RateLimiter {
    * when it arrived on an authenticated connection).
    */
   admitSustained(key: string, time: number, kind: 'signed' | 'cancel'): RateDecision {
+    this.autoSweep(time);
     const c = this.config;
     let s = this.keys.get(key);
     if (s === undefined) {
@@ -184,10 +204,13 @@ export class RateLimiter {
     return s.sustained.size;
   }
 
-  /** Forgets keys idle for longer than the sustained window (bounded memory). */
+  /**
+   * Forgets keys idle for longer than both windows (bounded memory); {@link RateLimiter.admit}
+   * also does this by itself from time to time.
+   */
   sweep(time: number): void {
     for (const [key, s] of this.keys) {
-      if (s.lastSeen + this.config.sustainedWindowMs < time) this.keys.delete(key);
+      if (s.lastSeen + this.span < time) this.keys.delete(key);
     }
   }
 
