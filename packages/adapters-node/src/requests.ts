@@ -249,9 +249,10 @@ export function noAccessRefusal(
   ctx: VenueContext,
   wallet: string,
   address: string | undefined,
+  time: number = ctx.rateNow(),
 ): Refusal | undefined {
   if (address === undefined || hasAppAccess(ctx.host.state, wallet)) return undefined;
-  const d = ctx.accessLimiter.admit(address, ctx.rateNow(), 'signed');
+  const d = ctx.accessLimiter.admit(address, time, 'signed');
   if (d.ok) return undefined;
   return {
     ok: false,
@@ -411,6 +412,12 @@ export class SignedRequests {
         ),
       );
     }
+    // The rate is measured at arrival: the request is counted inside the queue, once its
+    // signature has verified, but at the time it arrived. Counted at its turn, requests a slow
+    // check or a busy engine held back would reach the limiter together, and a client sending
+    // well within the rate would be refused for the venue's own delay. Arrival times of one
+    // wallet's queue never go back, as the queue keeps arrival order.
+    const arrived = this.ctx.rateNow();
     return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
       const settled = await verification;
       if (!settled.ok) return verifyRefusal(settled);
@@ -421,13 +428,12 @@ export class SignedRequests {
       // Counted only once attributed: here, after the signature verified. An authenticated
       // connection already counted the message's per-second share on arrival.
       const kind = rateClass(payload.kind);
-      const now = this.ctx.rateNow();
       const d = options.counted
-        ? this.ctx.walletLimiter.admitSustained(verified.signer, now, kind)
-        : this.ctx.walletLimiter.admit(verified.signer, now, kind);
+        ? this.ctx.walletLimiter.admitSustained(verified.signer, arrived, kind)
+        : this.ctx.walletLimiter.admit(verified.signer, arrived, kind);
       if (!d.ok)
         return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
-      const noAccess = noAccessRefusal(this.ctx, verified.signer, options.clientAddress);
+      const noAccess = noAccessRefusal(this.ctx, verified.signer, options.clientAddress, arrived);
       if (noAccess !== undefined) return noAccess;
       const built =
         options.build === undefined ? commandOf(verified) : await options.build(verified);
@@ -452,17 +458,18 @@ export class SignedRequests {
     counted: boolean,
     clientAddress?: string,
   ): Promise<Refusal | { readonly ok: true; readonly result: CommandResult }> {
+    // Counted at the time it joined the queue, as in handle().
+    const arrived = this.ctx.rateNow();
     return this.ctx.walletQueue.run(wallet, async () => {
       // A stale or replayed authenticate (its text is generic) must not spend the budget.
       const stale = freshnessProblem(this.ctx.host.state, this.ctx.host.now(), wallet, nonce);
       if (stale !== undefined) return refusal(stale);
-      const now = this.ctx.rateNow();
       const d = counted
-        ? this.ctx.walletLimiter.admitSustained(wallet, now, 'signed')
-        : this.ctx.walletLimiter.admit(wallet, now, 'signed');
+        ? this.ctx.walletLimiter.admitSustained(wallet, arrived, 'signed')
+        : this.ctx.walletLimiter.admit(wallet, arrived, 'signed');
       if (!d.ok)
         return { ok: false, code: d.code, message: d.message, retryAfterMs: d.retryAfterMs };
-      const noAccess = noAccessRefusal(this.ctx, wallet, clientAddress);
+      const noAccess = noAccessRefusal(this.ctx, wallet, clientAddress, arrived);
       if (noAccess !== undefined) return noAccess;
       const result = await this.ctx.host.submit({ type: 'authenticate', account: wallet, nonce });
       return { ok: true, result };
