@@ -574,20 +574,31 @@ describe('rate accounting', () => {
     expect(limiter.admit('busy', 1_000, 'signed').ok).toBe(true);
     expect(limiter.admit('busy', 1_000, 'signed').ok).toBe(true);
     expect(limiter.size).toBe(1_001);
-    // One span (5 minutes) after the first sweep, every key idle for longer than it goes.
+    // It sweeps once per span (5 minutes) of call time, keys idle for two spans.
     expect(limiter.admit('late', 300_500, 'unsigned').ok).toBe(true);
-    expect(limiter.size).toBe(502);
-    // No sweep before the span is up; at it, only `late` (active at 600 000) is kept.
+    expect(limiter.size).toBe(1_002);
     expect(limiter.admit('late', 600_000, 'unsigned').ok).toBe(true);
-    expect(limiter.size).toBe(502);
+    expect(limiter.size).toBe(1_002);
     expect(limiter.admitSustained('later', 600_501, 'cancel').ok).toBe(true);
-    expect(limiter.size).toBe(2);
+    expect(limiter.size).toBe(502);
     expect(limiter.admitSustained('later', 900_000, 'cancel').ok).toBe(true);
-    expect(limiter.size).toBe(2);
+    expect(limiter.size).toBe(502);
+    expect(limiter.admit('x', 900_501, 'unsigned').ok).toBe(true);
+    expect(limiter.size).toBe(3);
     // A key that was swept answers as a fresh one; one that was kept still counts its entries.
-    expect(limiter.admit('k0', 900_000, 'signed').ok).toBe(true);
-    expect(limiter.admit('k0', 900_000, 'signed').ok).toBe(true);
-    expect(limiter.admit('later', 900_000, 'signed')).toMatchObject({ ok: false, code: 4035 });
+    expect(limiter.admit('k0', 900_501, 'signed').ok).toBe(true);
+    expect(limiter.admit('k0', 900_501, 'signed').ok).toBe(true);
+    // `later` still holds its cancel of 900 000 (the one of 600 501 left the window).
+    expect(limiter.admit('later', 900_501, 'signed').ok).toBe(true);
+    expect(limiter.admit('later', 900_501, 'signed')).toMatchObject({ ok: false, code: 4035 });
+  });
+
+  it('a call stamped a little earlier than the sweep still counts the entries of its window', () => {
+    const limiter = new RateLimiter({ ...WALLET_LIMITS, sustained: 1 });
+    expect(limiter.admit('w', 0, 'signed').ok).toBe(true);
+    // Another key's call sweeps at 301 000; w, last seen at 0, arrives stamped 299 000.
+    expect(limiter.admit('v', 301_000, 'unsigned').ok).toBe(true);
+    expect(limiter.admit('w', 299_000, 'signed')).toMatchObject({ ok: false, code: 4035 });
   });
 
   it('a retry exactly retryAfterMs later is admitted: an entry one window old has left it', () => {

@@ -116,14 +116,15 @@ export class RateLimiter {
 
   /**
    * Sweeps idle keys at most once per {@link RateLimiter.span} of call time, so memory stays
-   * bounded by the keys active in the last two spans without the host having to sweep: keys
-   * are wallets and addresses, which cost a client nothing to make. A swept key held nothing
-   * inside either window, so no answer changes.
+   * bounded by the keys active in the last three spans without the host having to sweep: keys
+   * are wallets and addresses, which cost a client nothing to make. Only keys idle for two
+   * spans go: a call stamped earlier than others (a request counted at its arrival after
+   * waiting in a queue) still finds every entry that counts for it unless it waited a span.
    */
   private autoSweep(time: number): void {
     if (time < this.nextSweep) return;
     this.nextSweep = time + this.span;
-    this.sweep(time);
+    this.sweep(time - this.span);
   }
 
   /** Admits (and counts) a request of `key` at `time`, or refuses it without counting. */
