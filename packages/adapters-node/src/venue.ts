@@ -159,9 +159,16 @@ function notFoundMessage(req: FastifyRequest): string {
 }
 
 /** A whole HTTP/1.1 response with a JSON `{error}` body, for a socket no route answers. */
-function rawErrorResponse(status: number, error: string): string {
+function rawErrorResponse(
+  status: number,
+  error: string,
+  headers: Record<string, string> = {},
+): string {
   const body = JSON.stringify({ error });
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const extra = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${extra}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 /**
@@ -801,6 +808,21 @@ async function startLocked(
     const path = (req.url ?? '').split('?')[0] ?? '';
     const handler = upgrades.get(path);
     if (handler === undefined) {
+      // Counted against the address's budget, as a plain request to a missing route is.
+      const d = ipLimiter.admit(clientAddressOf(req), rateNow(), 'unsigned');
+      if (!d.ok) {
+        socket.end(
+          rawErrorResponse(
+            429,
+            `too many requests from this address; retry in ${d.retryAfterMs} ms`,
+            {
+              'Retry-After': String(Math.ceil(d.retryAfterMs / 1000)),
+            },
+          ),
+        );
+        setTimeout(() => socket.destroy(), 1_000).unref();
+        return;
+      }
       notFound(
         socket,
         `not found: no WebSocket at ${path.slice(0, 200)} (the venue serves /ws and /marketdata)`,

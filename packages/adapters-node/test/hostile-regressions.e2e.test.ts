@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG } from '../src/config.js';
-import { WsClient } from './support/client.js';
+import { http, WsClient } from './support/client.js';
 import { startTestVenue } from './support/fixture.js';
 
 /** Writes `text` on a fresh TCP connection; resolves with what the server wrote before closing. */
@@ -363,6 +363,54 @@ describe('requests that leave HTTP (CONNECT, an upgrade to an unknown path) get 
         error: 'not found: no WebSocket at /api/time (the venue serves /ws and /marketdata)',
       });
     } finally {
+      await t.close();
+    }
+  });
+
+  it("counts an upgrade to an unknown path against the address's budget, as a missing route", async () => {
+    const t = await startTestVenue({
+      config: { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, publicReadsPerSecond: 3 } },
+    });
+    try {
+      const upgrade = () =>
+        raw(
+          t.venue.port,
+          'GET /nope HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+        );
+      const answers = await Promise.all(Array.from({ length: 5 }, upgrade));
+      const statuses = answers.map((a) => a.slice(9, 12));
+      // At most the budget (3, less what the fixture's start-up read took) is answered 404.
+      expect(statuses.filter((s) => s === '404').length).toBeGreaterThan(0);
+      expect(statuses.filter((s) => s === '429').length).toBeGreaterThanOrEqual(2);
+      expect(statuses.every((s) => s === '404' || s === '429')).toBe(true);
+      expect(answers.find((a) => a.startsWith('HTTP/1.1 429'))).toMatch(/\r\nRetry-After: 1\r\n/);
+      // The budget is the address's: its plain reads are refused now too.
+      expect((await http('GET', `${t.rest}/time`)).status).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('a WebSocket upgrade over the per-address connection cap', () => {
+  it('is answered 429 with Retry-After on both paths (a slot frees when a socket closes)', async () => {
+    const t = await startTestVenue({
+      config: { ...DEFAULT_CONFIG, limits: { ...DEFAULT_CONFIG.limits, connectionsPerIp: 1 } },
+    });
+    const held = await WsClient.connect(t.venue.ws);
+    try {
+      const upgrade = (path: string) =>
+        raw(
+          t.venue.port,
+          `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        );
+      for (const path of ['/ws', '/marketdata']) {
+        const answer = await upgrade(path);
+        expect(answer).toMatch(/^HTTP\/1\.1 429 /);
+        expect(answer).toMatch(/\r\nRetry-After: 1\r\n/);
+      }
+    } finally {
+      await held.close();
       await t.close();
     }
   });

@@ -73,6 +73,16 @@ describe('public reads behind a trusted proxy (trustProxy: loopback)', () => {
     expect(count(ofA, 429)).toBeGreaterThanOrEqual(5);
   });
 
+  it('an address a proxy wrote with its port is one client whatever the port', async () => {
+    // As Azure Application Gateway writes it: a new port for each connection of the client.
+    const ports = Array.from({ length: PER_SECOND + 5 }, (_, i) =>
+      from(i % 2 === 0 ? `203.0.113.60:${40_000 + i}` : `[::ffff:203.0.113.60]:${40_000 + i}`),
+    );
+    const statuses = await burst(t, ports);
+    expect(count(statuses, 200)).toBeLessThanOrEqual(PER_SECOND);
+    expect(count(statuses, 429)).toBeGreaterThanOrEqual(5);
+  });
+
   it('a chain "spoofed, real" keys on real, the rightmost untrusted entry', async () => {
     // One client varies the entry it writes itself; the proxy appends 203.0.113.50 to each.
     const real = Array.from({ length: PER_SECOND + 5 }, (_, i) =>

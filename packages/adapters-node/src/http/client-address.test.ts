@@ -132,8 +132,18 @@ describe('normalizeAddress', () => {
   });
 
   it('keeps IPv4 addresses, scoped addresses and non-addresses as they are', () => {
-    for (const a of ['203.0.113.7', 'fe80::1%eth0', 'unknown', 'not an address', '', '1.2.3.4:80'])
+    for (const a of ['203.0.113.7', 'fe80::1%eth0', 'unknown', 'not an address', '', '1.2.3.4:x'])
       expect(normalizeAddress(a)).toBe(a);
+  });
+
+  it('drops the port a proxy may write after the address (each connection has its own)', () => {
+    expect(normalizeAddress('203.0.113.7:51234')).toBe('203.0.113.7');
+    expect(normalizeAddress('[2001:DB8::1]:443')).toBe('2001:db8::1');
+    expect(normalizeAddress('[2001:db8::1]')).toBe('2001:db8::1');
+    expect(normalizeAddress('[::ffff:203.0.113.7]:80')).toBe('203.0.113.7');
+    // Not an address with a port: kept as written.
+    expect(normalizeAddress('999.0.113.7:80')).toBe('999.0.113.7:80');
+    expect(normalizeAddress('[nope]:80')).toBe('[nope]:80');
   });
 });
 

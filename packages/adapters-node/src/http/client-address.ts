@@ -36,15 +36,27 @@ const ENTRY_FORMS = `an IP address, a CIDR range (10.0.0.0/8, fd00::/8, 0.0.0.0/
 /** An IPv4-mapped IPv6 address in the form the WHATWG URL parser writes it (`::ffff:cb00:7107`). */
 const MAPPED = /^\[::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})\]$/;
 
+/** `a.b.c.d:port` and `[v6]:port` (or `[v6]`) without the port and brackets; else as written. */
+function withoutPort(entry: string): string {
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(entry);
+  if (v4 !== null && isIPv4(v4[1]!)) return v4[1]!;
+  const v6 = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(entry);
+  if (v6 !== null && isIPv6(v6[1]!)) return v6[1]!;
+  return entry;
+}
+
 /**
  * The one form of a client address every per-IP limit keys on: an IPv4-mapped IPv6 address
  * (`::ffff:a.b.c.d`, as a dual-stack listener reports IPv4 peers) becomes the IPv4 address it
  * maps, and any other IPv6 address its canonical text (RFC 5952: lowercase, longest zero run
- * compressed), so one client written two ways is still one client. Anything else, an IPv4
- * address, a scoped IPv6 address (`fe80::1%eth0`) or a header entry that is no address, is kept
- * as it is.
+ * compressed), so one client written two ways is still one client. A port some proxies append
+ * to the entry they write (`203.0.113.7:51234`, `[2001:db8::1]:443`) is dropped: a client's
+ * every connection has its own, and keyed with it each would get a fresh budget. Anything else,
+ * an IPv4 address, a scoped IPv6 address (`fe80::1%eth0`) or a header entry that is no address,
+ * is kept as it is.
  */
-export function normalizeAddress(address: string): string {
+export function normalizeAddress(written: string): string {
+  const address = withoutPort(written);
   if (!isIPv6(address)) return address;
   let canonical: string;
   try {

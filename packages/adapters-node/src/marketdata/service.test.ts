@@ -530,7 +530,7 @@ describe('subscriptions', () => {
     // Both BTC subscriptions are gone from the connection's count (3), the ETH one stays.
     expect(await candles('b15', 'BTC-PERP', '15m')).toMatchObject({ type: 'subscribed' });
     expect(await candles('b1h', 'BTC-PERP', '1h')).toMatchObject({ type: 'subscribed' });
-    expect(await candles('b4h', 'BTC-PERP', '4h')).toMatchObject({ type: 'error', code: 4029 });
+    expect(await candles('b4h', 'BTC-PERP', '4h')).toMatchObject({ type: 'error', code: 4000 });
   });
 
   it('answers a repeated subscription again without counting it twice', async () => {
@@ -541,10 +541,12 @@ describe('subscriptions', () => {
     expect(await sub('r1', 'BTC-PERP')).toMatchObject({ type: 'subscribed' });
     expect(await sub('r2', 'BTC-PERP')).toMatchObject({ type: 'subscribed' });
     expect(await sub('r3', 'ETH-PERP')).toMatchObject({ type: 'subscribed' });
+    // 4000, not 4029: waiting would not help (spec: 4029 means wait and retry).
     expect(await c.request({ type: 'subscribe', id: 'r4', channel: 'tickers' })).toMatchObject({
       type: 'error',
       id: 'r4',
-      code: 4029,
+      code: 4000,
+      message: 'INVALID_REQUEST: at most 2 subscriptions per connection; unsubscribe one first',
     });
     // Unsubscribing frees a slot; unsubscribing twice is acknowledged twice.
     await c.request({ type: 'unsubscribe', id: 'r5', channel: 'ticker', instrument: 'ETH-PERP' });

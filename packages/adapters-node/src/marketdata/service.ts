@@ -563,11 +563,12 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     }
     const key = topicKey(req.topic);
     if (!s.keys.has(key) && s.keys.size >= limits.maxSubscriptionsPerSocket) {
+      // 4000, not 4029: waiting does not help, an unsubscribe (or another connection) does.
       return error(
         s,
         req.id,
-        4029,
-        `RATE_LIMIT_EXCEEDED: at most ${limits.maxSubscriptionsPerSocket} subscriptions per connection`,
+        4000,
+        `INVALID_REQUEST: at most ${limits.maxSubscriptionsPerSocket} subscriptions per connection; unsubscribe one first`,
       );
     }
     const fresh = !channels.has(key);
@@ -646,8 +647,10 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
   // ---- the service -----------------------------------------------------------------------
 
-  const refuse = (socket: Duplex, status: string): void => {
-    socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  /** `retryAfter`: seconds, for a refusal the client may retry (a slot frees when one closes). */
+  const refuse = (socket: Duplex, status: string, retryAfter?: number): void => {
+    const retry = retryAfter === undefined ? '' : `Retry-After: ${retryAfter}\r\n`;
+    socket.write(`HTTP/1.1 ${status}\r\n${retry}Connection: close\r\nContent-Length: 0\r\n\r\n`);
     socket.destroy();
   };
 
@@ -656,7 +659,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       socket.on('error', () => {});
       if (closing) return refuse(socket, '503 Service Unavailable');
       const ip = clientAddressOf(request);
-      if (!slots.take(ip)) return refuse(socket, '429 Too Many Requests');
+      if (!slots.take(ip)) return refuse(socket, '429 Too Many Requests', 1);
       let attached = false;
       // A handshake that fails never reaches the callback: give its slot back.
       socket.once('close', () => {

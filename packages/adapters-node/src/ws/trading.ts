@@ -769,8 +769,9 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       const ip = ctx.clientAddress(request);
       // One count with the market-data socket's (protocol.md 5: connections per IP, all paths).
       if (!ctx.connectionSlots.take(ip)) {
+        // A slot frees when one of the address's sockets closes: retrying later may succeed.
         socket.write(
-          'HTTP/1.1 429 Too Many Requests\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+          'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
         );
         socket.destroy();
         return;
