@@ -82,7 +82,12 @@ describe('parseRequest', () => {
     });
     // A subscribe still needs one, and a named interval still must be one of the list.
     const candles = { channel: 'candles', instrument: 'BTC-PERP' };
-    expect(refusal({ type: 'subscribe', ...candles }).message).toMatch(/interval must be/);
+    expect(refusal({ type: 'subscribe', ...candles }).message).toBe(
+      'INVALID_REQUEST: channel candles needs an interval, one of 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d',
+    );
+    expect(refusal({ type: 'subscribe', ...candles, interval: null }).message).toMatch(
+      /needs an interval, one of 1m 3m/,
+    );
     expect(refusal({ type: 'unsubscribe', ...candles, interval: '1w' }).message).toMatch(
       /interval must be/,
     );
@@ -154,6 +159,12 @@ describe('parseRequest', () => {
         { type: 'subscribe', channel: 'liquidations', instrument: 'X' },
         undefined,
         /unknown instrument/,
+      ],
+      // Optional there: a value that is not a string is refused as such, not as a missing one.
+      [
+        { type: 'subscribe', id: 'l', channel: 'liquidations', instrument: 7 },
+        'l',
+        /^INVALID_REQUEST: instrument must be a symbol string \(or absent for every instrument\), got 7$/,
       ],
       // Absent (or null) means every instrument; an empty symbol is not a way to say so.
       [

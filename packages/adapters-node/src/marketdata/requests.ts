@@ -182,7 +182,12 @@ export function parseRequest(
   }
   const type = msg.type;
   const instrument = (): { market: number; instrument: string } | string => {
-    if (typeof msg.instrument !== 'string') return `channel ${channel} needs an instrument`;
+    if (typeof msg.instrument !== 'string') {
+      // `liquidations` reaches here only with an instrument that is neither absent nor null.
+      return channel === 'liquidations'
+        ? `instrument must be a symbol string (or absent for every instrument), got ${show(msg.instrument)}`
+        : `channel ${channel} needs an instrument`;
+    }
     const market = marketOf(msg.instrument);
     if (market === undefined) return `unknown instrument ${show(msg.instrument)}`;
     return { market, instrument: msg.instrument };
@@ -219,11 +224,11 @@ export function parseRequest(
           request: { type, id, topic: { channel: 'candles', ...i, interval: null } },
         };
       }
+      if (msg.interval === undefined || msg.interval === null) {
+        return bad(id, `channel candles needs an interval, one of ${INTERVALS.join(' ')}`);
+      }
       if (!isCandleInterval(msg.interval)) {
-        return bad(
-          id,
-          `interval must be one of 1m 3m 5m 15m 30m 1h 2h 4h 6h 8h 12h 1d, got ${show(msg.interval)}`,
-        );
+        return bad(id, `interval must be one of ${INTERVALS.join(' ')}, got ${show(msg.interval)}`);
       }
       return {
         ok: true,
