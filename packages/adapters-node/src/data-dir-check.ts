@@ -64,6 +64,7 @@ import {
   MarketDataRestore,
 } from './marketdata/checkpoint.js';
 import { TickerProjection } from './marketdata/ticker.js';
+import { TradeTape } from './marketdata/trades.js';
 import { stateKeccak } from './native-keccak.js';
 import type { CheckpointPart } from './read/checkpoint.js';
 import { HistoryStore } from './read/history.js';
@@ -195,7 +196,11 @@ function readModelsOf(
       throw new Error('--check captures nothing');
     },
     restorer: () => {
-      const r = new MarketDataRestore(new TickerProjection(), new CandleProjection());
+      const r = new MarketDataRestore(
+        new TickerProjection(),
+        new CandleProjection(),
+        new TradeTape(),
+      );
       return { add: (e) => r.add(e), check: () => r.finish(), apply: () => {}, commit: () => {} };
     },
   };

@@ -59,7 +59,7 @@ export interface VenueContext {
   /** Carries deposits and withdrawals to the chain and their results back. */
   readonly desk: ChainDesk;
   /** The market-data projections, for the REST candle history and tickers. */
-  readonly marketData: Pick<MarketDataService, 'candles' | 'tickers'>;
+  readonly marketData: Pick<MarketDataService, 'candles' | 'tickers' | 'trades'>;
   /** Whether the read models reach back to the first record, and the backfill's progress. */
   readonly readModels: () => ReadModelsStatus;
 }

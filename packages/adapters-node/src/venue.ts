@@ -461,7 +461,7 @@ async function startLocked(
   // An IPv6 client counts as its network (limits.ipv6PrefixLength), not its one address.
   const clientAddressOf = (request: IncomingMessage): string =>
     limitKey(clientAddress(request, proxyTrust), config.limits.ipv6PrefixLength);
-  // Created before the replay so tickers and candles rebuild from the journal.
+  // Created before the replay so tickers, candles and the trade tape rebuild from the journal.
   const marketData = createMarketDataService({
     host,
     now: () => host.now(),

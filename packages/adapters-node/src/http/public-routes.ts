@@ -1,8 +1,8 @@
 /**
  * Public REST reads (interface-spec "Public REST reads", protocol.md sections 7 and 8):
  * account summary, order and trade history, access status, instruments, time, network, the
- * simulated chain's token view, candle history, tickers and order books. No signature; limited
- * per client IP.
+ * simulated chain's token view, candle history, tickers, order books and recent public trades.
+ * No signature; limited per client IP.
  *
  * @module
  */
@@ -18,6 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chainIdOf, tokenVersionOf } from '../config.js';
 import { INTERVALS, isCandleInterval } from '../marketdata/candles.js';
 import { BOOK_DEPTHS, DEFAULT_BOOK_DEPTH, orderBookSnapshot } from '../marketdata/orderbook.js';
+import { DEFAULT_TRADE_TAPE } from '../marketdata/trades.js';
 import { type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
@@ -208,6 +209,22 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
     const candles = ctx.marketData.candles(instrument, interval, startTime, endTime, limit) ?? [];
     return { instrument, interval, candles };
+  });
+
+  // Recent public prints (our extension, docs/protocol-decisions.md): the newest first, as the
+  // market-data `trades` channel sends them (without `type`); busted prints are left out. The
+  // venue keeps the last 1,000 per instrument (`DEFAULT_TRADE_TAPE`), the largest `limit`.
+  app.get('/api/trades', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const instrument = q.instrument;
+    if (typeof instrument !== 'string' || instrument === '')
+      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
+    if (!ctx.host.state.symbols.has(instrument))
+      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const limit = intParam(q.limit, 'limit', 1, DEFAULT_TRADE_TAPE) ?? 100;
+    const trades = ctx.marketData.trades(instrument, limit) ?? [];
+    return { instrument, trades };
   });
 
   // The top of one instrument's book, as the market-data `orderbook` channel sends it (without

@@ -28,6 +28,7 @@ import {
 } from './checkpoint.js';
 import { createMarketDataService, type MarketDataService } from './service.js';
 import { TickerProjection } from './ticker.js';
+import { TradeTape } from './trades.js';
 
 class NullJournal implements JournalStore {
   lastSeq = 0;
@@ -121,13 +122,14 @@ class Harness {
     this.host.replay(step.commands);
   }
 
-  /** Every candle of every interval of both markets, and the tickers, now. */
+  /** Every candle of every interval of both markets, the tickers and the trade tapes, now. */
   answers(): unknown {
     return {
       candles: SYMBOLS.map((s) =>
         INTERVALS.map((i) => this.md.candles(s, i, undefined, undefined, 10_000)),
       ),
       tickers: this.md.tickers(),
+      trades: SYMBOLS.map((s) => this.md.trades(s, 10_000)),
     };
   }
 }
@@ -238,6 +240,9 @@ describe('market-data checkpoint part', () => {
     expect(kinds.filter((k) => k === 'ticker')).toHaveLength(2);
     expect(kinds.filter((k) => k === 'candles')).toHaveLength(2 * INTERVALS.length);
     expect(kinds.filter((k) => k === 'prints')).toHaveLength(2);
+    expect(kinds.filter((k) => k === 'tape')).toHaveLength(2);
+    // The tape is written after the candles: a market changed while they were walked was copied.
+    expect(kinds.at(-1)).toBe('tape');
 
     // A restart from the snapshot: the restorer runs before the tail is replayed.
     const restored = new Harness(snapshot, captureTime);
@@ -306,6 +311,15 @@ describe('market-data checkpoint part', () => {
     });
     const prints = entries.find((e) => e.kind === 'prints' && e.market === 1);
     expect(prints?.kind === 'prints' && prints.prints.map((p) => p[0])).toEqual([first, first + 1]);
+    // The tape as it was: both prints (the bust and the new ones came after).
+    const tape = entries.find((e) => e.kind === 'tape' && e.market === 1);
+    expect(
+      tape?.kind === 'tape' && tape.trades.map(([id, , p, q, side]) => [id, p, q, side]),
+    ).toEqual([
+      [first, px(60000), 1000n, 'Buy'],
+      [first + 1, px(60500), 1000n, 'Buy'],
+    ]);
+    expect(h.md.trades('BTC-PERP', 10)?.map((t) => t.price)).toEqual(['60700', '61000', '60500']);
     // The live ones did change.
     expect(h.md.candles('BTC-PERP', '1m')?.map((c) => c.high)).toEqual([
       '61000',
@@ -465,7 +479,7 @@ describe('market-data checkpoint of the projections', () => {
         noCandleChanges(),
       );
     }
-    const capture = captureMarketData(new TickerProjection(), candles);
+    const capture = captureMarketData(new TickerProjection(), candles, new TradeTape());
     const entries = [...capture.entries()].map(roundTrip);
     capture.release();
     const prints = entries.filter((e) => (e as MarketDataEntry).kind === 'prints');
@@ -474,7 +488,7 @@ describe('market-data checkpoint of the projections', () => {
       700,
     ]);
     const restored = candles.emptyCopy();
-    const restore = new MarketDataRestore(new TickerProjection(), restored);
+    const restore = new MarketDataRestore(new TickerProjection(), restored, new TradeTape());
     for (const e of entries) restore.add(e);
     restore.finish();
     expect(restored.heldPrints).toBe(trades);
@@ -614,6 +628,33 @@ describe('market-data checkpoint entries that cannot be read', () => {
           prints: [...(e.prints as unknown[])].reverse(),
         })),
       /prints of market 1\): prints\[1\] \(trade \d+\) is not after trade \d+/,
+    ],
+    [
+      'tape prints out of trade order',
+      (es) =>
+        corrupt(es, find(es, 'tape'), (e) => ({
+          ...e,
+          trades: [...(e.trades as unknown[])].reverse(),
+        })),
+      /trade tape of market 1\): trades\[1\] \(trade \d+\) is not after trade \d+/,
+    ],
+    [
+      'a tape print with an unknown side',
+      (es) =>
+        corrupt(es, find(es, 'tape'), (e) => ({
+          ...e,
+          trades: (e.trades as unknown[][]).map((p) => [...p.slice(0, 4), 'buy']),
+        })),
+      /trades\[0\] side is "buy", not Buy or Sell/,
+    ],
+    [
+      'a tape print of no quantity',
+      (es) =>
+        corrupt(es, find(es, 'tape'), (e) => ({
+          ...e,
+          trades: (e.trades as unknown[][]).map((p) => [p[0], p[1], p[2], 0n, p[4]]),
+        })),
+      /trades\[0\] quantity is below 1/,
     ],
     [
       'a print placed before it traded',

@@ -1,7 +1,8 @@
 /**
  * The market-data part of a read-model checkpoint (`read/checkpoint.ts`): every market's 24 h
- * ticker window, its candles of each interval and the trade prints kept for busts, which is all
- * the ticker and candle projections rebuild from a full replay of the journal.
+ * ticker window, its candles of each interval, the trade prints kept for busts and its public
+ * trade tape, which is all the ticker, candle and tape projections rebuild from a full replay of
+ * the journal.
  *
  * Entries (values the checkpoint's compact JSON writes, `journal/compact-json.ts`: bigints stay
  * bigints, `-Infinity` is written `null`):
@@ -13,7 +14,10 @@
  *   quoteVolume, trades]` (its close time follows from the interval; `history` closed, oldest
  *   first; `current` open or `null`);
  * - `{kind: 'prints', market, prints: [tradeId, time, at, price, quantity, quote][]}`: up to
- *   {@link PRINTS_PER_ENTRY} of one market's prints, continuing its previous `prints` entry.
+ *   {@link PRINTS_PER_ENTRY} of one market's prints, continuing its previous `prints` entry;
+ * - `{kind: 'tape', market, trades: [tradeId, time, price, quantity, side][]}`: up to
+ *   {@link PRINTS_PER_ENTRY} of one market's public trade tape (`trades.ts`), oldest first,
+ *   continuing its previous `tape` entry (version 2).
  *
  * Every market with candles has all twelve series. The part's configuration (candle history
  * size, window, funding source) is the live service's, never the file's.
@@ -33,11 +37,12 @@ import {
 import type { Print } from './prints.js';
 import { BUCKET_MS, type Bucket, type WindowRows } from './rolling-window.js';
 import type { TickerProjection } from './ticker.js';
+import type { TapePrint, TradeTape } from './trades.js';
 
 /** The part's name in a checkpoint. */
 export const MARKET_DATA_PART = 'marketData';
 /** The version of the part's entries; raise it whenever an entry's shape changes. */
-export const MARKET_DATA_PART_VERSION = 1;
+export const MARKET_DATA_PART_VERSION = 2;
 /** Most prints in one entry: a busy market's bust window is written in several. */
 export const PRINTS_PER_ENTRY = 2_048;
 
@@ -45,6 +50,8 @@ export const PRINTS_PER_ENTRY = 2_048;
 export type OhlcvRow = [number, bigint, bigint, bigint, bigint, bigint, bigint, number];
 /** A print: `[tradeId, time, at, price, quantity, quote]`. */
 export type PrintRow = [number, number, number, bigint, bigint, bigint];
+/** A tape print: `[tradeId, time, price, quantity, side]`. */
+export type TapeRow = [number, number, bigint, bigint, 'Buy' | 'Sell'];
 
 /** One market's 24 h window. */
 export interface TickerEntry {
@@ -73,8 +80,15 @@ export interface PrintsEntry {
   readonly prints: PrintRow[];
 }
 
+/** Some of one market's public trade tape, after those of its previous `tape` entry. */
+export interface TapeEntry {
+  readonly kind: 'tape';
+  readonly market: number;
+  readonly trades: TapeRow[];
+}
+
 /** An entry of the market-data part. */
-export type MarketDataEntry = TickerEntry | CandlesEntry | PrintsEntry;
+export type MarketDataEntry = TickerEntry | CandlesEntry | PrintsEntry | TapeEntry;
 
 const ohlcvOf = (start: number, v: Omit<Bucket, 'start'> | Omit<Candle, 'openTime'>): OhlcvRow => [
   start,
@@ -100,15 +114,18 @@ function candlesEntry(market: number, interval: CandleInterval, s: SeriesRows): 
 }
 
 /**
- * Starts a capture of both projections as they are now (call them in the turn the state is
- * taken). Entries: every market's ticker, then every market's twelve series and its prints.
+ * Starts a capture of the projections as they are now (call them in the turn the state is
+ * taken). Entries: every market's ticker, then every market's twelve series and its prints, then
+ * every market's tape.
  */
 export function captureMarketData(
   ticker: TickerProjection,
   candles: CandleProjection,
+  tape: TradeTape,
 ): ReadModelCapture {
   const windows = ticker.capture();
   const markets = candles.capture();
+  const tapes = tape.capture();
   return {
     *entries(): Generator<MarketDataEntry> {
       for (const [market, w] of windows.rows()) {
@@ -135,10 +152,23 @@ export function captureMarketData(
         }
       }
       markets.release();
+      for (const [market, prints] of tapes.rows()) {
+        for (let i = 0; i < prints.length; i += PRINTS_PER_ENTRY) {
+          yield {
+            kind: 'tape',
+            market,
+            trades: prints
+              .slice(i, i + PRINTS_PER_ENTRY)
+              .map((p): TapeRow => [p.tradeId, p.time, p.price, p.quantity, p.side]),
+          };
+        }
+      }
+      tapes.release();
     },
     release() {
       windows.release();
       markets.release();
+      tapes.release();
     },
   };
 }
@@ -292,6 +322,19 @@ function printOf(value: unknown, what: string): Print {
   };
 }
 
+function tapePrintOf(value: unknown, what: string): TapePrint {
+  const row = array(value, what, 5);
+  const side = row[4];
+  if (side !== 'Buy' && side !== 'Sell') fail(`${what} side is ${describe(side)}, not Buy or Sell`);
+  return {
+    tradeId: integer(row[0], `${what} trade id`, 1),
+    time: integer(row[1], `${what} time`),
+    price: amount(row[2], `${what} price`, 1n),
+    quantity: amount(row[3], `${what} quantity`, 1n),
+    side,
+  };
+}
+
 /** What a restore has read of one market's candles. */
 interface MarketSeen {
   readonly series: (SeriesRows | undefined)[];
@@ -306,14 +349,17 @@ interface MarketSeen {
 export class MarketDataRestore {
   private readonly ticker: TickerProjection;
   private readonly candles: CandleProjection;
+  private readonly tape: TradeTape;
   private readonly windows = new Set<number>();
   private readonly markets = new Map<number, MarketSeen>();
+  private readonly tapes = new Map<number, TapePrint[]>();
   private count = 0;
 
-  /** `ticker` and `candles`: fresh projections to fill. */
-  constructor(ticker: TickerProjection, candles: CandleProjection) {
+  /** `ticker`, `candles` and `tape`: fresh projections to fill. */
+  constructor(ticker: TickerProjection, candles: CandleProjection, tape: TradeTape) {
     this.ticker = ticker;
     this.candles = candles;
+    this.tape = tape;
   }
 
   /** Reads one entry; throws {@link CheckpointEntryError} naming what is wrong with it. */
@@ -322,7 +368,7 @@ export class MarketDataRestore {
     let name = `entry ${index}`;
     try {
       const e = record(entry, 'the entry');
-      if (e.kind !== 'ticker' && e.kind !== 'candles' && e.kind !== 'prints') {
+      if (e.kind !== 'ticker' && e.kind !== 'candles' && e.kind !== 'prints' && e.kind !== 'tape') {
         fail(`unknown kind ${describe(e.kind)}`);
       }
       const m = market(e.market);
@@ -361,6 +407,24 @@ export class MarketDataRestore {
           for (const p of prints) seen.prints.push(p);
           return;
         }
+        case 'tape': {
+          name = `entry ${index} (trade tape of market ${m})`;
+          let held = this.tapes.get(m);
+          const trades = array(e.trades, 'trades').map((p, i) => tapePrintOf(p, `trades[${i}]`));
+          let last = held?.at(-1);
+          trades.forEach((p, i) => {
+            if (last !== undefined && (p.tradeId <= last.tradeId || p.time < last.time)) {
+              fail(`trades[${i}] (trade ${p.tradeId}) is not after trade ${last.tradeId}`);
+            }
+            last = p;
+          });
+          if (held === undefined) {
+            held = [];
+            this.tapes.set(m, held);
+          }
+          for (const p of trades) held.push(p);
+          return;
+        }
       }
     } catch (error) {
       if (error instanceof Malformed) {
@@ -372,7 +436,7 @@ export class MarketDataRestore {
 
   /**
    * Checks that every market read has all twelve series (throws {@link CheckpointEntryError}
-   * otherwise, before filling anything), then fills the candle projection.
+   * otherwise, before filling anything), then fills the candle projection and the tape.
    */
   finish(): void {
     for (const [m, seen] of this.markets) {
@@ -388,6 +452,8 @@ export class MarketDataRestore {
       this.candles.restore(m, { series: seen.series as SeriesRows[], prints: seen.prints });
     }
     this.markets.clear();
+    for (const [m, prints] of this.tapes) this.tape.restore(m, prints);
+    this.tapes.clear();
   }
 
   private seen(m: number): MarketSeen {

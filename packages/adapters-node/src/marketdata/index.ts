@@ -1,6 +1,6 @@
 /**
- * The public market-data service: projections (tickers, candles, book snapshots) and the
- * WebSocket that serves them.
+ * The public market-data service: projections (tickers, candles, book snapshots, the trade
+ * tape) and the WebSocket that serves them.
  *
  * @module
  */
@@ -14,3 +14,4 @@ export * from './requests.js';
 export * from './rolling-window.js';
 export * from './service.js';
 export * from './ticker.js';
+export * from './trades.js';

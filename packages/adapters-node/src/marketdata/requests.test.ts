@@ -26,6 +26,8 @@ describe('parseRequest', () => {
       ],
       [{ type: 'subscribe', channel: 'liquidations' }, 'liquidations|*'],
       [{ type: 'subscribe', channel: 'liquidations', instrument: 'ETH-PERP' }, 'liquidations|2'],
+      [{ type: 'subscribe', channel: 'trades', instrument: 'ETH-PERP' }, 'trades|2'],
+      [{ type: 'unsubscribe', channel: 'trades', instrument: 'BTC-PERP' }, 'trades|1'],
     ];
     for (const [message, key] of cases) {
       const r = parse(message);
@@ -121,7 +123,16 @@ describe('parseRequest', () => {
 
   it('refuses with 4000, echoing the id when it is valid', () => {
     const cases: [unknown, string | undefined, RegExp][] = [
-      [{ type: 'subscribe', id: 'a', channel: 'trades' }, 'a', /unknown channel "trades"/],
+      [
+        { type: 'subscribe', id: 'a', channel: 'fills' },
+        'a',
+        /unknown channel "fills"; expected one of tickers, ticker, orderbook, candles, liquidations, trades$/,
+      ],
+      [
+        { type: 'subscribe', id: 'a', channel: 'trades' },
+        'a',
+        /channel trades needs an instrument/,
+      ],
       [{ type: 'subscribe', id: 'a' }, 'a', /unknown channel undefined/],
       [{ type: 'subscribe', id: 'a', channel: 'ticker' }, 'a', /needs an instrument/],
       [

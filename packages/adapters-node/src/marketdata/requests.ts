@@ -16,7 +16,14 @@ import { type CandleInterval, INTERVALS, isCandleInterval } from './candles.js';
 import { BOOK_DEPTHS, type BookDepth, DEFAULT_BOOK_DEPTH, isBookDepth } from './orderbook.js';
 
 /** Channels of the market-data socket. */
-export const CHANNELS = ['tickers', 'ticker', 'orderbook', 'candles', 'liquidations'] as const;
+export const CHANNELS = [
+  'tickers',
+  'ticker',
+  'orderbook',
+  'candles',
+  'liquidations',
+  'trades',
+] as const;
 
 /** A channel name. */
 export type ChannelName = (typeof CHANNELS)[number];
@@ -41,7 +48,8 @@ export type Topic =
       readonly channel: 'liquidations';
       readonly market: number | null;
       readonly instrument: string | null;
-    };
+    }
+  | { readonly channel: 'trades'; readonly market: number; readonly instrument: string };
 
 /**
  * An `unsubscribe` from `orderbook` without `depth`: every depth of the instrument the connection
@@ -108,6 +116,8 @@ export function topicKey(topic: Topic): string {
       return `candles|${topic.market}|${topic.interval}`;
     case 'liquidations':
       return `liquidations|${topic.market ?? '*'}`;
+    case 'trades':
+      return `trades|${topic.market}`;
   }
 }
 
@@ -245,6 +255,11 @@ export function parseRequest(
       const i = instrument();
       if (typeof i === 'string') return bad(id, i);
       return { ok: true, request: { type, id, topic: { channel: 'liquidations', ...i } } };
+    }
+    case 'trades': {
+      const i = instrument();
+      if (typeof i === 'string') return bad(id, i);
+      return { ok: true, request: { type, id, topic: { channel: 'trades', ...i } } };
     }
   }
 }

@@ -1213,7 +1213,7 @@ describe('errors and limits', () => {
       expect(e.id).toBe(id);
       return e.message as string;
     };
-    expect(await refused({ type: 'subscribe', id: 'e1', channel: 'trades' }, 'e1')).toMatch(
+    expect(await refused({ type: 'subscribe', id: 'e1', channel: 'fills' }, 'e1')).toMatch(
       /unknown channel/,
     );
     expect(

@@ -1,6 +1,7 @@
 /**
  * The public market-data WebSocket (protocol.md section 6, research 6.6): tickers, partial order
- * books, candles and liquidation auctions, no authentication. Projections are fed by the engine
+ * books, candles, liquidation auctions and (our extension) the public trade tape, no
+ * authentication. Projections are fed by the engine
  * host's committed batches; pushes are full snapshots, serialized once per channel and sent as
  * the same string to every subscriber, paced per channel and skipped for consumers that fall
  * behind (reliability-anchors 3.1).
@@ -14,7 +15,8 @@
  * per-IP cap are refused at upgrade with HTTP 429 (cheaper than a handshake and a 1013 close);
  * an unchanged book is repeated every 5 s with the same `seq`, which a client that keeps the
  * highest `seq` ignores; snapshots are skipped for a socket above the soft buffer cap, while
- * replies, candle closes and auction events are never skipped and end the socket at the hard cap.
+ * replies, candle closes, auction events and trade prints are never skipped and end the socket at
+ * the hard cap.
  *
  * @module
  */
@@ -54,6 +56,7 @@ import { BOOK_DEPTHS, orderBookSnapshot } from './orderbook.js';
 import { DEFAULT_PACING, deliveryAction, type MarketDataPacing, Pacer } from './pacing.js';
 import { ackOf, parseRequest, type Topic, topicKey, unsubscribeKeys } from './requests.js';
 import { type FundingSource, TickerProjection, type WireTicker } from './ticker.js';
+import { DEFAULT_TRADE_TAPE, type PublicTrade, publicTrade, TradeTape } from './trades.js';
 
 /** What the service needs from the engine host (an `EngineHost` fits). */
 export interface MarketDataHost {
@@ -111,6 +114,8 @@ export interface MarketDataOptions {
   readonly pacing?: Partial<MarketDataPacing>;
   /** Closed candles kept per (instrument, interval), default 1,000. */
   readonly candleHistory?: number;
+  /** Public prints kept per instrument for `GET /api/trades`, default 1,000. */
+  readonly tradeTape?: number;
   /**
    * Per-IP message budget to share with other public surfaces (keys are client IPs); default: a
    * private one allowing `limits.messagesPerSecondPerIp`.
@@ -158,13 +163,19 @@ export interface MarketDataService {
   /** Every instrument's ticker now. */
   tickers(): WireTicker[];
   /**
-   * Fresh ticker and candle projections for a history backfill (`read/backfill.ts`): they are
-   * fed batches from the journal's first record on and push nothing; `commit` makes them the
-   * service's projections (ticker and candle channels then get their next paced snapshot).
+   * The newest `limit` public prints of an instrument for REST, newest first, busted ones left
+   * out; `undefined` for an unknown instrument. At most the tape's size (1,000 by default).
+   */
+  trades(instrument: string, limit: number): PublicTrade[] | undefined;
+  /**
+   * Fresh ticker, candle and trade-tape projections for a history backfill
+   * (`read/backfill.ts`): they are fed batches from the journal's first record on and push
+   * nothing; `commit` makes them the service's projections (ticker and candle channels then get
+   * their next paced snapshot; the `trades` channel has none, its prints went out live).
    */
   rebuild(): ProjectionRebuild;
   /**
-   * The ticker and candle projections as a read-model checkpoint part (`marketData`, see
+   * The ticker, candle and tape projections as a read-model checkpoint part (`marketData`, see
    * `marketdata/checkpoint.ts`). Its capture covers the projections live when it starts; its
    * restorer fills fresh ones (`check` refuses a market that lacks some of its series), is fed
    * the batches since the checkpoint, and `commit` makes them the service's as a rebuild's does.
@@ -234,6 +245,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
   let tickerProjection = new TickerProjection(options.funding);
   let candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
+  let tradeTape = new TradeTape(options.tradeTape ?? DEFAULT_TRADE_TAPE);
   tickerProjection.seedFrom(host.state);
   // At the state's own time (a snapshot's), not now: the journal's tail, replayed next, trades
   // in the minutes after it and must land in them.
@@ -349,10 +361,15 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
    * Projections built aside (a backfill's, a checkpoint's restore), fed batches, then swapped in
    * for the live ones between two batches.
    */
-  const swapIn = (ticker: TickerProjection, candles: CandleProjection): ProjectionRebuild => ({
+  const swapIn = (
+    ticker: TickerProjection,
+    candles: CandleProjection,
+    tape: TradeTape,
+  ): ProjectionRebuild => ({
     apply(batch) {
       ticker.apply(batch);
       ticker.restate(candles.apply(batch).busts);
+      tape.apply(batch);
     },
     commit() {
       if (closing) return;
@@ -363,6 +380,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       candles.advance(time);
       tickerProjection = ticker;
       candleProjection = candles;
+      tradeTape = tape;
       requestProjectionPushes();
     },
   });
@@ -414,6 +432,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
         return c === undefined ? undefined : candleBuilt(c);
       }
       case 'liquidations':
+      case 'trades':
         return undefined;
     }
   };
@@ -462,6 +481,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       case 'candles':
         return pacing.candleMinIntervalMs;
       case 'liquidations':
+      case 'trades':
         return null;
     }
   };
@@ -505,7 +525,10 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
   const request = (key: string): void => channels.get(key)?.pacer?.request();
 
-  /** Sends the snapshot a new subscriber gets right after its ack. */
+  /**
+   * Sends the snapshot a new subscriber gets right after its ack. `trades` has none: a subscriber
+   * gets the prints after its ack, the recent ones come from `GET /api/trades`.
+   */
   const snapshot = (s: Session, ch: Channel, fresh: boolean): void => {
     const topic = ch.topic;
     if (topic.channel === 'liquidations') {
@@ -598,6 +621,24 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     for (const m of books) for (const d of BOOK_DEPTHS) request(`orderbook|${m}|${d}`);
     for (const m of tickerTouched) request(`ticker|${m}`);
     if (tickerTouched.size > 0) request('tickers');
+    // Prints and busts in trade order, one message each, never skipped: a tape with a gap is
+    // wrong, not stale. The batch is committed (durable) before the host publishes it.
+    for (const t of tradeTape.apply(batch)) {
+      const ch = channels.get(`trades|${t.market}`);
+      if (ch === undefined) continue;
+      const spec = batch.state.markets.get(t.market)?.spec;
+      if (spec === undefined) continue;
+      const text =
+        t.kind === 'trade'
+          ? JSON.stringify({ type: 'trade', ...publicTrade(t.print, spec) })
+          : JSON.stringify({
+              type: 'tradeBust',
+              instrument: spec.symbol,
+              tradeId: String(t.tradeId),
+              time: t.time,
+            });
+      broadcast(ch, text, false);
+    }
     const changed = auctionEvents(flat, batch.state);
     for (const a of changed) {
       const spec = batch.state.markets.get(a.market)?.spec;
@@ -750,10 +791,18 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       return tickerProjection.tickers(host.state, now());
     },
 
+    trades(instrument, limit) {
+      const market = host.state.symbols.get(instrument);
+      const spec = market === undefined ? undefined : host.state.markets.get(market)?.spec;
+      if (market === undefined || spec === undefined) return undefined;
+      return tradeTape.recent(market, limit).map((p) => publicTrade(p, spec));
+    },
+
     rebuild() {
       return swapIn(
         new TickerProjection(options.funding),
         new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY),
+        tradeTape.emptyCopy(),
       );
     },
 
@@ -761,17 +810,18 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       return {
         name: MARKET_DATA_PART,
         version: MARKET_DATA_PART_VERSION,
-        capture: () => captureMarketData(tickerProjection, candleProjection),
+        capture: () => captureMarketData(tickerProjection, candleProjection, tradeTape),
         restorer() {
           // The live projections' configuration (history size, window, funding), not the file's.
           const ticker = tickerProjection.emptyCopy();
           const candles = candleProjection.emptyCopy();
-          const restore = new MarketDataRestore(ticker, candles);
+          const tape = tradeTape.emptyCopy();
+          const restore = new MarketDataRestore(ticker, candles, tape);
           return {
             add: (entry) => restore.add(entry),
             // Every market has all its series, then the candles are filled (aside).
             check: () => restore.finish(),
-            ...swapIn(ticker, candles),
+            ...swapIn(ticker, candles, tape),
           };
         },
       };

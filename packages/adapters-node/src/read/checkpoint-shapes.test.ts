@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { CandleProjection } from '../marketdata/candles.js';
 import { captureMarketData, MARKET_DATA_PART_VERSION } from '../marketdata/checkpoint.js';
 import { TickerProjection } from '../marketdata/ticker.js';
+import { TradeTape } from '../marketdata/trades.js';
 import type { ReadModelCapture } from './checkpoint.js';
 import { HistoryStore } from './history.js';
 import { ReportStreams } from './report-streams.js';
@@ -57,11 +58,12 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
     ],
   },
   marketData: {
-    version: 1,
+    version: 2,
     shapes: [
       'buckets:array,kind:string,market:number,priorClose:null',
       'completeFrom:null,current:array,history:array,interval:string,kind:string,market:number,priorClose:null',
       'kind:string,market:number,prints:array',
+      'kind:string,market:number,trades:array',
     ],
   },
 };
@@ -201,14 +203,16 @@ describe('the record shapes each checkpoint part writes', () => {
     const streams = new ReportStreams();
     const ticker = new TickerProjection();
     const candles = new CandleProjection();
+    const tape = new TradeTape();
     history.apply(batch);
     streams.apply(batch);
     ticker.apply(batch);
     ticker.restate(candles.apply(batch).busts);
+    tape.apply(batch);
     const parts: [string, number, ReadModelCapture][] = [
       ['history', history.checkpoint().version, history.checkpoint().capture()],
       ['reportStreams', streams.checkpoint().version, streams.checkpoint().capture()],
-      ['marketData', MARKET_DATA_PART_VERSION, captureMarketData(ticker, candles)],
+      ['marketData', MARKET_DATA_PART_VERSION, captureMarketData(ticker, candles, tape)],
     ];
     const written: Record<string, { version: number; shapes: string[] }> = {};
     for (const [name, version, capture] of parts) {
