@@ -47,9 +47,24 @@ type Level = [string, string];
 class TestJournal implements JournalStore {
   readonly records: JournalRecord[] = [];
   lastSeq = 0;
+  /** While set, appends wait for it: their records are not durable yet. */
+  private held: { promise: Promise<void>; release: () => void } | null = null;
   async append(commands: readonly Command[]): Promise<number> {
+    if (this.held !== null) await this.held.promise;
     for (const command of commands) this.records.push({ seq: ++this.lastSeq, command });
     return this.lastSeq;
+  }
+  /** Holds every append until {@link release}. */
+  hold(): void {
+    let release = () => {};
+    const promise = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.held = { promise, release };
+  }
+  release(): void {
+    this.held?.release();
+    this.held = null;
   }
   async *read(afterSeq = 0): AsyncIterable<JournalRecord> {
     for (const r of this.records) if (r.seq > afterSeq) yield r;
@@ -60,6 +75,7 @@ class TestJournal implements JournalStore {
 /** A venue: host, clock, market-data service and an HTTP server that hands it upgrades. */
 class Venue {
   readonly clock = new ManualClock(T0 + 10_000);
+  readonly journal = new TestJournal();
   readonly host: EngineHost;
   service!: MarketDataService;
   server!: Server;
@@ -70,7 +86,7 @@ class Venue {
     this.host = new EngineHost({
       // The slow-consumer floods rest thousands of orders from one account: no working-order cap.
       state: createEngineState({ maxWorkingOrdersPerAccount: Number.MAX_SAFE_INTEGER }, T0),
-      journal: new TestJournal(),
+      journal: this.journal,
       clock: this.clock,
     });
   }
@@ -1199,6 +1215,72 @@ describe('trade busts', () => {
     expect(v.service.tickers()[0]).toMatchObject(restated);
     // The candles forget the market had traded too: no open candle, no history.
     expect(v.service.candles('BTC-PERP', '1m')).toEqual([]);
+  });
+});
+
+describe('trade tape', () => {
+  it('pushes a print only once the batch that made it is durable, in trade order', async () => {
+    const v = await venue();
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', id: 's', channel: 'trades', instrument: 'BTC-PERP' });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Sell', qty: '0.1', price: '60000' });
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Sell', qty: '0.2', price: '60010' });
+    v.journal.hold();
+    const taken = v.submitOrder(B, 'BTC-PERP', {
+      side: 'Buy',
+      qty: '0.3',
+      price: '60010',
+      tif: 'IOC',
+    });
+    // Matched in memory, not journaled: nothing is public yet.
+    await sleep(100);
+    expect(c.all('trade')).toEqual([]);
+    expect(v.service.trades('BTC-PERP', 10)).toEqual([]);
+    v.journal.release();
+    await taken;
+    await c.waitFor((m) => m.type === 'trade' && m.price === '60010');
+    const ids = [v.state.counters.trade - 1, v.state.counters.trade].map(String);
+    expect(c.all('trade')).toEqual([
+      {
+        type: 'trade',
+        instrument: 'BTC-PERP',
+        tradeId: ids[0],
+        price: '60000',
+        quantity: '0.1',
+        side: 'Buy',
+        time: v.state.time,
+      },
+      {
+        type: 'trade',
+        instrument: 'BTC-PERP',
+        tradeId: ids[1],
+        price: '60010',
+        quantity: '0.2',
+        side: 'Buy',
+        time: v.state.time,
+      },
+    ]);
+    expect(v.service.trades('BTC-PERP', 10)?.map((t) => t.tradeId)).toEqual([ids[1], ids[0]]);
+  });
+
+  it('never skips a print or a bust for a socket above the soft cap (a tape must not gap)', async () => {
+    // A soft cap of -1 puts every socket above it: pacing-driven snapshots are all skipped.
+    const v = await venue({ limits: { softBufferBytes: -1 } });
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', id: 's', channel: 'trades', instrument: 'BTC-PERP' });
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    const skipped = v.service.skipped;
+    await v.trade('BTC-PERP', '60000', '0.1');
+    const id = v.state.counters.trade;
+    await v.run({ type: 'bustTrade', tradeId: id, reason: 'test' });
+    await c.waitFor((m) => m.type === 'tradeBust');
+    expect(c.inbox.filter((m) => m.type === 'trade' || m.type === 'tradeBust')).toEqual([
+      expect.objectContaining({ type: 'trade', tradeId: String(id), price: '60000' }),
+      { type: 'tradeBust', instrument: 'BTC-PERP', tradeId: String(id), time: v.state.time },
+    ]);
+    // The ticker's update after the trade was skipped (the ack's snapshot was not).
+    await eventually(() => expect(v.service.skipped).toBeGreaterThan(skipped));
+    expect(v.service.trades('BTC-PERP', 10)).toEqual([]);
   });
 });
 
