@@ -3,10 +3,12 @@
  * liquidation market sweep; auction claims and ADL are not), newest first, bounded per
  * instrument, and a bust takes a print off and is announced only when it was one.
  */
-import { type EngineEvent, liveAuctions } from '@perp/core';
+import { type EngineEvent, formatDecimal, liveAuctions } from '@perp/core';
 import { BTC_SETTINGS, px, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { CommittedBatch } from '../engine/host.js';
+import { CandleProjection } from './candles.js';
+import { TickerProjection } from './ticker.js';
 import { TradeTape } from './trades.js';
 
 /** A batch of `events` with the state `v` has now. */
@@ -98,6 +100,29 @@ describe('the trade tape', () => {
     );
     // The liquidated long is sold into the bids: the taker (the liquidation) sells.
     expect(sweep).toMatchObject({ kind: 'trade', market: 1, print: { side: 'Sell' } });
+    // Candles and the 24 h ticker count the same prints, and nothing else.
+    const candles = new CandleProjection();
+    const ticker = new TickerProjection();
+    const batch = batchOf(v, events);
+    candles.apply(batch);
+    ticker.apply(batch);
+    for (const market of [1, 3]) {
+      const prints = tape.recent(market, 1_000);
+      const volume = prints.reduce((sum, p) => sum + p.quantity, 0n);
+      const day = candles.range(market, '1d');
+      expect(day.reduce((n, c) => n + c.trades, 0)).toBe(prints.length);
+      expect(day.reduce((sum, c) => sum + c.volume, 0n)).toBe(volume);
+      const spec = v.state.markets.get(market)?.spec;
+      expect(ticker.ticker(v.state, market, v.state.time)?.volume24h).toBe(
+        formatDecimal(volume, spec?.quantityDecimals ?? 0),
+      );
+    }
+    // The auction claim and ADL moved ISO-PERP positions off the book: not a print.
+    expect(
+      [...sources].filter(
+        ([id, s]) => (s === 'Auction' || s === 'ADL') && v.state.trades.get(id)?.market === 3,
+      ),
+    ).not.toEqual([]);
     // The first match: l lifted b's offer.
     expect(out[0]).toEqual({
       kind: 'trade',
