@@ -56,6 +56,7 @@ describe('risk events through the service', () => {
     await c.request({ type: 'subscribeAccountSummary' });
     md = await WsClient.connect(t.venue.marketdata);
     await md.request({ type: 'subscribe', channel: 'liquidations' });
+    await md.request({ type: 'subscribe', channel: 'trades', instrument: 'LIQ-PERP' });
     // Alice buys 1 LIQ at 1000 from Bob at 20x: notional 1000, initial margin 50.
     await b.request({
       type: 'placeOrder',
@@ -182,6 +183,29 @@ describe('risk events through the service', () => {
       'Liquidation',
       'Order',
     ]);
+    // The claims are off-book transfers, not prints: the public tape, candles and the ticker's
+    // volume hold the opening match only (docs/protocol-decisions.md, "Market data").
+    const opening = {
+      instrument: 'LIQ-PERP',
+      tradeId: expect.any(String),
+      price: '1000',
+      quantity: '1',
+      side: 'Buy',
+      time: expect.any(Number),
+    };
+    await md.request({ type: 'ping' });
+    expect(md.inbox.filter((m) => m.type === 'trade' || m.type === 'tradeBust')).toEqual([
+      { type: 'trade', ...opening },
+    ]);
+    expect((await t.api('GET', '/trades?instrument=LIQ-PERP')).body.trades).toEqual([opening]);
+    const candles = (await t.api('GET', '/candles?instrument=LIQ-PERP&interval=1d')).body
+      .candles as Record<string, unknown>[];
+    expect(candles.map((k) => [k.volume, k.trades])).toEqual([['1', 1]]);
+    const tickers = (await t.api('GET', '/tickers')).body.tickers as Record<string, unknown>[];
+    expect(tickers.find((k) => k.instrument === 'LIQ-PERP')).toMatchObject({
+      last: '1000',
+      volume24h: '1',
+    });
   });
 
   it('busts a trade: both sides get TradeBust, positions reverse, the history keeps it flagged', async () => {
