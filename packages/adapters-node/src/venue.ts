@@ -647,21 +647,37 @@ async function startLocked(
   // venue does not list yet. A listed instrument keeps its journaled settings: the admin API may
   // have changed them, and re-applying the file at every start would undo that (or refuse to start
   // at all once a tick or lot change met working orders). A difference is reported, not applied.
-  for (const settings of config.instruments) {
+  // Every config instrument is checked before the first is listed: a start refused for the
+  // config must journal nothing, or the instruments before the refused one would stay listed (no
+  // command delists one) after the operator fixed the file.
+  const configInstruments = config.instruments.map((settings) => {
     const built = buildInstrument(settings);
     // The config's fault, not a defect: one line (the CLI prints StartupError without a stack).
     if (!built.ok) throw new StartupError(`config instrument ${settings.symbol}: ${built.error}`);
-    const existing = host.state.markets.get(built.instrument.id);
+    const { id, symbol } = built.instrument;
+    const holder = host.state.symbols.get(symbol);
+    if (!host.state.markets.has(id) && holder !== undefined)
+      throw new StartupError(
+        `config instrument ${id} (${symbol}): symbol ${symbol} already belongs to listed instrument ${holder}; give it that id or another symbol`,
+      );
+    return built.instrument;
+  });
+  for (const instrument of configInstruments) {
+    const existing = host.state.markets.get(instrument.id);
     if (existing === undefined) {
-      const r = await host.submit({ type: 'setInstrument', instrument: built.instrument });
+      const r = await host.submit({ type: 'setInstrument', instrument });
       if (!r.outcome.ok)
-        throw new StartupError(`config instrument ${settings.symbol}: ${r.outcome.message}`);
+        throw new StartupError(`config instrument ${instrument.symbol}: ${r.outcome.message}`);
       continue;
     }
-    const differences = instrumentDifferences(existing.spec, built.instrument);
+    const differences = instrumentDifferences(existing.spec, instrument);
     if (differences.length > 0) {
+      // A config that names the id with another symbol says so: "instrument 2 (DOGE-PERP)" alone
+      // reads as if the file had listed DOGE-PERP.
+      const named =
+        instrument.symbol === existing.spec.symbol ? '' : `, ${instrument.symbol} in the config`;
       log(
-        `config instrument ${built.instrument.id} (${existing.spec.symbol}) differs from the listed one in ${differences.join(', ')}: the listed settings stay; change a listed instrument with POST /api/admin/instruments`,
+        `config instrument ${instrument.id} (${existing.spec.symbol}${named}) differs from the listed one in ${differences.join(', ')}: the listed settings stay; change a listed instrument with POST /api/admin/instruments`,
       );
     }
   }

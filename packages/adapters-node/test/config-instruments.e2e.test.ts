@@ -105,6 +105,55 @@ describe('config instruments at a restart', () => {
       await t.close();
     }
   });
+  it('a start refused for a config instrument whose symbol is listed under another id lists none of its instruments', async () => {
+    let t = await start();
+    const before = await t.stateHash();
+    await t.close();
+    const [btcSettings] = DEFAULT_CONFIG.instruments;
+    const config: VenueConfig = {
+      ...DEFAULT_CONFIG,
+      instruments: [
+        // New and fine, but before the refused one in the file.
+        {
+          id: 7,
+          symbol: 'XRP-PERP',
+          tickSize: '0.0001',
+          lotSize: '1',
+          quantityDecimals: 0,
+          maxLeverage: 10,
+          openInterestCap: '1000000',
+        },
+        { ...btcSettings!, id: 5 },
+      ],
+    };
+    await expect(start(config)).rejects.toThrow(
+      'config instrument 5 (BTC-PERP): symbol BTC-PERP already belongs to listed instrument 1; give it that id or another symbol',
+    );
+    // Before: XRP-PERP was journaled first and stayed listed after the operator fixed the file.
+    t = await start();
+    try {
+      expect(await listed(t, 'XRP-PERP')).toBeUndefined();
+      expect(await t.stateHash()).toEqual(before);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('names the config symbol when the file gives a listed id another symbol', async () => {
+    await (await start()).close();
+    const [btcSettings, eth, sol] = DEFAULT_CONFIG.instruments;
+    const config: VenueConfig = {
+      ...DEFAULT_CONFIG,
+      instruments: [btcSettings!, { ...eth!, symbol: 'DOGE-PERP' }, sol!],
+    };
+    const lines: string[] = [];
+    await (await start(config, (line) => lines.push(line))).close();
+    expect(lines.filter((l) => l.startsWith('config instrument'))).toEqual([
+      expect.stringMatching(
+        /^config instrument 2 \(ETH-PERP, DOGE-PERP in the config\) differs from the listed one in symbol: /,
+      ),
+    ]);
+  });
 });
 
 describe('config limits.maxWorkingOrdersPerAccount at a restart', () => {
