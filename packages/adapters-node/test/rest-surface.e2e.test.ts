@@ -525,3 +525,57 @@ describe('a JSON content type with an empty body is a request without a body', (
     expect(String(oracle.body.error)).not.toMatch(/malformed JSON/);
   });
 });
+
+describe('admin bodies: a field the route does not read is refused, naming it', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+    await t.oracle({ 'BTC-PERP': '65000' });
+  });
+  afterAll(async () => t.close());
+
+  const wallet = '0x1111111111111111111111111111111111111111';
+  // Each a typo of a field the route reads, or a field it has none of; before, each was dropped
+  // and the request carried out without it (funding settled in every market, a random code).
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['/admin/funding/settle', { instrumnet: 'BTC-PERP' }, 'instrument'],
+    ['/admin/referral-codes', { kind: 'system', maxUses: 5, cod: 'VIP' }, 'code, kind'],
+    ['/admin/oracle', { prices: { 'BTC-PERP': '66000' }, time: 1 }, 'prices'],
+    ['/admin/faucet', { wallet, amount: '5', token: 'USDC' }, 'wallet, amount'],
+    [
+      '/admin/liquidate',
+      { wallet, marginMode: 'Cross', forced: true },
+      'wallet, instrument, marginMode, force',
+    ],
+    ['/admin/trades/1/bust', { reasn: 'typo' }, 'reason'],
+    [
+      '/admin/insurance-fund/transfer',
+      { direction: 'ToInsuranceFund', amount: '1', ammount: '1' },
+      'direction, amount',
+    ],
+    ['/admin/fee-pool/payout', { wallet, amount: '1', note: 'x' }, 'wallet, amount'],
+    ['/admin/markets/BTC-PERP/pause', { reason: 'maintenance' }, 'no body fields'],
+    ['/admin/markets/BTC-PERP/resume', { reason: 'maintenance' }, 'no body fields'],
+  ];
+
+  it('400 naming the field and what the route takes; nothing journaled, no token minted', async () => {
+    const before = await t.stateHash();
+    for (const [path, b, takes] of cases) {
+      const r = await t.admin('POST', path, b);
+      const unknown = Object.keys(b).at(-1);
+      expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(400);
+      expect(String(r.body.error), path).toContain(`unknown field ${unknown}`);
+      expect(String(r.body.error), path).toContain(takes);
+    }
+    const code = t.venue.inviteCode ?? '';
+    const revoke = await t.admin('POST', `/admin/referral-codes/${code}/revoke`, { why: 'x' });
+    expect(revoke.status).toBe(400);
+    expect(await t.stateHash()).toEqual(before);
+    expect((await t.api('GET', `/chain/token/${wallet}`)).body).toMatchObject({ balance: '0' });
+    // The same bodies without the stray field are carried out.
+    expect(
+      (await t.admin('POST', '/admin/funding/settle', { instrument: 'BTC-PERP' })).status,
+    ).toBe(200);
+    expect((await t.admin('POST', '/admin/faucet', { wallet, amount: '5' })).status).toBe(200);
+  });
+});

@@ -53,6 +53,28 @@ function body(req: FastifyRequest): Record<string, unknown> {
   return b as Record<string, unknown>;
 }
 
+/**
+ * Refuses a body field this route does not read, naming it: a typo would otherwise be dropped and
+ * the request carried out without it (`{"instrumnet":"BTC-PERP"}` settling funding in every
+ * market, `{"forced":true}` a liquidation that is not forced, `{"cod":"VIP"}` a random code).
+ */
+function onlyFields(b: Record<string, unknown>, fields: readonly string[]): void {
+  for (const key of Object.keys(b)) {
+    if (fields.includes(key)) continue;
+    throw new HttpError(
+      400,
+      fields.length === 0
+        ? `unknown field ${showValue(key)}: this request takes no body fields`
+        : `unknown field ${showValue(key)} (this request takes: ${fields.join(', ')})`,
+    );
+  }
+}
+
+/** A body-less action's body, if any, must hold no field (a `reason` would not be kept). */
+function noFields(req: FastifyRequest): void {
+  if (req.body !== undefined && req.body !== null) onlyFields(body(req), []);
+}
+
 /** A request body as instrument settings, every field's JSON type checked (400 naming it). */
 function instrumentSettings(b: Record<string, unknown>): InstrumentSettings {
   try {
@@ -200,7 +222,9 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     });
 
     admin.post('/api/admin/oracle', async (req) => {
-      const prices = body(req).prices;
+      const b = body(req);
+      onlyFields(b, ['prices']);
+      const prices = b.prices;
       if (prices === null || typeof prices !== 'object' || Array.isArray(prices)) {
         throw new HttpError(400, 'prices must be an object of symbol -> decimal price');
       }
@@ -235,6 +259,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
 
     admin.post('/api/admin/referral-codes', async (req) => {
       const b = body(req);
+      onlyFields(b, ['code', 'kind', 'owner', 'maxUses']);
       const kind = b.kind;
       if (kind !== 'system' && kind !== 'attributed')
         throw new HttpError(400, 'kind must be system or attributed');
@@ -260,6 +285,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     });
 
     admin.post('/api/admin/referral-codes/:code/revoke', async (req) => {
+      noFields(req);
       const code = (req.params as Record<string, string>).code ?? '';
       // The path names the resource: one that does not exist is 404, as an unknown instrument is.
       if (!ctx.host.state.referralCodes.has(code))
@@ -276,6 +302,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
 
     admin.post('/api/admin/faucet', async (req) => {
       const b = body(req);
+      onlyFields(b, ['wallet', 'amount']);
       const wallet = walletParam(b.wallet);
       const amount = positiveCollateral(b.amount);
       if (ctx.chain.faucet === undefined)
@@ -293,6 +320,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     });
 
     const setStatus = (status: 'Active' | 'Paused') => async (req: FastifyRequest) => {
+      noFields(req);
       const market = marketId(ctx, (req.params as Record<string, string>).instrument);
       const r = await ctx.host.submit({ type: 'setMarketStatus', market, status });
       ok(r.outcome);
@@ -303,6 +331,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
 
     admin.post('/api/admin/funding/settle', async (req) => {
       const b = req.body === undefined || req.body === null ? {} : body(req);
+      onlyFields(b, ['instrument']);
       const market =
         b.instrument === undefined || b.instrument === null
           ? undefined
@@ -338,6 +367,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
 
     admin.post('/api/admin/liquidate', async (req) => {
       const b = body(req);
+      onlyFields(b, ['wallet', 'instrument', 'marginMode', 'force']);
       const wallet = walletParam(b.wallet);
       // protocol.md section 8: `{wallet, instrument?, marginMode, force?}`. marginMode has no
       // default: a forced liquidation of the wrong scope cannot be undone.
@@ -388,6 +418,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const raw = (req.params as Record<string, string>).tradeId ?? '';
       if (!/^\d{1,15}$/.test(raw)) throw new HttpError(400, 'tradeId must be a decimal trade id');
       const b = req.body === undefined || req.body === null ? {} : body(req);
+      onlyFields(b, ['reason']);
       const reason = b.reason === undefined ? 'operator' : b.reason;
       if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200)
         throw new HttpError(400, 'reason must be a string of 1-200 characters');
@@ -406,6 +437,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     // trading revenue (or moves a surplus back), docs/risk-engine.md "Venue pools".
     admin.post('/api/admin/insurance-fund/transfer', async (req) => {
       const b = body(req);
+      onlyFields(b, ['direction', 'amount']);
       const direction = b.direction;
       if (direction !== 'ToInsuranceFund' && direction !== 'ToFeePool')
         throw new HttpError(400, 'direction must be ToInsuranceFund or ToFeePool');
@@ -427,6 +459,7 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
     // an account's cross pool, from where it is withdrawn like any collateral.
     admin.post('/api/admin/fee-pool/payout', async (req) => {
       const b = body(req);
+      onlyFields(b, ['wallet', 'amount']);
       const wallet = walletParam(b.wallet);
       const amount = positiveCollateral(b.amount);
       const r = await ctx.host.submit({ type: 'feePayout', account: wallet, amount });
