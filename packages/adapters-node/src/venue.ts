@@ -896,6 +896,17 @@ async function startLocked(
       const id = host.state.symbols.get(symbol);
       if (id !== undefined) start.set(id, Number(p));
     }
+    // The feed moves only the instruments it has a start price for: say which it leaves alone,
+    // or a config that lists a new instrument (or misspells its start key) gets a market whose
+    // price never comes, with no word why.
+    const unpriced: string[] = [];
+    host.state.markets.forEach((m, id) => {
+      if (!start.has(id)) unpriced.push(m.spec.symbol);
+    });
+    if (unpriced.length > 0)
+      log(
+        `simulated price feed: no priceFeed.start price for ${unpriced.join(', ')}: the feed leaves ${unpriced.length === 1 ? 'its' : 'their'} index to POST /api/admin/oracle`,
+      );
     // Continue from the last journaled index prices so a restart does not jump.
     host.state.markets.forEach((m, id) => {
       if (m.prices.index !== null && start.has(id))
@@ -908,7 +919,11 @@ async function startLocked(
     );
     const t = setInterval(() => {
       if (host.failed) return;
-      void host.submit({ type: 'oracle', prices: feed.next() }).catch(() => {});
+      const prices = feed.next();
+      // No instrument to move: an empty update would still be journaled at every interval (the
+      // admin route refuses one for that reason).
+      if (prices.length === 0) return;
+      void host.submit({ type: 'oracle', prices }).catch(() => {});
     }, config.priceFeed.intervalMs);
     t.unref();
     timers.push(t);

@@ -201,3 +201,58 @@ describe('startVenue checks the config it is given', () => {
     }
   });
 });
+
+describe('the simulated price feed and instruments without a start price', () => {
+  it('names the instruments it leaves alone and journals no empty price update', async () => {
+    const doge = {
+      id: 1,
+      symbol: 'DOGE-PERP',
+      tickSize: '0.00001',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 10,
+      openInterestCap: '1000000',
+    };
+    const lines: string[] = [];
+    const t = await startTestVenue({
+      priceFeed: 'simulated',
+      log: (line) => lines.push(line),
+      config: {
+        ...DEFAULT_CONFIG,
+        instruments: [doge],
+        // The start key misspelt: DOGE-PERP has no start price (the merged defaults' keys name
+        // instruments this venue does not list).
+        priceFeed: { ...DEFAULT_CONFIG.priceFeed, intervalMs: 100, start: { 'DOGE-PREP': '0.1' } },
+      },
+    });
+    try {
+      const before = await t.stateHash();
+      await new Promise((r) => setTimeout(r, 450));
+      // Before: an oracle command with no price was journaled every 100 ms, and nothing said why
+      // DOGE-PERP never got a price.
+      expect((await t.stateHash()).seq).toBe(before.seq);
+      expect(lines).toContain(
+        'simulated price feed: no priceFeed.start price for DOGE-PERP: the feed leaves its index to POST /api/admin/oracle',
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('says nothing when every instrument has one, and moves their prices', async () => {
+    const lines: string[] = [];
+    const t = await startTestVenue({
+      priceFeed: 'simulated',
+      log: (line) => lines.push(line),
+      config: { ...DEFAULT_CONFIG, priceFeed: { ...DEFAULT_CONFIG.priceFeed, intervalMs: 100 } },
+    });
+    try {
+      const before = await t.stateHash();
+      await new Promise((r) => setTimeout(r, 450));
+      expect((await t.stateHash()).seq).toBeGreaterThan(before.seq);
+      expect(lines.filter((l) => l.startsWith('simulated price feed'))).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+});
