@@ -168,6 +168,16 @@ describe('SimulatedChain: faucet', () => {
     expect(chain.totalSupply()).toBe(0n);
     expect(snapshots).toHaveLength(0);
   });
+
+  it('refuses a mint that would take the supply above uint256, as the contract would', async () => {
+    const { chain } = harness();
+    const max = 2n ** 256n - 1n;
+    expect(chain.faucet(ALICE, max - 5n)).toBe(max - 5n);
+    expect(() => chain.faucet(`0x${'bb'.repeat(20)}`, 6n)).toThrow(/exceed 2\^256 - 1/);
+    expect(chain.totalSupply()).toBe(max - 5n);
+    expect(chain.faucet(`0x${'bb'.repeat(20)}`, 5n)).toBe(5n);
+    expect(chain.totalSupply()).toBe(max);
+  });
 });
 
 describe('SimulatedChain: deposits', () => {

@@ -100,6 +100,8 @@ export class InvalidChainSnapshotError extends Error {
 }
 
 const ADDRESS_RE = /^0x[0-9a-fA-F]{40}$/;
+/** The largest uint256: the bound of an ERC-20 balance and supply. */
+const MAX_UINT256 = 2n ** 256n - 1n;
 const UINT_RE = /^(0|[1-9][0-9]*)$/;
 
 type Undo = (() => void)[];
@@ -180,6 +182,12 @@ export class SimulatedChain implements ChainAdapter {
       throw new RangeError('faucet: the vault and the token contract are not wallets');
     }
     if (amount <= 0n) throw new RangeError(`faucet: amount must be positive, got ${amount}`);
+    // Token balances and the supply are uint256 on the contract this simulates, whose mint
+    // reverts on overflow: a larger balance could be neither permitted nor deposited whole.
+    if (this.#totalSupply + amount > MAX_UINT256)
+      throw new RangeError(
+        `faucet: the token supply would exceed 2^256 - 1 micro-units (${this.#totalSupply} minted)`,
+      );
     return this.#mutate((undo) => {
       const balance = this.#balanceOf(owner) + amount;
       this.#setBalance(owner, balance, undo);

@@ -579,3 +579,20 @@ describe('admin bodies: a field the route does not read is refused, naming it', 
     expect((await t.admin('POST', '/admin/faucet', { wallet, amount: '5' })).status).toBe(200);
   });
 });
+
+describe('POST /admin/faucet: no more than a uint256 token can hold', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  it('400 naming the bound, no balance changed', async () => {
+    const wallet = '0x2222222222222222222222222222222222222222';
+    // 10^72 tokens are 10^78 micro-units, above 2^256 (about 1.16 x 10^77).
+    const r = await t.admin('POST', '/admin/faucet', { wallet, amount: `1${'0'.repeat(72)}` });
+    expect(r.status).toBe(400);
+    expect(String(r.body.error)).toMatch(/2\^256 - 1/);
+    expect((await t.api('GET', `/chain/token/${wallet}`)).body).toMatchObject({ balance: '0' });
+  });
+});
