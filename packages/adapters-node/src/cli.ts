@@ -98,7 +98,8 @@ data at /marketdata, all on one port.
                              --data, --config, --no-snapshots, --replay-under-new-rules, --json
                              (the report as one JSON object) and --replay
   --replay                   with --check: also replay the journal as a start does and print
-                             its seq and state hash (compare GET /api/admin/state-hash)
+                             its seq and state hash (compare GET /api/admin/state-hash), and
+                             check the --config instruments against the replayed venue
   --archive-journal          start nothing: with the venue stopped, move the journal records
                              that the newest usable snapshot and its read-model checkpoint cover
                              out of journal.log into journal-<first>-<last>.log, so the journal

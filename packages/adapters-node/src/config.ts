@@ -9,11 +9,18 @@ import { readFileSync } from 'node:fs';
 import {
   buildInstrument,
   DEFAULT_VENUE_SETTINGS,
+  type EngineState,
+  type Instrument,
   type InstrumentSettings,
   parseDecimal,
 } from '@perp/core';
 import { trustProxyEntryError } from './http/client-address.js';
-import { isObject, parseInstrumentSettings, SettingsTypeError } from './instrument-settings.js';
+import {
+  instrumentDifferences,
+  isObject,
+  parseInstrumentSettings,
+  SettingsTypeError,
+} from './instrument-settings.js';
 import { StartupError } from './startup-error.js';
 
 /** `testnet` (chain id 10143, token domain version "1") or `mainnet` (143, "2"). */
@@ -424,4 +431,53 @@ export function validateConfig(value: unknown): asserts value is VenueConfig {
     const error = trustProxyEntryError(entry);
     if (error !== null) throw new ConfigError(`trustProxy[${i}] ${error}`);
   });
+}
+
+/** What a start does with the config's instruments on a venue in `state`. */
+export interface ConfigInstrumentPlan {
+  /** The instruments the venue does not list yet, in config order: a start lists them. */
+  readonly toList: readonly Instrument[];
+  /** One line per listed instrument the config differs from (a start logs them). */
+  readonly differences: readonly string[];
+}
+
+/**
+ * The config's instruments against a venue's state: the ones a start lists (ids the venue does
+ * not list yet) and the differences it reports for listed ones, whose journaled settings stay.
+ * Every instrument is checked before a start lists any (a refusal must journal nothing: no
+ * command delists an instrument); a {@link StartupError} names the first refused one. `--check
+ * --replay` runs the same on the replayed state.
+ */
+export function planConfigInstruments(
+  config: VenueConfig,
+  state: EngineState,
+): ConfigInstrumentPlan {
+  const toList: Instrument[] = [];
+  const differences: string[] = [];
+  for (const settings of config.instruments) {
+    const built = buildInstrument(settings);
+    // The config's fault, not a defect: one line (the CLI prints StartupError without a stack).
+    if (!built.ok) throw new StartupError(`config instrument ${settings.symbol}: ${built.error}`);
+    const instrument = built.instrument;
+    const { id, symbol } = instrument;
+    const existing = state.markets.get(id);
+    if (existing === undefined) {
+      const holder = state.symbols.get(symbol);
+      if (holder !== undefined)
+        throw new StartupError(
+          `config instrument ${id} (${symbol}): symbol ${symbol} already belongs to listed instrument ${holder}; give it that id or another symbol`,
+        );
+      toList.push(instrument);
+      continue;
+    }
+    const fields = instrumentDifferences(existing.spec, instrument);
+    if (fields.length === 0) continue;
+    // A config that names the id with another symbol says so: "instrument 2 (DOGE-PERP)" alone
+    // reads as if the file had listed DOGE-PERP.
+    const named = symbol === existing.spec.symbol ? '' : `, ${symbol} in the config`;
+    differences.push(
+      `config instrument ${id} (${existing.spec.symbol}${named}) differs from the listed one in ${fields.join(', ')}: the listed settings stay; change a listed instrument with POST /api/admin/instruments`,
+    );
+  }
+  return { toList, differences };
 }

@@ -24,6 +24,7 @@ import {
 } from '@perp/core';
 import { wallet } from '@perp/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from './config.js';
 import {
   checkDataDir,
   type DataDirCheckOptions,
@@ -228,6 +229,32 @@ describe('--check of a data directory', () => {
     await again.close();
     expect(lines).toContain(
       `recovered from snapshot ${used?.file} (seq ${used?.seq}, hash ${used?.hash})`,
+    );
+  });
+
+  it("with --replay, checks the config's instruments against the venue as a start does", async () => {
+    const dir = tempDir();
+    await (await startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {} })).close();
+    const [btc, eth, sol] = DEFAULT_CONFIG.instruments;
+    // BTC-PERP under a new id: the start refuses it (before, --check said it would succeed).
+    const clash = { ...DEFAULT_CONFIG, instruments: [{ ...btc!, id: 5 }] };
+    const refused = check(dir, { replay: true, config: clash });
+    const refusal =
+      'config instrument 5 (BTC-PERP): symbol BTC-PERP already belongs to listed instrument 1; give it that id or another symbol';
+    expect(refused.ok).toBe(false);
+    expect(refused.problems).toEqual([refusal]);
+    await expect(
+      startVenue({ dataDir: dir, port: 0, priceFeed: 'none', log: () => {}, config: clash }),
+    ).rejects.toThrow(refusal);
+    // A listed instrument the config differs from: the start's line, as a note.
+    const differing = {
+      ...DEFAULT_CONFIG,
+      instruments: [{ ...btc!, takerFeeRate: '0.001' }, eth!, sol!],
+    };
+    const noted = check(dir, { replay: true, config: differing });
+    expect(noted.ok).toBe(true);
+    expect(noted.notes).toContain(
+      'config instrument 1 (BTC-PERP) differs from the listed one in takerFeeRate: the listed settings stay; change a listed instrument with POST /api/admin/instruments',
     );
   });
 

@@ -24,7 +24,7 @@ import {
   SNAPSHOT_VERSION,
   stateHash,
 } from '@perp/core';
-import { DEFAULT_CONFIG, type VenueConfig } from './config.js';
+import { DEFAULT_CONFIG, planConfigInstruments, type VenueConfig } from './config.js';
 import {
   journalRequirements,
   journalStartSeq,
@@ -505,6 +505,15 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
           hash: stateHash(replayed, stateKeccak()),
           rulesVersion: replayed.rulesVersion,
         };
+        // The config's instruments against the replayed venue, as the start checks them: one
+        // the start would refuse is a problem, a listed one the config differs from a note.
+        try {
+          const plan = planConfigInstruments(options.config ?? DEFAULT_CONFIG, replayed);
+          notes.push(...plan.differences);
+        } catch (e) {
+          if (!(e instanceof StartupError)) throw e;
+          problems.push(e.message);
+        }
       } catch (e) {
         problems.push(
           `replaying the journal failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`,

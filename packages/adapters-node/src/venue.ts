@@ -22,7 +22,6 @@ import { join } from 'node:path';
 import { MemoryJournal, SimulatedChain, type SimulatedChainSnapshot } from '@perp/adapters-memory';
 import {
   auctionEvents,
-  buildInstrument,
   createEngineState,
   ENGINE_RULES_VERSION,
   fundingInfo,
@@ -39,6 +38,7 @@ import {
   ConfigError,
   DEFAULT_CONFIG,
   parseConfig,
+  planConfigInstruments,
   TIMER_MAX_MS,
   type VenueConfig,
 } from './config.js';
@@ -63,7 +63,6 @@ import { chargeAddress } from './http/ip-limit.js';
 import { parseJson } from './http/json.js';
 import { registerPublicRoutes } from './http/public-routes.js';
 import { registerSignedRoutes } from './http/signed-routes.js';
-import { instrumentDifferences } from './instrument-settings.js';
 import { type DataDirLock, lockDataDir } from './journal/data-dir-lock.js';
 import { FileJournal, RecordsArchivedError } from './journal/file-journal.js';
 import { replayJournal } from './journal/rules-version.js';
@@ -647,40 +646,13 @@ async function startLocked(
   // venue does not list yet. A listed instrument keeps its journaled settings: the admin API may
   // have changed them, and re-applying the file at every start would undo that (or refuse to start
   // at all once a tick or lot change met working orders). A difference is reported, not applied.
-  // Every config instrument is checked before the first is listed: a start refused for the
-  // config must journal nothing, or the instruments before the refused one would stay listed (no
-  // command delists one) after the operator fixed the file.
-  const configInstruments = config.instruments.map((settings) => {
-    const built = buildInstrument(settings);
-    // The config's fault, not a defect: one line (the CLI prints StartupError without a stack).
-    if (!built.ok) throw new StartupError(`config instrument ${settings.symbol}: ${built.error}`);
-    const { id, symbol } = built.instrument;
-    const holder = host.state.symbols.get(symbol);
-    if (!host.state.markets.has(id) && holder !== undefined)
-      throw new StartupError(
-        `config instrument ${id} (${symbol}): symbol ${symbol} already belongs to listed instrument ${holder}; give it that id or another symbol`,
-      );
-    return built.instrument;
-  });
-  for (const instrument of configInstruments) {
-    const existing = host.state.markets.get(instrument.id);
-    if (existing === undefined) {
-      const r = await host.submit({ type: 'setInstrument', instrument });
-      if (!r.outcome.ok)
-        throw new StartupError(`config instrument ${instrument.symbol}: ${r.outcome.message}`);
-      continue;
-    }
-    const differences = instrumentDifferences(existing.spec, instrument);
-    if (differences.length > 0) {
-      // A config that names the id with another symbol says so: "instrument 2 (DOGE-PERP)" alone
-      // reads as if the file had listed DOGE-PERP.
-      const named =
-        instrument.symbol === existing.spec.symbol ? '' : `, ${instrument.symbol} in the config`;
-      log(
-        `config instrument ${instrument.id} (${existing.spec.symbol}${named}) differs from the listed one in ${differences.join(', ')}: the listed settings stay; change a listed instrument with POST /api/admin/instruments`,
-      );
-    }
+  const plan = planConfigInstruments(config, host.state);
+  for (const instrument of plan.toList) {
+    const r = await host.submit({ type: 'setInstrument', instrument });
+    if (!r.outcome.ok)
+      throw new StartupError(`config instrument ${instrument.symbol}: ${r.outcome.message}`);
   }
+  for (const line of plan.differences) log(line);
   // The working-order cap follows the instruments' rule: the config sets a new venue's, and after
   // that the journal owns it. `POST /api/admin/venue-settings` changes it at runtime; re-applying
   // the file at every start would undo that at the next restart (a crash's included), so a
