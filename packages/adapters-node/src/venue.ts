@@ -313,7 +313,18 @@ export async function startVenue(options: StartVenueOptions = {}): Promise<Venue
   let lock: DataDirLock | null = null;
   if (dataDir !== null) {
     // A new data directory is the owner's alone (the admin token, the journal, the snapshots).
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    try {
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      // A path that is a file (or under one), or not the operator's to write: the operator's to
+      // fix, said in one line rather than as a defect's stack.
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EROFS')
+        throw new StartupError(
+          `data directory ${dataDir}: ${(e as Error).message}: give --data a directory this user can create or write`,
+        );
+      throw e;
+    }
     lock = lockDataDir(dataDir, options.log ?? ((line: string) => console.error(line)));
   }
   // What a failed start has opened so far, closed before the error goes out (once the venue's

@@ -155,9 +155,22 @@ describe('a bad --config or data file: one line naming the file and the cause, e
     const r = await run(['--port', '0', '--data', data, '--config', f]);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr.trim().split('\n').at(-1)).toMatch(
-      /^failed to start: config instrument BTC-PERP: .*symbol/,
+      /^failed to start: config instrument 9 \(BTC-PERP\): symbol BTC-PERP already belongs to listed instrument 1/,
     );
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a --data path that is a file, or under one: one line naming it', async () => {
+    const file = join(dir, 'not-a-directory');
+    writeFileSync(file, 'x');
+    // Before: the stack of mkdirSync's EEXIST (or ENOTDIR), as for a defect.
+    for (const data of [file, join(file, 'data')])
+      expectOneLine(
+        await run(['--port', '0', '--data', data]),
+        new RegExp(
+          `^failed to start: data directory ${escaped(data)}: .*(EEXIST|ENOTDIR).*: give --data a directory`,
+        ),
+      );
   });
 
   it('a journal.log that is not a journal', async () => {
