@@ -103,6 +103,23 @@ describe('pnpm start flag values', () => {
     );
     expect(parseArgs(['--memory']).memory).toBe(true);
   });
+
+  it('refuses --memory with a flag that acts on a data directory only (it did nothing)', () => {
+    for (const flags of [
+      ['--snapshot-records', '5'],
+      ['--snapshot-seconds', '5'],
+      ['--no-snapshots'],
+      ['--no-read-model-checkpoints'],
+      ['--replay-under-new-rules'],
+    ]) {
+      const message = `${flags[0]} acts on a data directory (--data <dir>): --memory has none, it keeps nothing`;
+      expect(() => parseArgs(['--memory', ...flags])).toThrow(message);
+      expect(() => parseArgs([...flags, '--memory'])).toThrow(message);
+    }
+    expect(parseArgs(['--memory', '--json', '--port', '0', '--price-feed', 'none']).memory).toBe(
+      true,
+    );
+  });
 });
 
 describe('pnpm start --check', () => {

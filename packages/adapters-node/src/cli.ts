@@ -69,7 +69,8 @@ data at /marketdata, all on one port.
   --port <n>                 port to listen on (default 8080; 0 picks a free one)
   --host <addr>              address to listen on (default 127.0.0.1)
   --data <dir>               data directory: journal, chain state, admin token (default ./.data)
-  --memory                   keep everything in memory (nothing survives a restart; not with --data)
+  --memory                   keep everything in memory (nothing survives a restart; not with --data
+                             or the snapshot and replay flags)
   --config <file>            JSON overrides of the default configuration
   --price-feed <mode>        simulated or none (prices only via POST /api/admin/oracle); default:
                              the config's priceFeed.mode, simulated unless --config changes it
@@ -122,6 +123,15 @@ const CHECK_FLAGS = new Set([
   '--json',
   '--help',
   '-h',
+]);
+
+/** Flags that act on a data directory only: with `--memory` there is none to act on. */
+const DATA_DIR_FLAGS = new Set([
+  '--snapshot-records',
+  '--snapshot-seconds',
+  '--no-snapshots',
+  '--no-read-model-checkpoints',
+  '--replay-under-new-rules',
 ]);
 
 /** Flags that go with `--archive-journal`. */
@@ -264,6 +274,13 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   }
   // Either would lose what the operator meant: the data directory ignored, or kept after all.
   if (o.memory && dataGiven) throw new Error('--memory and --data exclude each other: give one');
+  // Refused rather than ignored: the operator may think the venue snapshots, or survives a
+  // restart, after all.
+  const onDisk = o.memory ? given.find((flag) => DATA_DIR_FLAGS.has(flag)) : undefined;
+  if (onDisk !== undefined)
+    throw new Error(
+      `${onDisk} acts on a data directory (--data <dir>): --memory has none, it keeps nothing`,
+    );
   if (o.replay && !o.check) throw new Error('--replay goes with --check (a start always replays)');
   if (o.archiveTo !== undefined && !o.archiveJournal)
     throw new Error('--archive-to goes with --archive-journal');
