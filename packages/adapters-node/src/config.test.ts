@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG, mergeConfig } from './config.js';
+import { DEFAULT_CONFIG, loadConfig, mergeConfig } from './config.js';
 
 /** The default config with its first instrument's settings changed as a `--config` file would. */
 function withInstrument(changes: Record<string, unknown>): () => unknown {
@@ -192,5 +195,18 @@ describe('--config as a whole', () => {
     expect(merged({ vault: { name: '' } })).toThrow('vault.name must be a non-empty string');
     expect(merged({ token: { address: '0x1' } })).toThrow('token.address must be a 0x address');
     expect(merged({ network: 'devnet' })).toThrow('network must be testnet or mainnet');
+  });
+});
+
+describe('loadConfig', () => {
+  it('reads a file that starts with a byte-order mark (before: "not JSON: Unexpected token")', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-bom-'));
+    try {
+      const file = join(dir, 'venue-config.json');
+      writeFileSync(file, `\uFEFF${JSON.stringify({ network: 'mainnet' })}`);
+      expect(loadConfig(file).network).toBe('mainnet');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

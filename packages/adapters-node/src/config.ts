@@ -270,7 +270,9 @@ export function loadConfig(path: string | undefined): VenueConfig {
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // A byte-order mark (editors on Windows write one) is no JSON, and JSON.parse's complaint
+    // about it quotes an invisible character.
+    json = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text);
   } catch (e) {
     throw new StartupError(`config ${path}: not JSON: ${(e as Error).message}`);
   }
