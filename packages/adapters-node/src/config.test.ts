@@ -52,6 +52,22 @@ describe('--config instruments', () => {
   it('a bad value is refused with the instrument rules message', () => {
     expect(withInstrument({ tickSize: '0' })).toThrow(/^instruments\[0\]: .*tickSize/);
   });
+
+  it('a setting without a default left out is named as required, not as malformed', () => {
+    // Before: "symbol must match [A-Z0-9]...", "maxLeverage must be a multiple >= 1 ...".
+    for (const name of ['symbol', 'maxLeverage', 'quantityDecimals', 'id']) {
+      const { [name]: _, ...rest } = DEFAULT_CONFIG.instruments[0] as unknown as Record<
+        string,
+        unknown
+      >;
+      expect(() => mergeConfig(DEFAULT_CONFIG, { instruments: [rest] }), name).toThrow(
+        `instruments[0].${name} is required for a new instrument (it has no default)`,
+      );
+    }
+    expect(() => mergeConfig(DEFAULT_CONFIG, { instruments: [{ id: 4 }] })).toThrow(
+      'instruments[0]: symbol, tickSize, lotSize, quantityDecimals, maxLeverage, openInterestCap are required for a new instrument (they have no default)',
+    );
+  });
 });
 
 describe('--config as a whole', () => {

@@ -19,6 +19,7 @@ import {
   instrumentDifferences,
   isObject,
   parseInstrumentSettings,
+  requireNewInstrumentSettings,
   SettingsTypeError,
 } from './instrument-settings.js';
 import { StartupError } from './startup-error.js';
@@ -357,6 +358,7 @@ export function validateConfig(value: unknown): asserts value is VenueConfig {
     let parsed: InstrumentSettings;
     try {
       parsed = parseInstrumentSettings(settings, `instruments[${i}].`);
+      requireNewInstrumentSettings(parsed, `instruments[${i}].`);
     } catch (e) {
       if (e instanceof SettingsTypeError) throw new ConfigError(e.message);
       throw e;

@@ -65,6 +65,24 @@ const REQUIRED: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Refuses settings for a new instrument that leave out a setting without a default, naming it
+ * (the value checks would otherwise call a missing symbol malformed: "symbol must match ...").
+ * `prefix` names where they came from (`instruments[2].`).
+ */
+export function requireNewInstrumentSettings(settings: InstrumentSettings, prefix = ''): void {
+  const given = settings as unknown as Record<string, unknown>;
+  const missing = [...REQUIRED].filter((name) => given[name] === undefined);
+  if (missing.length === 1)
+    throw new SettingsTypeError(
+      `${prefix}${missing[0]} is required for a new instrument (it has no default)`,
+    );
+  if (missing.length > 1)
+    throw new SettingsTypeError(
+      `${prefix === '' ? '' : `${prefix.slice(0, -1)}: `}${missing.join(', ')} are required for a new instrument (they have no default)`,
+    );
+}
+
+/**
  * Refuses a present field of `obj` whose JSON type is not the one listed, and `null` for a
  * setting without a default (`required`: every field of a margin tier is).
  */

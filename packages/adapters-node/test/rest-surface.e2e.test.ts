@@ -283,6 +283,25 @@ describe('POST /admin/instruments: the setting names', () => {
     expect(await t.stateHash()).toEqual(before);
   });
 
+  it('a new instrument without a required setting: 400 naming it as required; an update needs none', async () => {
+    const before = await t.stateHash();
+    const r = await t.admin('POST', '/admin/instruments', {
+      id: 40,
+      tickSize: '1',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 5,
+      openInterestCap: '10',
+    });
+    expect(r.status).toBe(400);
+    // Before: "symbol must match [A-Z0-9][A-Z0-9-]{0,31}".
+    expect(r.body.error).toBe('symbol is required for a new instrument (it has no default)');
+    expect(await t.stateHash()).toEqual(before);
+    expect((await t.admin('POST', '/admin/instruments', { id: 1, minNotional: '6' })).status).toBe(
+      200,
+    );
+  });
+
   it("takes engine-rules section 2's flat liquidation names and lists the instrument under both spellings", async () => {
     const r = await t.admin('POST', '/admin/instruments', {
       id: 2,

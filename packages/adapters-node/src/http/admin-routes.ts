@@ -25,7 +25,11 @@ import {
   venueSettingsOf,
 } from '@perp/core';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { parseInstrumentSettings, SettingsTypeError } from '../instrument-settings.js';
+import {
+  parseInstrumentSettings,
+  requireNewInstrumentSettings,
+  SettingsTypeError,
+} from '../instrument-settings.js';
 import { stateHashInSlices } from '../sliced-hash.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError, statusOf } from './errors.js';
@@ -209,6 +213,14 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const current = Number.isInteger(settings.id)
         ? ctx.host.state.markets.get(settings.id)
         : undefined;
+      if (current === undefined) {
+        try {
+          requireNewInstrumentSettings(settings);
+        } catch (e) {
+          if (e instanceof SettingsTypeError) throw new HttpError(400, e.message);
+          throw e;
+        }
+      }
       const built = buildInstrument(
         current === undefined ? settings : patchedSettings(current.spec, settings),
       );
