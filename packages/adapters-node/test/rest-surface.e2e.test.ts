@@ -615,3 +615,37 @@ describe('POST /admin/faucet: no more than a uint256 token can hold', () => {
     expect((await t.api('GET', `/chain/token/${wallet}`)).body).toMatchObject({ balance: '0' });
   });
 });
+
+describe('POST /admin/referral-codes: null is "none" for code and owner', () => {
+  let t: TestVenue;
+  beforeAll(async () => {
+    t = await startTestVenue();
+  });
+  afterAll(async () => t.close());
+
+  it("takes the record's own shape back (a system code's owner is null)", async () => {
+    // Before: 400 "owner must be a 0x address" and "code must be a string".
+    const named = await t.admin('POST', '/admin/referral-codes', {
+      code: 'VIP-1',
+      kind: 'system',
+      owner: null,
+      maxUses: 5,
+    });
+    expect(named.status, JSON.stringify(named.body)).toBe(200);
+    expect(named.body).toMatchObject({ code: 'VIP-1', owner: null, maxUses: 5 });
+    const drawn = await t.admin('POST', '/admin/referral-codes', {
+      code: null,
+      kind: 'system',
+      maxUses: 3,
+    });
+    expect(drawn.status, JSON.stringify(drawn.body)).toBe(200);
+    expect(String(drawn.body.code)).toMatch(/^[A-Z0-9]{7}$/);
+    // An attributed code still needs its owner.
+    const ownerless = await t.admin('POST', '/admin/referral-codes', {
+      kind: 'attributed',
+      owner: null,
+      maxUses: 3,
+    });
+    expect(ownerless.status).toBe(400);
+  });
+});

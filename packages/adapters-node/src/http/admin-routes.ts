@@ -276,17 +276,21 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       if (kind !== 'system' && kind !== 'attributed')
         throw new HttpError(400, 'kind must be system or attributed');
       if (typeof b.maxUses !== 'number') throw new HttpError(400, 'maxUses must be a number');
-      if (b.code !== undefined && typeof b.code !== 'string')
+      // `null` is "none", as the code record shows a system code's owner (`"owner":null`) and as
+      // the other admin bodies read an optional field.
+      const code = b.code ?? undefined;
+      if (code !== undefined && typeof code !== 'string')
         throw new HttpError(400, 'code must be a string');
-      const owner = b.owner === undefined ? undefined : walletParam(b.owner, 'owner');
+      const owner =
+        (b.owner ?? undefined) === undefined ? undefined : walletParam(b.owner, 'owner');
       const fields = { kind, maxUses: b.maxUses, owner } as const;
       // Without `code`, the value is drawn from the CSPRNG (invite codes must not be guessable).
       const r =
-        b.code === undefined
+        code === undefined
           ? await createRandomInviteCode(ctx.host, fields)
           : await ctx.host.submit({
               type: 'createReferralCode',
-              code: b.code as string,
+              code,
               kind,
               maxUses: b.maxUses,
               ...(owner === undefined ? {} : { owner }),
