@@ -80,6 +80,13 @@ describe('pnpm start flag values', () => {
     expect(() => parseArgs(['--snapshot-records', ''])).toThrow(
       '--snapshot-records must be a non-negative integer (digits), not ""',
     );
+    // Before: accepted, and the start refused "snapshots.everyMs must be an integer in ...".
+    expect(() => parseArgs(['--snapshot-seconds', '2147484'])).toThrow(
+      '--snapshot-seconds must be at most 2147483 (about 24 days)',
+    );
+    expect(parseArgs(['--snapshot-seconds', '2147483']).snapshots).toMatchObject({
+      everyMs: 2_147_483_000,
+    });
     expect(() => parseArgs(['--snapshot-seconds', '1e3'])).toThrow(
       '--snapshot-seconds must be a non-negative integer',
     );

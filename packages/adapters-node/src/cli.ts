@@ -20,7 +20,7 @@
  */
 import { resolve } from 'node:path';
 import { archiveJournal, formatArchiveResult } from './archive-journal.js';
-import { loadConfig } from './config.js';
+import { loadConfig, TIMER_MAX_MS } from './config.js';
 import { checkDataDir, formatDataDirReport } from './data-dir-check.js';
 import { trustProxyEntryError } from './http/client-address.js';
 import { DataDirLockedError } from './journal/data-dir-lock.js';
@@ -219,12 +219,18 @@ export function parseArgs(argv: readonly string[]): CliOptions {
       case '--snapshot-records':
         if (o.snapshots !== false) o.snapshots.everyRecords = count(a, value());
         break;
-      case '--snapshot-seconds':
+      case '--snapshot-seconds': {
+        const seconds = count(a, value());
+        // A timer holds at most 2^31 - 1 ms; said here in the flag's unit, not as the option
+        // `startVenue` would name (snapshots.everyMs).
+        const most = Math.floor(TIMER_MAX_MS / 1000);
+        if (seconds > most) throw new Error(`${a} must be at most ${most} (about 24 days)`);
         if (o.snapshots !== false) {
-          o.snapshots.everyMs = count(a, value()) * 1000;
+          o.snapshots.everyMs = seconds * 1000;
           o.snapshots.minRecords = 1;
         }
         break;
+      }
       case '--no-snapshots':
         o.snapshots = false;
         break;
