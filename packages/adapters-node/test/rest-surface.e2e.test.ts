@@ -616,14 +616,14 @@ describe('POST /admin/faucet: no more than a uint256 token can hold', () => {
   });
 });
 
-describe('POST /admin/referral-codes: null is "none" for code and owner', () => {
+describe('POST /admin/referral-codes: null is "none" for code and owner; a bad maxUses', () => {
   let t: TestVenue;
   beforeAll(async () => {
     t = await startTestVenue();
   });
   afterAll(async () => t.close());
 
-  it("takes the record's own shape back (a system code's owner is null)", async () => {
+  it("takes the record's own shape back (a system code's owner is null); maxUses named as itself", async () => {
     // Before: 400 "owner must be a 0x address" and "code must be a string".
     const named = await t.admin('POST', '/admin/referral-codes', {
       code: 'VIP-1',
@@ -640,6 +640,13 @@ describe('POST /admin/referral-codes: null is "none" for code and owner', () => 
     });
     expect(drawn.status, JSON.stringify(drawn.body)).toBe(200);
     expect(String(drawn.body.code)).toMatch(/^[A-Z0-9]{7}$/);
+    // A fraction or a string: named as the field, not as core's command field (before:
+    // "createReferralCode.maxUses must be a safe integer, not 1.5").
+    for (const maxUses of [1.5, '5']) {
+      const r = await t.admin('POST', '/admin/referral-codes', { kind: 'system', maxUses });
+      expect(r.status).toBe(400);
+      expect(String(r.body.error)).toMatch(/^maxUses must be a positive integer, not /);
+    }
     // An attributed code still needs its owner.
     const ownerless = await t.admin('POST', '/admin/referral-codes', {
       kind: 'attributed',

@@ -275,7 +275,12 @@ export function registerAdminRoutes(app: FastifyInstance, ctx: VenueContext): vo
       const kind = b.kind;
       if (kind !== 'system' && kind !== 'attributed')
         throw new HttpError(400, 'kind must be system or attributed');
-      if (typeof b.maxUses !== 'number') throw new HttpError(400, 'maxUses must be a number');
+      // Core's own check of a non-integer names its command field (`createReferralCode.maxUses`).
+      if (typeof b.maxUses !== 'number' || !Number.isSafeInteger(b.maxUses))
+        throw new HttpError(
+          400,
+          `maxUses must be a positive integer, not ${showValue(JSON.stringify(b.maxUses) ?? String(b.maxUses))}`,
+        );
       // `null` is "none", as the code record shows a system code's owner (`"owner":null`) and as
       // the other admin bodies read an optional field.
       const code = b.code ?? undefined;
