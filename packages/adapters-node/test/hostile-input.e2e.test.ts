@@ -1232,7 +1232,8 @@ describe('hostile input', () => {
           'Bearer',
           `Bearer ${token.slice(0, -1)}`,
           `Bearer ${token}x`,
-          `bearer ${token}`,
+          `Basic ${token}`,
+          `Bearer ${token} x`,
           token,
           `Bearer ${'x'.repeat(8_000)}`,
         ]) {
@@ -1252,6 +1253,16 @@ describe('hostile input', () => {
           }
         }
       });
+    });
+
+    it('the scheme is case-insensitive (RFC 9110), the token is not', async () => {
+      const token = t.venue.adminToken;
+      for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+        const r = await http('GET', `${t.rest}/admin/state-hash`, undefined, {
+          authorization: `${scheme} ${token}`,
+        });
+        expect(r.status).toBe(200);
+      }
     });
 
     it('hostile bodies on every admin write are 400 (or 404 for an unknown instrument), never 500', async () => {

@@ -43,8 +43,10 @@ function requireAdmin(ctx: VenueContext, req: FastifyRequest): void {
   if (typeof ctx.adminToken !== 'string' || ctx.adminToken.length === 0)
     throw new HttpError(401, 'Unauthorized: admin bearer token required');
   const header = req.headers.authorization;
-  const expected = Buffer.from(`Bearer ${ctx.adminToken}`);
-  const given = Buffer.from(typeof header === 'string' ? header : '');
+  // The scheme is case-insensitive (RFC 9110 11.1: `bearer` is `Bearer`); the token is not.
+  const credentials = typeof header === 'string' ? /^bearer +(\S*)$/i.exec(header)?.[1] : undefined;
+  const expected = Buffer.from(ctx.adminToken);
+  const given = Buffer.from(credentials ?? '');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     throw new HttpError(401, 'Unauthorized: admin bearer token required');
   }
