@@ -24,7 +24,7 @@ import { ReportStreams } from './report-streams.js';
  */
 const PINNED: Record<string, { version: number; shapes: string[] }> = {
   history: {
-    version: 1,
+    version: 2,
     shapes: [
       'account:string,avgPx:null,cloid:null,closedTime:null,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
       'account:string,avgPx:null,cloid:null,closedTime:number,createdTime:number,cumQty:string,expireTime:null,instrument:string,leavesQty:string,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:string,orderType:string,parentCloid:null,postOnly:boolean,price:string,quantity:string,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:null,updatedTime:number',
@@ -36,6 +36,8 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
       'bustReason:null,bustTime:null,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:null,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
       'bustReason:null,bustTime:null,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
       'bustReason:string,bustTime:number,busted:boolean,cloid:null,execId:string,fee:string,instrument:string,lastPx:string,lastQty:string,liquidity:string,marginMode:string,market:number,orderId:string,positionAfter:string,positionBefore:string,quoteQty:string,realizedPnl:string,seq:number,side:string,source:string,time:number,tradeId:string',
+      'execId:string,fundingRate:string,fundingTime:number,indexPrice:string,instrument:string,marginMode:string,markPrice:string,market:number,payment:string,positionSize:string,seq:number,source:string,time:number',
+      'fundingRate:string,fundingTime:number,indexPrice:string,premium:string,samples:number,source:string',
     ],
   },
   reportStreams: {

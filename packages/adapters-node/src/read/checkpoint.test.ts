@@ -3,7 +3,8 @@
  * (`checkpoint.ts`): a capture describes the read model at the turn it started however many
  * batches arrive while it is walked, and a restore from its entries (through `encodeJson` and
  * `decodeJson`, as the file does) answers like the read model did then, and like it does after
- * the same later batches.
+ * the same later batches. The history's funding rows (an account's payments, a market's
+ * settlements, scheduled and the operator's) are part of it.
  */
 import {
   type Command,
@@ -23,8 +24,9 @@ import { ReportStreams } from './report-streams.js';
 const [A, B, C] = [wallet(1), wallet(2), wallet(3)];
 
 /**
- * A log in two parts: before the capture (trades, a cancel, orders left open) and after it (a
- * bust of a trade from before, cancels of orders from before, more trades, a new account).
+ * A log in two parts: before the capture (trades, a cancel, orders left open, an operator's
+ * settle-now and a scheduled funding time) and after it (a bust of a trade from before, cancels
+ * of orders from before, more trades, a new account, another funding time).
  */
 function scenario(): { before: Command[]; after: Command[] } {
   const v = new TestVenue();
@@ -52,6 +54,8 @@ function scenario(): { before: Command[]; after: Command[] } {
   const cancelled = orderIdOf(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60000' }));
   const open = orderIdOf(v.place(A, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '60100' }));
   v.cancel(A, 'BTC-PERP', { orderId: cancelled });
+  v.run({ type: 'settleFunding', market: 1 });
+  v.run({ type: 'tick', time: v.state.fundingDue as number });
   const bustable = v.state.counters.trade;
   const split = v.log.length;
   v.run({ type: 'bustTrade', tradeId: bustable, reason: 'fat finger' });
@@ -62,6 +66,7 @@ function scenario(): { before: Command[]; after: Command[] } {
   v.open(D);
   v.fund(D, '1000');
   v.place(D, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: '70000' });
+  v.run({ type: 'tick', time: v.state.fundingDue as number });
   return { before: v.log.slice(0, split), after: v.log.slice(split) };
 }
 
@@ -93,7 +98,10 @@ const feed = (m: Models, bs: readonly CommittedBatch[]) => {
 const partsOf = (m: Models): CheckpointPart[] => [m.history.checkpoint(), m.streams.checkpoint()];
 
 /** Everything the read models answer for the scenario's accounts. */
-function reads(m: Models, now: number): unknown {
+function reads(
+  m: Models,
+  now: number,
+): Record<string, unknown> & { settlements: { source: string }[] } {
   const out: Record<string, unknown> = {};
   for (const w of [A, B, C, wallet(4)]) {
     const q = { startTime: 0, limit: 500 };
@@ -102,10 +110,11 @@ function reads(m: Models, now: number): unknown {
       open: m.history.orders(w, { ...q, status: 'open' }, now),
       closed: m.history.orders(w, { ...q, status: 'closed' }, now),
       trades: m.history.trades(w, q, now),
+      funding: m.history.funding(w, q, now),
       replay: m.streams.since(w, 0, 10_000),
     };
   }
-  return out;
+  return { ...out, settlements: m.history.settlements(1, {}) };
 }
 
 /** Restores fresh read models from the entries of `parts`' captures, through JSON. */
@@ -154,6 +163,16 @@ describe('read-model checkpoints of history and report streams', () => {
     expect(reads(restored, now)).toEqual(reads(live, now));
     const busted = restored.history.trades(A, { startTime: 0 }, now).rows.filter((t) => t.busted);
     expect(busted).toHaveLength(1);
+    // Funding rows of both kinds were captured, and the later funding time came after.
+    const sources = (rows: { source: string }[]) => rows.map((r) => r.source);
+    expect(sources(reads(atCapture, now).settlements)).toEqual(['Operator', 'Scheduled']);
+    expect(sources(reads(restored, now).settlements)).toEqual([
+      'Operator',
+      'Scheduled',
+      'Scheduled',
+    ]);
+    const paid = restored.history.funding(A, { startTime: 0 }, now).rows;
+    expect(sources(paid)).toEqual(['Scheduled', 'Scheduled', 'Operator']);
   });
 
   // The part walked first sees its accounts' live rows change between their chunks; the other
@@ -250,12 +269,23 @@ describe('read-model checkpoints of history and report streams', () => {
     feed(m, batches(before, 8));
     const now = m.history.orders(A, { startTime: 0 }, Number.MAX_SAFE_INTEGER);
     const cases: [CheckpointPart, unknown, RegExp][] = [
-      [m.history.checkpoint(), 'x', /not \[address, orders \| closed \| trades, rows\]/],
+      [
+        m.history.checkpoint(),
+        'x',
+        /not \[address, orders \| closed \| trades \| funding, rows\] or \[market, settlements, rows\]/,
+      ],
       [m.history.checkpoint(), ['0xnope', 'orders', []], /not an account address/],
-      [m.history.checkpoint(), [A, 'views', []], /views is not orders, closed or trades/],
+      [m.history.checkpoint(), [A, 'views', []], /views is not orders, closed, trades or funding/],
       [m.history.checkpoint(), [A, 'orders', [[{ orderId: '1' }, { orderId: 2n }]]], /disagree/],
       [m.history.checkpoint(), [A, 'closed', ['9']], /not a closed order/],
       [m.history.checkpoint(), [A, 'trades', [{ tradeId: 1 }]], /trade row is malformed/],
+      [m.history.checkpoint(), [A, 'funding', [{ execId: 1 }]], /funding row is malformed/],
+      [m.history.checkpoint(), ['1', 'settlements', []], /1 is not a market id/],
+      [
+        m.history.checkpoint(),
+        [1, 'settlements', [{ fundingTime: 0, fundingRate: '0', source: 'Later' }]],
+        /market 1: a settlement row is malformed/,
+      ],
       [m.streams.checkpoint(), [A, [{ type: 'executionReport', account: B }]], /out of sequence/],
       [
         m.streams.checkpoint(),
@@ -280,6 +310,12 @@ describe('read-model checkpoints of history and report streams', () => {
     expect(() => r.add([A, 'orders', []])).toThrow(/orders after trades/);
     r.add([B, 'orders', []]);
     expect(() => r.add([A, 'trades', []])).toThrow(/account 0x0+1 appears twice/);
+    // A market's settlements come together, after every account's chunks.
+    const row = { fundingTime: 0, fundingRate: '0', source: 'Scheduled' };
+    r.add([1, 'settlements', [row]]);
+    expect(() => r.add([C, 'orders', []])).toThrow(/after the settlements/);
+    r.add([2, 'settlements', [row]]);
+    expect(() => r.add([1, 'settlements', [row]])).toThrow(/market 1 appears twice/);
     const s = m.streams.checkpoint().restorer();
     s.add([A, [{ type: 'executionReport', account: A, seq: 1, time: 0 }]]);
     expect(() => s.add([A, [{ type: 'executionReport', account: A, seq: 3, time: 0 }]])).toThrow(

@@ -1,15 +1,23 @@
 /**
  * The history read model behind `GET /historic/orders`, `GET /account/trades` and the deprecated
- * `GET /historic/trades` (research 6.7, adopted by protocol.md section 7). It is a projection of
- * committed execution reports, so replaying the journal rebuilds it exactly.
+ * `GET /historic/trades` (research 6.7, adopted by protocol.md section 7), and behind our funding
+ * reads, `GET /account/funding` (an account's `Funding` reports) and `GET /funding` (a market's
+ * settlements, from the core's `fundingSettled` events; docs/protocol-decisions.md). It is a
+ * projection of committed events, so replaying the journal rebuilds it exactly.
  *
  * @module
  */
 import {
   accountOrders,
+  type Command,
   type EngineEvent,
   type EngineState,
   type ExecutionReport,
+  type FundingReport,
+  type FundingSettlement,
+  formatCollateral,
+  formatDecimal,
+  formatPrice,
   type OrderReport,
   type OrderView,
   orderAfterBust,
@@ -53,13 +61,63 @@ export interface TradeRecord extends WireTrade {
   bustReason: string | null;
 }
 
+/**
+ * Who settled a funding payment: the hourly schedule (engine-rules section 6), or the operator's
+ * settle-now (`POST /admin/funding/settle`), which pays at the command time.
+ */
+export type FundingSource = 'Scheduled' | 'Operator';
+
+/** A row of `GET /account/funding`: one `Funding` execution report of the account. */
+export interface FundingRecord {
+  execId: string;
+  seq: number;
+  instrument: string;
+  market: number;
+  marginMode: string;
+  /** The funding time paid for (the operator's settle-now: its command time), ms. */
+  fundingTime: number;
+  /** When it was paid (a funding time missed while the venue was down is paid later), ms. */
+  time: number;
+  positionSize: string;
+  fundingRate: string;
+  indexPrice: string;
+  markPrice: string | null;
+  /** Collateral, signed: negative paid, positive received. */
+  payment: string;
+  source: FundingSource;
+}
+
+/** A row of `GET /funding`: one funding settlement of a market. */
+export interface SettlementRecord {
+  fundingTime: number;
+  /** The rate paid per position (positive: longs pay), for the period settled. */
+  fundingRate: string;
+  /** The average premium of the period's samples (0 without samples). */
+  premium: string;
+  /** Premium samples the average took. */
+  samples: number;
+  /** The index the payments used; `null` before the market's first oracle (nothing paid). */
+  indexPrice: string | null;
+  source: FundingSource;
+}
+
+/** The window and size of a `GET /funding` read (`startTime`, `endTime` inclusive). */
+export interface SettlementQuery {
+  startTime?: number | undefined;
+  endTime?: number | undefined;
+  limit?: number | undefined;
+}
+
 /** Filters of the history reads. */
 export interface HistoryQuery {
   instrument?: string | undefined;
   status?: 'open' | 'closed' | 'all' | undefined;
   orderId?: string | undefined;
   cloid?: string | undefined;
-  /** Inclusive, ms; on the paging key's time (orders: `createdTime`, trades: `time`). */
+  /**
+   * Inclusive, ms; on the paging key's time (orders: `createdTime`, trades: `time`, funding:
+   * `fundingTime`).
+   */
   startTime?: number | undefined;
   /** Exclusive, ms; as `startTime`. */
   endTime?: number | undefined;
@@ -87,6 +145,10 @@ interface AccountHistory {
   /** Closed order ids in closing order, for bounded retention. */
   closed: RetainedList<string>;
   trades: RetainedList<TradeRecord>;
+  /** The account's funding payments, as they were paid. */
+  funding: RetainedList<FundingRecord>;
+  /** Whether {@link funding} is in ascending (fundingTime, execId) order; as trades. */
+  fundingInOrder: boolean;
   /**
    * Whether {@link trades} is in ascending (time, execId) order, as fills arrive: a read then
    * walks back from its window's end instead of sorting every row. (Kept as a flag rather than
@@ -100,7 +162,7 @@ interface AccountHistory {
 }
 
 /** Which read a cursor pages: a cursor of one is refused by the other. */
-export type CursorKind = 'orders' | 'trades';
+export type CursorKind = 'orders' | 'trades' | 'funding';
 
 /** The paging key of a row: an immutable time and a u64 id (decimal). */
 interface PageKey {
@@ -108,8 +170,8 @@ interface PageKey {
   id: string;
 }
 
-const CURSOR_TAG: Readonly<Record<CursorKind, string>> = { orders: 'o', trades: 't' };
-const CURSOR_RE = /^([ot]):(0|[1-9]\d{0,15}):(0|[1-9]\d{0,19})$/;
+const CURSOR_TAG: Readonly<Record<CursorKind, string>> = { orders: 'o', trades: 't', funding: 'f' };
+const CURSOR_RE = /^([otf]):(0|[1-9]\d{0,15}):(0|[1-9]\d{0,19})$/;
 
 function encodeCursor(kind: CursorKind, k: PageKey): string {
   return Buffer.from(`${CURSOR_TAG[kind]}:${k.t}:${k.id}`).toString('base64url');
@@ -141,7 +203,9 @@ function newerFirst(a: PageKey, b: PageKey): number {
 /** Rows per checkpoint entry (closed ids: eight times as many), so no entry holds a slice long. */
 const HISTORY_CHUNK = 1_024;
 /** The kinds of a history checkpoint entry, in the order an account's chunks come. */
-const KINDS = ['orders', 'closed', 'trades'] as const;
+const KINDS = ['orders', 'closed', 'trades', 'funding'] as const;
+/** The kind of a market's settlements entry (after every account's). */
+const SETTLEMENTS = 'settlements';
 
 /** An account with no rows yet. */
 function emptyAccount(): AccountHistory {
@@ -150,6 +214,8 @@ function emptyAccount(): AccountHistory {
     views: new Map(),
     closed: new RetainedList(),
     trades: new RetainedList(),
+    funding: new RetainedList(),
+    fundingInOrder: true,
     tradesInOrder: true,
     ordersInOrder: true,
     lastOrderKey: null,
@@ -163,26 +229,60 @@ function copyAccount(h: AccountHistory): AccountHistory {
     views: new Map(h.views),
     closed: h.closed.copy(),
     trades: h.trades.copy(),
+    funding: h.funding.copy(),
+    fundingInOrder: h.fundingInOrder,
     tradesInOrder: h.tradesInOrder,
     ordersInOrder: h.ordersInOrder,
     lastOrderKey: h.lastOrderKey,
   };
 }
 
+/** A market's settlements, oldest first. */
+interface MarketFunding {
+  rows: RetainedList<SettlementRecord>;
+  /** Whether {@link rows} is in ascending fundingTime order (a read then binary-searches). */
+  inOrder: boolean;
+}
+
+/** Retention limits of a {@link HistoryStore} (whole rows; the oldest go first). */
+export interface HistoryLimits {
+  /** Closed orders kept per account (working orders are always kept). */
+  maxClosedOrders?: number;
+  /** Trade rows kept per account. */
+  maxTrades?: number;
+  /** Funding payments kept per account. */
+  maxFundingPayments?: number;
+  /** Funding settlements kept per market (10,000: over a year of hourly funding). */
+  maxSettlements?: number;
+}
+
 /** In-memory history per account, fed by committed batches. */
 export class HistoryStore {
   private readonly accounts = new Map<string, AccountHistory>();
+  /** Funding settlements by market id. */
+  private readonly markets = new Map<number, MarketFunding>();
   private readonly maxClosed: number;
   private readonly maxTrades: number;
+  private readonly maxFunding: number;
+  private readonly maxSettlements: number;
   /** The checkpoint capture in progress, if any (see `checkpoint.ts`). */
   private readonly captures = new Captures<string, AccountHistory>(copyAccount);
+  /** The same for the markets' settlements. */
+  private readonly marketCaptures = new Captures<number, MarketFunding>((m) => ({
+    rows: m.rows.copy(),
+    inOrder: m.inOrder,
+  }));
   /** A restore's current account and the last kind of its chunks (see `restoreChunk`). */
   private restoring: { account: string; order: number } | null = null;
+  /** A restore's current market (its settlement chunks come together, after every account's). */
+  private restoringMarket: number | null = null;
 
-  constructor(options: { maxClosedOrders?: number; maxTrades?: number } = {}) {
+  constructor(options: HistoryLimits = {}) {
     // Whole rows: a fractional limit (a computed one) keeps the rows below it.
     this.maxClosed = Math.max(0, Math.floor(options.maxClosedOrders ?? 10_000));
     this.maxTrades = Math.max(0, Math.floor(options.maxTrades ?? 50_000));
+    this.maxFunding = Math.max(0, Math.floor(options.maxFundingPayments ?? 50_000));
+    this.maxSettlements = Math.max(0, Math.floor(options.maxSettlements ?? 10_000));
   }
 
   /**
@@ -207,7 +307,12 @@ export class HistoryStore {
 
   /** An empty store with the same retention limits (a history backfill builds one). */
   emptyCopy(): HistoryStore {
-    return new HistoryStore({ maxClosedOrders: this.maxClosed, maxTrades: this.maxTrades });
+    return new HistoryStore({
+      maxClosedOrders: this.maxClosed,
+      maxTrades: this.maxTrades,
+      maxFundingPayments: this.maxFunding,
+      maxSettlements: this.maxSettlements,
+    });
   }
 
   /**
@@ -220,17 +325,23 @@ export class HistoryStore {
     for (const [address, h] of this.accounts) this.captures.beforeChange(address, h);
     this.accounts.clear();
     for (const [address, h] of other.accounts) this.accounts.set(address, h);
+    for (const [market, m] of this.markets) this.marketCaptures.beforeChange(market, m);
+    this.markets.clear();
+    for (const [market, m] of other.markets) this.markets.set(market, m);
   }
 
   /**
    * The history as a checkpoint part (`checkpoint.ts`). An entry is a chunk of one account's
-   * rows: `[address, 'orders', [[row, view], ...]]`, `[address, 'closed', ids]` or
-   * `[address, 'trades', rows]`, an account's chunks together and in that order.
+   * rows: `[address, 'orders', [[row, view], ...]]`, `[address, 'closed', ids]`,
+   * `[address, 'trades', rows]` or `[address, 'funding', rows]`, an account's chunks together and
+   * in that order; then, after every account's, a chunk of one market's funding settlements,
+   * `[market id, 'settlements', rows]`, a market's chunks together. Version 2 added the funding
+   * rows and the settlements.
    */
   checkpoint(): CheckpointPart {
     return {
       name: 'history',
-      version: 1,
+      version: 2,
       capture: () => this.capture(),
       restorer: () => {
         const restored = this.emptyCopy();
@@ -245,12 +356,16 @@ export class HistoryStore {
 
   private capture(): ReadModelCapture {
     const capture = this.captures.start(this.accounts.keys(), (a) => this.accounts.get(a));
+    const markets = this.marketCaptures.start(this.markets.keys(), (m) => this.markets.get(m));
     return {
       *entries() {
         for (const [address, rows] of capture.rows()) {
           // Rows yielded live hold only until the next turn: a large account is copied first,
           // so its chunks, written across turns, all describe the capture's turn.
-          const large = rows.orders.size > HISTORY_CHUNK || rows.trades.length > HISTORY_CHUNK;
+          const large =
+            rows.orders.size > HISTORY_CHUNK ||
+            rows.trades.length > HISTORY_CHUNK ||
+            rows.funding.length > HISTORY_CHUNK;
           const h = large ? copyAccount(rows) : rows;
           let orders: [OrderRecord, OrderView][] = [];
           for (const [id, row] of h.orders) {
@@ -265,9 +380,20 @@ export class HistoryStore {
             yield [address, 'closed', h.closed.slice(i, i + HISTORY_CHUNK * 8)];
           for (let i = 0; i < h.trades.length; i += HISTORY_CHUNK)
             yield [address, 'trades', h.trades.slice(i, i + HISTORY_CHUNK)];
+          for (let i = 0; i < h.funding.length; i += HISTORY_CHUNK)
+            yield [address, 'funding', h.funding.slice(i, i + HISTORY_CHUNK)];
+        }
+        for (const [market, m] of markets.rows()) {
+          // As a large account: copied first when its chunks span turns.
+          const rows = m.rows.length > HISTORY_CHUNK ? m.rows.copy() : m.rows;
+          for (let i = 0; i < rows.length; i += HISTORY_CHUNK)
+            yield [market, SETTLEMENTS, rows.slice(i, i + HISTORY_CHUNK)];
         }
       },
-      release: () => capture.release(),
+      release: () => {
+        capture.release();
+        markets.release();
+      },
     };
   }
 
@@ -280,13 +406,19 @@ export class HistoryStore {
       throw new CheckpointEntryError('history', detail);
     };
     if (!Array.isArray(entry) || entry.length !== 3 || !Array.isArray(entry[2]))
-      bad('an entry is not [address, orders | closed | trades, rows]');
+      bad(
+        'an entry is not [address, orders | closed | trades | funding, rows] or [market, settlements, rows]',
+      );
     const [address, kind, rows] = entry as [unknown, unknown, unknown[]];
+    if (kind === SETTLEMENTS) return this.restoreSettlements(address, rows, bad);
+    // Every account's chunks come before the first market's.
+    if (this.restoringMarket !== null) bad(`account ${String(address)} after the settlements`);
     if (typeof address !== 'string' || !/^0x[0-9a-f]{40}$/.test(address))
       bad(`${String(address)} is not an account address`);
     const account = address as string;
     const order = KINDS.indexOf(kind as (typeof KINDS)[number]);
-    if (order < 0) bad(`account ${account}: ${String(kind)} is not orders, closed or trades`);
+    if (order < 0)
+      bad(`account ${account}: ${String(kind)} is not orders, closed, trades or funding`);
     let h = this.accounts.get(account);
     if (h === undefined) {
       h = emptyAccount();
@@ -318,19 +450,65 @@ export class HistoryStore {
           bad(`account ${account}: closed id ${String(id)} is not a closed order of the account`);
         h.closed.push(id as string);
       }
-    } else {
+    } else if (kind === 'trades') {
       for (const t of rows) {
         if (!isRecord(t) || typeof t.tradeId !== 'string' || typeof t.time !== 'number')
           bad(`account ${account}: a trade row is malformed`);
         this.pushTrade(h, t as unknown as TradeRecord);
       }
+    } else {
+      for (const f of rows) {
+        if (
+          !isRecord(f) ||
+          typeof f.execId !== 'string' ||
+          !/^(0|[1-9]\d{0,19})$/.test(f.execId) ||
+          !Number.isSafeInteger(f.fundingTime) ||
+          typeof f.instrument !== 'string' ||
+          typeof f.payment !== 'string'
+        )
+          bad(`account ${account}: a funding row is malformed`);
+        this.pushFunding(h, f as unknown as FundingRecord);
+      }
+    }
+  }
+
+  /** Adds a chunk of a market's settlements from a checkpoint entry (see {@link checkpoint}). */
+  private restoreSettlements(market: unknown, rows: unknown[], bad: (d: string) => never): void {
+    if (typeof market !== 'number' || !Number.isSafeInteger(market) || market < 0)
+      bad(`${String(market)} is not a market id`);
+    const id = market as number;
+    if (this.markets.has(id) && this.restoringMarket !== id) bad(`market ${id} appears twice`);
+    this.restoringMarket = id;
+    for (const r of rows) {
+      if (
+        !isRecord(r) ||
+        !Number.isSafeInteger(r.fundingTime) ||
+        typeof r.fundingRate !== 'string' ||
+        (r.source !== 'Scheduled' && r.source !== 'Operator')
+      )
+        bad(`market ${id}: a settlement row is malformed`);
+      this.pushSettlement(this.marketFunding(id), r as unknown as SettlementRecord);
     }
   }
 
   /** Applies a committed batch. */
   apply(batch: CommittedBatch): void {
     const specOf = specsOf(batch.state);
-    for (const events of batch.events) for (const e of events) this.applyEvent(e, specOf);
+    batch.events.forEach((events, i) => {
+      const operator = operatorFunding(batch.commands[i], events);
+      for (const e of events) this.applyEvent(e, specOf, operator);
+    });
+  }
+
+  /** A market's settlements, about to be changed. */
+  private marketFunding(market: number): MarketFunding {
+    let m = this.markets.get(market);
+    this.marketCaptures.beforeChange(market, m);
+    if (m === undefined) {
+      m = { rows: new RetainedList(), inOrder: true };
+      this.markets.set(market, m);
+    }
+    return m;
   }
 
   /** An account's rows, about to be changed. */
@@ -344,7 +522,13 @@ export class HistoryStore {
     return h;
   }
 
-  private applyEvent(e: EngineEvent, specOf: SpecOf): void {
+  /** `operator`: the settle-now's settlements and reports of the event's command, if any. */
+  private applyEvent(e: EngineEvent, specOf: SpecOf, operator: ReadonlySet<object>): void {
+    if (e.type === 'fundingSettled') {
+      const s = e.settlement;
+      this.pushSettlement(this.marketFunding(s.market), settlementRow(s, operator.has(s)));
+      return;
+    }
     if (e.type === 'tradeBusted') {
       // Busted trades stay in the history, flagged (interface-spec: "including busted trades").
       for (const account of e.accounts)
@@ -352,6 +536,10 @@ export class HistoryStore {
       return;
     }
     if (e.type !== 'executionReport') return;
+    if (e.kind === 'Funding') {
+      this.pushFunding(this.account(e.account), fundingRow(e, specOf, operator.has(e)));
+      return;
+    }
     if (e.kind === 'TradeBust') {
       if (e.workingOrder !== undefined) this.applyOrder(e.account, e.workingOrder, e.time, specOf);
       else if (e.orderId !== 0) this.bustEndedOrder(e, specOf);
@@ -486,6 +674,24 @@ export class HistoryStore {
     if (h.trades.length > this.maxTrades) h.trades.dropOldest(h.trades.length - this.maxTrades);
   }
 
+  /** Appends a funding payment, the oldest dropped past the retention. */
+  private pushFunding(h: AccountHistory, row: FundingRecord): void {
+    const last = h.funding.at(-1);
+    if (last !== undefined && newerFirst(keyOfFunding(last), keyOfFunding(row)) < 0)
+      h.fundingInOrder = false;
+    h.funding.push(row);
+    if (h.funding.length > this.maxFunding)
+      h.funding.dropOldest(h.funding.length - this.maxFunding);
+  }
+
+  /** Appends a settlement, the oldest dropped past the retention. */
+  private pushSettlement(m: MarketFunding, row: SettlementRecord): void {
+    const last = m.rows.at(-1);
+    if (last !== undefined && last.fundingTime > row.fundingTime) m.inOrder = false;
+    m.rows.push(row);
+    if (m.rows.length > this.maxSettlements) m.rows.dropOldest(m.rows.length - this.maxSettlements);
+  }
+
   /** `GET /historic/orders`. */
   orders(account: string, q: HistoryQuery, now: number): Page<OrderRecord> {
     const h = this.accounts.get(account);
@@ -519,6 +725,113 @@ export class HistoryStore {
     if (h.tradesInOrder) return pageInOrder('trades', h.trades, keyOfTrade, wanted, window, now);
     return page('trades', h.trades.filter(wanted), keyOfTrade, window, now);
   }
+
+  /**
+   * `GET /account/funding`: the account's funding payments, newest first by (fundingTime,
+   * execId), paged as trades (the window on `fundingTime`, the last 7 days by default). Only
+   * `instrument` filters.
+   */
+  funding(account: string, q: HistoryQuery, now: number): Page<FundingRecord> {
+    const h = this.accounts.get(account);
+    if (h === undefined) return { rows: [], nextCursor: null };
+    const wanted = (f: FundingRecord) =>
+      q.instrument === undefined || f.instrument === q.instrument;
+    if (h.fundingInOrder) return pageInOrder('funding', h.funding, keyOfFunding, wanted, q, now);
+    return page('funding', h.funding.filter(wanted), keyOfFunding, q, now);
+  }
+
+  /**
+   * `GET /funding`: a market's settlements, oldest first, as `GET /candles` pages: `startTime`
+   * and `endTime` bound `fundingTime` (both inclusive); with `startTime` the first `limit` from
+   * there, otherwise the last `limit` up to `endTime` (default 500). Settlements with the same
+   * fundingTime (the operator's settle-now in the millisecond of a scheduled one) keep the order
+   * they were paid in.
+   */
+  settlements(market: number, q: SettlementQuery): SettlementRecord[] {
+    const m = this.markets.get(market);
+    if (m === undefined) return [];
+    const limit = Math.max(1, q.limit ?? 500);
+    const from = q.startTime ?? Number.NEGATIVE_INFINITY;
+    const to = q.endTime ?? Number.POSITIVE_INFINITY;
+    if (!m.inOrder) {
+      const all = m.rows
+        .filter((r) => r.fundingTime >= from && r.fundingTime <= to)
+        .map((r, i) => ({ r, i }))
+        .sort((a, b) => a.r.fundingTime - b.r.fundingTime || a.i - b.i)
+        .map((x) => x.r);
+      return q.startTime !== undefined ? all.slice(0, limit) : all.slice(-limit);
+    }
+    const lo = firstIndex(m.rows, (r) => r.fundingTime >= from);
+    const hi = firstIndex(m.rows, (r) => r.fundingTime > to);
+    if (q.startTime !== undefined) return m.rows.slice(lo, Math.min(hi, lo + limit));
+    return m.rows.slice(Math.max(lo, hi - limit), hi);
+  }
+}
+
+/**
+ * The settle-now's settlements of a command and the `Funding` reports they paid (the objects of
+ * its events): empty for any other command. The settle-now pays after the funding times that
+ * were due by its command time (paid at the grid time, by the schedule), and its own
+ * settlements are those its outcome lists; each market's reports come just before its
+ * settlement's event.
+ */
+function operatorFunding(
+  command: Command | undefined,
+  events: readonly EngineEvent[],
+): ReadonlySet<object> {
+  if (command?.type !== 'settleFunding') return NONE;
+  let outcome: Set<FundingSettlement> | undefined;
+  for (const e of events)
+    if (e.type === 'outcome' && e.ok && e.kind === 'funding') outcome = new Set(e.settlements);
+  if (outcome === undefined) return NONE;
+  const out = new Set<object>();
+  let reports: FundingReport[] = [];
+  for (const e of events) {
+    if (e.type === 'executionReport' && e.kind === 'Funding') reports.push(e);
+    else if (e.type === 'fundingSettled') {
+      const s = e.settlement;
+      if (outcome.has(s)) {
+        out.add(s);
+        for (const r of reports) if (r.market === s.market) out.add(r);
+      }
+      reports = reports.filter((r) => r.market !== s.market);
+    }
+  }
+  return out;
+}
+
+const NONE: ReadonlySet<object> = new Set();
+
+/** A `Funding` report as a row of `GET /account/funding`, with the report's wire values. */
+function fundingRow(r: FundingReport, specOf: SpecOf, operator: boolean): FundingRecord {
+  const spec = specOf(r.market);
+  return {
+    execId: String(r.execId),
+    seq: r.seq,
+    instrument: spec.symbol,
+    market: r.market,
+    marginMode: r.marginMode,
+    fundingTime: r.fundingTime,
+    time: r.time,
+    positionSize: formatDecimal(r.positionSize, spec.quantityDecimals),
+    fundingRate: formatDecimal(r.fundingRate, 18),
+    indexPrice: formatPrice(r.indexPrice),
+    markPrice: r.markPrice === null ? null : formatPrice(r.markPrice),
+    payment: formatCollateral(r.payment),
+    source: operator ? 'Operator' : 'Scheduled',
+  };
+}
+
+/** A `fundingSettled` event as a row of `GET /funding`. */
+function settlementRow(s: FundingSettlement, operator: boolean): SettlementRecord {
+  return {
+    fundingTime: s.fundingTime,
+    fundingRate: formatDecimal(s.rate, 18),
+    premium: formatDecimal(s.premium, 18),
+    samples: s.sampleCount,
+    indexPrice: s.indexPrice === null ? null : formatPrice(s.indexPrice),
+    source: operator ? 'Operator' : 'Scheduled',
+  };
 }
 
 /**
@@ -590,6 +903,11 @@ function keyOfOrder(o: OrderRecord): PageKey {
 /** The paging key of a trade row. */
 function keyOfTrade(t: TradeRecord): PageKey {
   return { t: t.time, id: t.execId };
+}
+
+/** The paging key of a funding row. */
+function keyOfFunding(f: FundingRecord): PageKey {
+  return { t: f.fundingTime, id: f.execId };
 }
 
 /**
