@@ -420,7 +420,12 @@ describe('history reads: a filter that names no instrument is refused, not answe
   afterAll(async () => t.close());
 
   // A typo (`btc-perp`, `BTC-PERPS`) must not read as "this wallet never traded there".
-  for (const path of ['/historic/orders', '/account/trades', '/historic/trades']) {
+  for (const path of [
+    '/historic/orders',
+    '/account/trades',
+    '/historic/trades',
+    '/account/funding',
+  ]) {
     it(`GET ${path}?instrument=<unknown>: 400 naming the parameter`, async () => {
       const wallet = t.wallet(0).address;
       const known = await t.api('GET', `${path}?wallet=${wallet}&instrument=BTC-PERP`);
@@ -452,7 +457,9 @@ describe('time windows: startTime after endTime is refused, not answered empty',
       `/historic/orders?wallet=${wallet}`,
       `/account/trades?wallet=${wallet}`,
       `/historic/trades?wallet=${wallet}`,
+      `/account/funding?wallet=${wallet}`,
       '/candles?instrument=BTC-PERP&interval=1m',
+      '/funding?instrument=BTC-PERP',
     ];
     for (const path of paths) {
       expect((await t.api('GET', `${path}&startTime=1000&endTime=2000`)).status).toBe(200);

@@ -1,7 +1,8 @@
 /**
  * Public REST reads (interface-spec "Public REST reads", protocol.md sections 7 and 8):
- * account summary, order and trade history, access status, instruments, time, network, the
- * simulated chain's token view, candle history, tickers, order books and recent public trades.
+ * account summary, order, trade and funding history, access status, instruments, time, network,
+ * the simulated chain's token view, candle and funding-rate history, tickers, order books and
+ * recent public trades.
  * No signature; limited per client IP.
  *
  * @module
@@ -19,7 +20,7 @@ import { chainIdOf, tokenVersionOf } from '../config.js';
 import { INTERVALS, isCandleInterval } from '../marketdata/candles.js';
 import { BOOK_DEPTHS, DEFAULT_BOOK_DEPTH, orderBookSnapshot } from '../marketdata/orderbook.js';
 import { DEFAULT_TRADE_TAPE } from '../marketdata/trades.js';
-import { type HistoryQuery, isValidCursor } from '../read/history.js';
+import { type CursorKind, type HistoryQuery, isValidCursor } from '../read/history.js';
 import type { VenueContext } from '../venue-context.js';
 import { HttpError } from './errors.js';
 import { chargeAddress } from './ip-limit.js';
@@ -61,9 +62,16 @@ function timeWindow(q: Record<string, unknown>): {
 
 function historyQuery(
   q: Record<string, unknown>,
-  orders: boolean,
+  kind: CursorKind,
   symbols: { has(symbol: string): boolean },
 ): HistoryQuery {
+  const orders = kind === 'orders';
+  // Funding payments belong to positions, not orders: a filter that filtered nothing would read
+  // as "this order's funding".
+  if (kind === 'funding')
+    for (const name of ['orderId', 'cloid', 'status'])
+      if (q[name] !== undefined)
+        throw new HttpError(400, `${name} does not apply to funding payments (instrument does)`);
   const str = (name: string): string | undefined => {
     const v = q[name];
     if (v === undefined) return undefined;
@@ -91,7 +99,7 @@ function historyQuery(
   }
   // An empty cursor is the first page; anything else must be a nextCursor of this read.
   const cursor = str('cursor');
-  if (cursor !== undefined && cursor !== '' && !isValidCursor(orders ? 'orders' : 'trades', cursor))
+  if (cursor !== undefined && cursor !== '' && !isValidCursor(kind, cursor))
     throw new HttpError(400, 'cursor must be a nextCursor returned by this endpoint');
   const orderId = str('orderId');
   if (orderId !== undefined && !(U64_RE.test(orderId) && BigInt(orderId) < 2n ** 64n))
@@ -211,6 +219,22 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     return { instrument, interval, candles };
   });
 
+  // Funding-rate history (our extension, docs/protocol-decisions.md): the instrument's funding
+  // settlements, scheduled and the operator's, oldest first and windowed as `/api/candles`.
+  app.get('/api/funding', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const instrument = q.instrument;
+    if (typeof instrument !== 'string' || instrument === '')
+      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
+    const market = ctx.host.state.symbols.get(instrument);
+    if (market === undefined)
+      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const { startTime, endTime } = timeWindow(q);
+    const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
+    return { instrument, funding: ctx.history.settlements(market, { startTime, endTime, limit }) };
+  });
+
   // Recent public prints (our extension, docs/protocol-decisions.md): the newest first, as the
   // market-data `trades` channel sends them (without `type`); busted prints are left out. The
   // venue keeps the last 1,000 per instrument (`DEFAULT_TRADE_TAPE`), the largest `limit`.
@@ -279,7 +303,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const wallet = walletParam(q.wallet);
     const page = ctx.history.orders(
       wallet,
-      historyQuery(q, true, ctx.host.state.symbols),
+      historyQuery(q, 'orders', ctx.host.state.symbols),
       ctx.host.now(),
     );
     return { orders: page.rows, nextCursor: page.nextCursor };
@@ -291,7 +315,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const wallet = walletParam(q.wallet);
     const page = ctx.history.trades(
       wallet,
-      historyQuery(q, false, ctx.host.state.symbols),
+      historyQuery(q, 'trades', ctx.host.state.symbols),
       ctx.host.now(),
     );
     return { trades: page.rows, nextCursor: page.nextCursor };
@@ -301,6 +325,22 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     reply.header('Deprecation', 'true');
     reply.header('Link', '</api/account/trades>; rel="successor-version"');
     return trades(req, reply);
+  });
+
+  // The account's funding payments (our extension, docs/protocol-decisions.md): its `Funding`
+  // reports, paged as `/account/trades` (newest first, cursor, limit 1-500, the last 7 days by
+  // default), the window on `fundingTime`; `instrument` filters, `orderId`, `cloid` and `status`
+  // are refused.
+  app.get('/api/account/funding', async (req, reply) => {
+    limited(req, reply);
+    const q = req.query as Record<string, unknown>;
+    const wallet = walletParam(q.wallet);
+    const page = ctx.history.funding(
+      wallet,
+      historyQuery(q, 'funding', ctx.host.state.symbols),
+      ctx.host.now(),
+    );
+    return { funding: page.rows, nextCursor: page.nextCursor };
   });
 
   app.get('/api/chain/token/:wallet', async (req, reply) => {
