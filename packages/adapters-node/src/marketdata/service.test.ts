@@ -324,6 +324,7 @@ describe('subscriptions', () => {
     const eth = v.state.markets.get(2)!;
     const btcTicker = {
       instrument: 'BTC-PERP',
+      status: 'Active',
       last: '60010',
       mark: formatPrice(btc.prices.mark!),
       index: '60000',
@@ -342,6 +343,7 @@ describe('subscriptions', () => {
     };
     const ethTicker = {
       instrument: 'ETH-PERP',
+      status: 'Active',
       last: null,
       mark: formatPrice(eth.prices.mark!),
       index: '3000',
@@ -1013,6 +1015,74 @@ describe('candle snapshots', () => {
       trades: 0,
       closed: false,
     });
+  });
+});
+
+describe('market status', () => {
+  it('tickers carry the status; a pause and a resume are pushed at once, past the pacing', async () => {
+    // Pacing an hour apart: only the status push can bring a change within the test.
+    const v = await venue({
+      pacing: { tickerMinIntervalMs: 3_600_000, tickerKeepAliveMs: 3_600_000 },
+    });
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    expect(await c.next((m) => m.type === 'ticker')).toMatchObject({ status: 'Active' });
+    await c.request({ type: 'subscribe', id: 'l', channel: 'tickers' });
+    const list = await c.next((m) => m.type === 'tickers');
+    expect((list.tickers as Msg[]).map((x) => [x.instrument, x.status])).toEqual([
+      ['BTC-PERP', 'Active'],
+      ['ETH-PERP', 'Active'],
+    ]);
+    // A price change takes each channel's leading-edge push: the next would wait an hour.
+    await v.oracle({ 'BTC-PERP': '60100' });
+    await c.next((m) => m.type === 'ticker' && m.index === '60100');
+    await c.next((m) => m.type === 'tickers');
+    await v.oracle({ 'BTC-PERP': '60200' });
+    await v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' });
+    // The pushed ticker is the whole current one: the paced price change comes with it.
+    expect(await c.next((m) => m.type === 'ticker', 1_000)).toMatchObject({
+      instrument: 'BTC-PERP',
+      status: 'Paused',
+      index: '60200',
+    });
+    const paused = await c.next((m) => m.type === 'tickers', 1_000);
+    expect((paused.tickers as Msg[]).map((x) => x.status)).toEqual(['Paused', 'Active']);
+    expect(v.service.tickers().map((x) => x.status)).toEqual(['Paused', 'Active']);
+    await v.run({ type: 'setMarketStatus', market: 1, status: 'Active' });
+    expect(await c.next((m) => m.type === 'ticker', 1_000)).toMatchObject({ status: 'Active' });
+    const resumed = await c.next((m) => m.type === 'tickers', 1_000);
+    expect((resumed.tickers as Msg[]).map((x) => x.status)).toEqual(['Active', 'Active']);
+    // Another market's subscriber is not pushed; re-sending a status that did not change pushes
+    // nothing either (the pacing holds for everything else).
+    const eth = await v.connect();
+    await eth.request({ type: 'subscribe', id: 'e', channel: 'ticker', instrument: 'ETH-PERP' });
+    await eth.next((m) => m.type === 'ticker');
+    await v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' });
+    await c.next((m) => m.type === 'ticker' && m.status === 'Paused', 1_000);
+    await sleep(100);
+    expect(eth.all('ticker')).toHaveLength(1);
+    await v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' });
+    await v.oracle({ 'BTC-PERP': '60300' });
+    await sleep(300);
+    expect(c.all('ticker').at(-1)).toMatchObject({ status: 'Paused', index: '60200' });
+  });
+
+  it('a pause and a resume in one batch push nothing: the market is as it was', async () => {
+    const v = await venue({
+      pacing: { tickerMinIntervalMs: 3_600_000, tickerKeepAliveMs: 3_600_000 },
+    });
+    const c = await v.connect();
+    await c.request({ type: 'subscribe', id: 't', channel: 'ticker', instrument: 'BTC-PERP' });
+    await c.next((m) => m.type === 'ticker');
+    await v.oracle({ 'BTC-PERP': '60100' });
+    await c.next((m) => m.type === 'ticker' && m.index === '60100');
+    await Promise.all([
+      v.run({ type: 'setMarketStatus', market: 1, status: 'Paused' }),
+      v.run({ type: 'setMarketStatus', market: 1, status: 'Active' }),
+    ]);
+    expect(v.state.markets.get(1)!.status).toBe('Active');
+    await sleep(300);
+    expect(c.all('ticker')).toHaveLength(2);
   });
 });
 

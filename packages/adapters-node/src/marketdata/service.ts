@@ -22,7 +22,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type EngineEvent, type EngineState, RateLimiter } from '@perp/core';
+import { type EngineEvent, type EngineState, type Market, RateLimiter } from '@perp/core';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import type { CommittedBatch } from '../engine/host.js';
 import { clientAddress, limitKey } from '../http/client-address.js';
@@ -247,6 +247,14 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   let candleProjection = new CandleProjection(options.candleHistory ?? DEFAULT_CANDLE_HISTORY);
   let tradeTape = new TradeTape(options.tradeTape ?? DEFAULT_TRADE_TAPE);
   tickerProjection.seedFrom(host.state);
+  /**
+   * Each market's status as last pushed to ticker channels (the engine state's, batch by batch):
+   * a pause or a resume is pushed at once, not at the pace of price changes.
+   */
+  const statuses = new Map<number, Market['status']>();
+  host.state.markets.forEach((m, id) => {
+    statuses.set(id, m.status);
+  });
   // At the state's own time (a snapshot's), not now: the journal's tail, replayed next, trades
   // in the minutes after it and must land in them.
   candleProjection.seedFrom(host.state, host.state.time);
@@ -526,6 +534,35 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   const request = (key: string): void => channels.get(key)?.pacer?.request();
 
   /**
+   * Pushes a channel now if its content changed, past its pacing; the push restarts the pacing
+   * interval (a pending trailing push still goes, and finds nothing new unless more changed).
+   */
+  const pushNow = (key: string): void => {
+    const ch = channels.get(key);
+    if (ch !== undefined && flush(ch, false)) ch.pacer?.sent();
+  };
+
+  /**
+   * Markets of a batch whose status (`Active`/`Paused`) differs from the one last seen: an
+   * operator's pause or resume. A newly listed market is recorded, not counted: its first ticker
+   * goes out at the usual pace.
+   */
+  const statusChanges = (batch: CommittedBatch): Set<number> => {
+    const changed = new Set<number>();
+    for (const events of batch.events) {
+      for (const e of events) {
+        if (e.type !== 'marketChanged') continue;
+        const status = batch.state.markets.get(e.market)?.status;
+        if (status === undefined) continue;
+        const before = statuses.get(e.market);
+        statuses.set(e.market, status);
+        if (before !== undefined && before !== status) changed.add(e.market);
+      }
+    }
+    return changed;
+  };
+
+  /**
    * Sends the snapshot a new subscriber gets right after its ack. `trades` has none: a subscriber
    * gets the prints after its ack, the recent ones come from `GET /api/trades`.
    */
@@ -619,8 +656,12 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       }
     }
     for (const m of books) for (const d of BOOK_DEPTHS) request(`orderbook|${m}|${d}`);
-    for (const m of tickerTouched) request(`ticker|${m}`);
-    if (tickerTouched.size > 0) request('tickers');
+    // A pause or resume goes out at once (its ticker and the list), other changes paced.
+    const statusChanged = statusChanges(batch);
+    for (const m of tickerTouched) if (!statusChanged.has(m)) request(`ticker|${m}`);
+    for (const m of statusChanged) pushNow(`ticker|${m}`);
+    if (statusChanged.size > 0) pushNow('tickers');
+    else if (tickerTouched.size > 0) request('tickers');
     // Prints and busts in trade order, one message each, never skipped: a tape with a gap is
     // wrong, not stale. The batch is committed (durable) before the host publishes it.
     for (const t of tradeTape.apply(batch)) {

@@ -53,6 +53,7 @@ describe('TickerProjection', () => {
     const eth = venue.state.markets.get(2)!;
     expect(projection.ticker(venue.state, 2, time)).toEqual({
       instrument: 'ETH-PERP',
+      status: 'Active',
       last: '3001',
       mark: expect.any(String),
       index: '3000',

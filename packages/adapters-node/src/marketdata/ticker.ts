@@ -1,6 +1,6 @@
 /**
- * Tickers (research 3.1 and 6.6): one full object per instrument with the last price, best bid
- * and ask, mark and index, 24 h rolling statistics (see `rolling-window.ts` for the exact window),
+ * Tickers (research 3.1 and 6.6): one full object per instrument with its status, the last
+ * price, best bid and ask, mark and index, 24 h rolling statistics (see `rolling-window.ts` for the exact window),
  * funding and open interest. Prices and sizes are canonical decimal strings; a value the venue
  * does not have yet is `null`.
  *
@@ -34,6 +34,11 @@ export type FundingSource = (state: EngineState, market: number) => FundingView 
 /** A ticker on the wire (the `ticker` message without `type` and `time`). */
 export interface WireTicker {
   instrument: string;
+  /**
+   * The market's status as `GET /api/instruments` shows it: `Active`, or `Paused` by the operator
+   * (new orders and amends refused, cancels accepted; docs/protocol-decisions.md, "Market data").
+   */
+  status: Market['status'];
   last: string | null;
   mark: string | null;
   index: string | null;
@@ -201,6 +206,7 @@ export class TickerProjection {
     const qd = spec.quantityDecimals;
     return {
       instrument: spec.symbol,
+      status: m.status,
       last: last === null ? null : formatPrice(last),
       mark: m.prices.mark === null ? null : formatPrice(m.prices.mark),
       index: m.prices.index === null ? null : formatPrice(m.prices.index),
