@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listCheckpointFiles } from '../src/journal/read-model-files.js';
+import { listSnapshotFiles } from '../src/journal/snapshots.js';
 import { type Msg, WsClient } from './support/client.js';
 import { btc, limitOrder, px, startTestVenue, type TestVenue } from './support/fixture.js';
 
@@ -149,6 +151,110 @@ describe('market data through the venue', () => {
     expect(next).toMatchObject({ bids: [['64990', '0.3']], asks: [['65020', '0.1']] });
     expect(next.seq).toBe(lastSeq + 1);
     await b.close();
+  });
+});
+
+describe('market status on the market-data surface', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'perp-md-status-'));
+  let t: TestVenue | undefined;
+  afterAll(async () => {
+    await t?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const restTickers = async (v: TestVenue): Promise<Record<string, unknown>[]> => {
+    const r = await v.api('GET', '/tickers');
+    expect(r.status).toBe(200);
+    return r.body.tickers as Record<string, unknown>[];
+  };
+  const statusOf = async (v: TestVenue, symbol: string): Promise<unknown> =>
+    (await restTickers(v)).find((x) => x.instrument === symbol)?.status;
+  const instrumentStatus = async (v: TestVenue, symbol: string): Promise<unknown> => {
+    const r = await v.api('GET', '/instruments');
+    const list = (Array.isArray(r.body) ? r.body : r.body.instruments) as Record<string, unknown>[];
+    return list.find((x) => x.symbol === symbol)?.status;
+  };
+
+  it('a pause and a resume reach ticker and tickers subscribers at once, and GET /api/tickers', async () => {
+    // Journal only: the first restart below replays every record.
+    t = await startTestVenue({ dataDir: dir, snapshots: false });
+    await t.oracle({ 'BTC-PERP': '65000' });
+    const md = await WsClient.connect(t.venue.marketdata);
+    await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });
+    await md.request({ type: 'subscribe', channel: 'tickers' });
+    expect(await md.waitFor((m) => m.type === 'ticker')).toMatchObject({ status: 'Active' });
+    expect(await statusOf(t, 'BTC-PERP')).toBe('Active');
+    // A price change just before takes the ticker's leading-edge push: without the status push
+    // the pause would wait for the paced one, up to a second later.
+    await t.oracle({ 'BTC-PERP': '65100' });
+    await md.waitFor((m) => m.type === 'ticker' && m.index === '65100');
+    const seen = md.inbox.length;
+    const paused = await t.admin('POST', '/admin/markets/BTC-PERP/pause');
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    const since = (m: Msg) => md.inbox.indexOf(m) >= seen;
+    const pushed = await md.waitFor((m) => since(m) && m.type === 'ticker', 500);
+    expect(pushed).toMatchObject({ instrument: 'BTC-PERP', status: 'Paused', index: '65100' });
+    const list = await md.waitFor((m) => since(m) && m.type === 'tickers', 500);
+    const others = (list.tickers as Msg[]).filter((x) => x.instrument !== 'BTC-PERP');
+    expect((list.tickers as Msg[]).find((x) => x.instrument === 'BTC-PERP')?.status).toBe('Paused');
+    expect(others.length).toBeGreaterThan(0);
+    for (const x of others) expect(x.status).toBe('Active');
+    // REST shows what the socket sent, with the name GET /api/instruments uses.
+    expect(await statusOf(t, 'BTC-PERP')).toBe('Paused');
+    expect(await instrumentStatus(t, 'BTC-PERP')).toBe('Paused');
+
+    const resumedAt = md.inbox.length;
+    expect((await t.admin('POST', '/admin/markets/BTC-PERP/resume')).status).toBe(200);
+    expect(
+      await md.waitFor((m) => md.inbox.indexOf(m) >= resumedAt && m.type === 'ticker', 500),
+    ).toMatchObject({ status: 'Active' });
+    expect(await statusOf(t, 'BTC-PERP')).toBe('Active');
+    // Paused again for the restarts.
+    expect((await t.admin('POST', '/admin/markets/BTC-PERP/pause')).status).toBe(200);
+    await md.waitFor((m) => m.type === 'ticker' && m.status === 'Paused' && since(m), 500);
+    await md.close();
+  });
+
+  it('survives a restart from the journal and from a snapshot', async () => {
+    await t?.close();
+    // Replayed from the journal's first record (no snapshot was ever written); this one writes a
+    // snapshot, and the read models' checkpoint beside it, when it stops.
+    expect(listSnapshotFiles(dir)).toEqual([]);
+    const lines: string[] = [];
+    t = await startTestVenue({ dataDir: dir, log: (line) => lines.push(line) });
+    expect(lines.join('\n')).toMatch(/replayed \d+ journal records/);
+    expect(lines.join('\n')).not.toMatch(/recovered from snapshot/);
+    expect(await statusOf(t, 'BTC-PERP')).toBe('Paused');
+    const md = await WsClient.connect(t.venue.marketdata);
+    await md.request({ type: 'subscribe', channel: 'ticker', instrument: 'BTC-PERP' });
+    expect(await md.waitFor((m) => m.type === 'ticker')).toMatchObject({ status: 'Paused' });
+    await md.close();
+    await t.close();
+    const snapshot = listSnapshotFiles(dir)[0]?.seq;
+    expect(snapshot).toBeDefined();
+    expect(listCheckpointFiles(dir)[0]?.seq).toBe(snapshot);
+
+    // From that snapshot and checkpoint: nothing of the journal is replayed.
+    lines.length = 0;
+    t = await startTestVenue({ dataDir: dir, log: (line) => lines.push(line) });
+    expect(lines.join('\n')).toMatch(/recovered from snapshot/);
+    expect(lines.join('\n')).not.toMatch(/replayed \d+ journal records/);
+    expect(await statusOf(t, 'BTC-PERP')).toBe('Paused');
+    const again = await WsClient.connect(t.venue.marketdata);
+    await again.request({ type: 'subscribe', channel: 'tickers' });
+    const list = await again.waitFor((m) => m.type === 'tickers');
+    expect((list.tickers as Msg[]).find((x) => x.instrument === 'BTC-PERP')?.status).toBe('Paused');
+    // Still a live status after the restart: a resume is pushed at once.
+    const at = again.inbox.length;
+    expect((await t.admin('POST', '/admin/markets/BTC-PERP/resume')).status).toBe(200);
+    const pushed = await again.waitFor(
+      (m) => again.inbox.indexOf(m) >= at && m.type === 'tickers',
+      500,
+    );
+    expect((pushed.tickers as Msg[]).find((x) => x.instrument === 'BTC-PERP')?.status).toBe(
+      'Active',
+    );
+    await again.close();
   });
 });
 
