@@ -3,8 +3,8 @@
  * books, candles, liquidation auctions and (our extension) the public trade tape, no
  * authentication. Projections are fed by the engine
  * host's committed batches; pushes are full snapshots, serialized once per channel and sent as
- * the same string to every subscriber, paced per channel and skipped for consumers that fall
- * behind (reliability-anchors 3.1).
+ * the same string to every subscriber, paced per channel (a market's pause or resume goes out
+ * at once) and skipped for consumers that fall behind (reliability-anchors 3.1).
  *
  * Clocks: `now()` stamps `time` fields, drives the 24 h window and closes candles at interval
  * ends; pacing, heartbeats and idle deadlines run on the process clock, the per-IP message
@@ -248,8 +248,9 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
   let tradeTape = new TradeTape(options.tradeTape ?? DEFAULT_TRADE_TAPE);
   tickerProjection.seedFrom(host.state);
   /**
-   * Each market's status as last pushed to ticker channels (the engine state's, batch by batch):
-   * a pause or a resume is pushed at once, not at the pace of price changes.
+   * Each market's status in the last committed batch that showed it (seeded from the starting
+   * state): a batch that changes it (a pause or a resume) pushes its tickers at once, not at the
+   * pace of price changes.
    */
   const statuses = new Map<number, Market['status']>();
   host.state.markets.forEach((m, id) => {
