@@ -54,7 +54,12 @@ export {
   type Page,
   type TradeRecord as HistoryTradeRecord,
 } from './read/history.js';
-export { type Replay, type ReportListener, ReportStreams } from './read/report-streams.js';
+export {
+  type Replay,
+  type ReportListener,
+  ReportStreams,
+  type RestatedBust,
+} from './read/report-streams.js';
 export { StartupError } from './startup-error.js';
 export { type StartVenueOptions, startVenue, type Venue } from './venue.js';
 export type { ReadModelsStatus, VenueChain, VenueContext } from './venue-context.js';

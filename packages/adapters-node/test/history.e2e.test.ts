@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Wallet, WsClient } from './support/client.js';
+import type { Msg, Wallet, WsClient } from './support/client.js';
 import {
   btc,
   cancelOrder,
@@ -109,6 +109,46 @@ describe('a trade bust in the order history', () => {
     const after = await row(carol, taker);
     expect(after.closedTime).toBe(closedTime);
     expect(after.updatedTime as number).toBeGreaterThanOrEqual(closedTime as number);
+  });
+
+  it('the TradeBust report of an ended order carries the order as restated, live and on replay', async () => {
+    const live = await t.connect(carol);
+    await live.request({ type: 'subscribeTrading' });
+    await order(bob, b, { isBuy: 0, price: px(71000), quantity: btc(0.02) });
+    const taker = await order(carol, c, {
+      isBuy: 1,
+      price: px(71000),
+      quantity: btc(0.02),
+      timeInForce: IOC,
+    });
+    const [trade] = await until(
+      () => tradesOf(carol, taker),
+      (r) => r.length === 1,
+    );
+    await bust(trade!.tradeId);
+    const isBust = (m: Msg) =>
+      m.type === 'executionReport' &&
+      m.kind === 'TradeBust' &&
+      (m.trade as Row | undefined)?.tradeId === trade!.tradeId;
+    const pushed = await live.waitFor(isBust);
+    // The engine keeps only working orders; the filled order is restated from its last report
+    // with the engine's rule, as the order history restates it.
+    const restated = {
+      orderId: taker,
+      ordStatus: 'Cancelled',
+      reason: 'Bust',
+      quantity: '0',
+      cumQty: '0',
+      leavesQty: '0',
+      avgPx: null,
+    };
+    expect(pushed.order).toMatchObject(restated);
+    const { closedTime: _closed, ...historyRow } = await row(carol, taker);
+    expect(pushed.order).toEqual(historyRow);
+    // A client that missed it gets the same report from the replay buffer.
+    const late = await t.connect(carol);
+    await late.request({ type: 'subscribeTrading', fromSeq: Number(pushed.seq) - 1 });
+    expect(await late.waitFor(isBust)).toEqual({ ...pushed, replay: true });
   });
 
   it('a filled order with three fills, one busted: cumQty and avgPx from the two left, exact', async () => {

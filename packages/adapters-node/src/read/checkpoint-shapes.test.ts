@@ -41,13 +41,13 @@ const PINNED: Record<string, { version: number; shapes: string[] }> = {
     ],
   },
   reportStreams: {
-    version: 1,
+    version: 2,
     shapes: [
       'account:string,adlId:number,execId:number,fill:object,kind:string,marginMode:string,market:number,rank:number,seq:number,time:number,type:string',
       'account:string,amount:bigint,commandId:number,direction:string,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
       'account:string,amount:bigint,commandId:number,execId:number,kind:string,marginMode:string,market:number,seq:number,status:string,time:number,type:string',
       'account:string,auctionId:number,execId:number,fill:object,kind:string,market:number,price:bigint,quantity:bigint,reserve:bigint,seq:number,status:string,time:number,type:string',
-      'account:string,bustReason:string,execId:number,fill:object,kind:string,marginMode:string,market:number,orderId:number,positionAfter:bigint,seq:number,time:number,tradeId:number,type:string,workingOrder:undefined',
+      'account:string,bustReason:string,endedOrder:object,execId:number,fill:object,kind:string,marginMode:string,market:number,orderId:number,positionAfter:bigint,seq:number,time:number,tradeId:number,type:string,workingOrder:undefined',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:null,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
       'account:string,cloid:null,createdTime:number,cumQty:bigint,entryOrderId:null,expireTime:null,filledNotional:bigint,managed:boolean,marginMode:string,market:number,ordStatus:string,orderId:number,orderType:string,parentCloid:null,postOnly:boolean,price:bigint,quantity:bigint,reason:string,reduceOnly:boolean,side:string,timeInForce:string,triggerPrice:bigint,updatedTime:number',
       'account:string,commandId:number,execId:number,kind:string,leverage:number,marginMode:string,market:number,previousLeverage:number,seq:number,status:string,time:number,type:string',

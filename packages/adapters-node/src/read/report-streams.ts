@@ -7,7 +7,12 @@
  *
  * @module
  */
-import type { ExecutionReport } from '@perp/core';
+import {
+  type ExecutionReport,
+  type OrderView,
+  orderAfterBust,
+  type TradeBustReport,
+} from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import {
   Captures,
@@ -28,6 +33,47 @@ export interface Replay {
   readonly reports: readonly ExecutionReport[];
   /** The buffer no longer reaches back to `fromSeq`: rebuild from REST, then go on live. */
   readonly resyncRequired: boolean;
+}
+
+/**
+ * A `TradeBust` of a fill of an order that had already ended, with the order as the bust
+ * restates it (protocol.md 6: one left without fills ends `Cancelled` with reason `Bust`). The
+ * engine keeps only working orders, so its report has none; the replay buffer still holds the
+ * order's last report, and the restated order is sent as the report's `order`, as it is for a
+ * working one.
+ */
+export interface RestatedBust extends TradeBustReport {
+  readonly endedOrder: OrderView;
+}
+
+/** The order view a report carries, if any (a restated bust's included). */
+function orderViewOf(r: ExecutionReport): OrderView | undefined {
+  if (r.kind === 'TradeBust') return r.workingOrder ?? (r as Partial<RestatedBust>).endedOrder;
+  return 'order' in r ? r.order : undefined;
+}
+
+/**
+ * `r` with the ended order it busts restated from the newest report in `buffered` that shows
+ * the order, with the engine's own rule (`orderAfterBust`); `r` itself when it is no such bust,
+ * or when the buffer no longer holds the order (older than the buffer: `/historic/orders` has
+ * it).
+ */
+function restated(buffered: RetainedList<ExecutionReport>, r: ExecutionReport): ExecutionReport {
+  if (r.kind !== 'TradeBust' || r.workingOrder !== undefined || r.orderId === 0) return r;
+  for (let i = buffered.length - 1; i >= 0; i--) {
+    const view = orderViewOf(buffered.at(i) as ExecutionReport);
+    if (view === undefined || view.orderId !== r.orderId) continue;
+    const qty = r.fill.quantity;
+    if (qty <= 0n || qty > view.cumQty) return r;
+    const endedOrder: OrderView = {
+      ...view,
+      ...orderAfterBust(view, qty, r.fill.price),
+      updatedTime: r.time,
+    };
+    const restatedBust: RestatedBust = { ...r, endedOrder };
+    return restatedBust;
+  }
+  return r;
 }
 
 /** Reports per checkpoint entry, so no entry holds a slice long. */
@@ -78,10 +124,14 @@ export class ReportStreams {
         list.push(e);
       }
     }
-    for (const [account, reports] of byAccount) {
+    for (const [account, engineReports] of byAccount) {
       const b = this.buffer(account);
       this.captures.beforeChange(account, b.reports);
-      for (const r of reports) b.reports.push(r);
+      const reports = engineReports.map((r) => {
+        const out = restated(b.reports, r);
+        b.reports.push(out);
+        return out;
+      });
       const newest = reports[reports.length - 1] as ExecutionReport;
       let drop = 0;
       while (
@@ -122,7 +172,8 @@ export class ReportStreams {
   checkpoint(): CheckpointPart {
     return {
       name: 'reportStreams',
-      version: 1,
+      // 2: a TradeBust of an ended order carries the order restated (`endedOrder`).
+      version: 2,
       capture: () => this.capture(),
       restorer: () => {
         const restored = this.emptyCopy();

@@ -218,7 +218,10 @@ export function wireReport(
     }
     case 'TradeBust': {
       const spec = specOf(report.market);
-      if (report.workingOrder !== undefined) base.order = wireOrder(report.workingOrder, spec);
+      // A working order from the engine, or an ended one the replay buffer restated
+      // (`read/report-streams.ts`).
+      const order = report.workingOrder ?? (report as { endedOrder?: OrderView }).endedOrder;
+      if (order !== undefined) base.order = wireOrder(order, spec);
       base.trade = wireTrade(report.fill, spec);
       base.bustReason = report.bustReason;
       base.positionAfter = formatDecimal(report.positionAfter, spec.quantityDecimals);
