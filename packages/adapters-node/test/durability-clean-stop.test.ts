@@ -93,3 +93,49 @@ it('a stop while requests are still on the sockets finishes them, then snapshots
   // The race is timing-dependent: three venues make a regression likely to show.
   for (let i = 0; i < 3; i++) await stopUnderLoad();
 });
+
+it('a clean stop answers the requests it finishes before it closes their sockets', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'perp-clean-stop-'));
+  dirs.push(dir);
+  let t = await start(dir);
+  await t.oracle({ 'BTC-PERP': '65000' });
+  const x = await traders(t, true);
+  await x.a.request({ type: 'subscribeTrading' });
+  // A fresh second of the wallet's 20 requests, so none is refused for the rate.
+  await new Promise((r) => setTimeout(r, 1_100));
+  const signatures: Awaited<ReturnType<typeof x.alice.sign>>[] = [];
+  for (let i = 0; i < 15; i++)
+    signatures.push(await x.alice.sign('Order', limitOrder(true, px(60000 - i), btc(0.01))));
+  // The stop starts as the first answer arrives: the others are on their way to the engine.
+  let stopped: Promise<void> | undefined;
+  const replies = await Promise.all(
+    signatures.map((signature) =>
+      x.a.request({ type: 'placeOrder', signature }).then(
+        (m) => {
+          stopped ??= t.venue.close();
+          return m;
+        },
+        () => null,
+      ),
+    ),
+  );
+  await stopped;
+  expect(x.a.closed?.code).toBe(1001);
+  const acks = replies.filter((m) => m?.type === 'orderAck');
+  // Each acknowledged order's report came before the close, as live reports do.
+  for (const ack of acks)
+    expect(x.a.reports().some((r) => r.seq === ack?.seq && r.kind === 'OrderAccepted')).toBe(true);
+  await t.close();
+
+  // The restarted venue knows which were applied: their nonces are used. Each was answered.
+  t = await start(dir);
+  const again = await t.connect(x.alice);
+  const applied: number[] = [];
+  for (const [i, signature] of signatures.entries()) {
+    const r = await again.request({ type: 'placeOrder', signature });
+    if (r.type === 'error' && r.code === 4002) applied.push(i);
+  }
+  expect(applied.length).toBeGreaterThan(1);
+  expect(applied.filter((i) => replies[i] === null)).toEqual([]);
+  await t.close();
+});

@@ -46,7 +46,7 @@ import {
 } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
-import { closeWithin } from './close.js';
+import { CLOSE_GRACE_MS, closeWithin } from './close.js';
 import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
 
 /** Close codes (protocol.md section 5). */
@@ -137,6 +137,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
   });
   wss.on('error', () => {});
   const sessions = new Set<Session>();
+  /** Set by close(): no new message is taken, and no new connection (503). */
+  let stopping = false;
   const byAccount = new Map<string, Set<Session>>();
 
   // Every message of a connection goes out in order through `enqueue`: straight to the socket
@@ -164,6 +166,17 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     // reads gets it within the grace, and one that does not loses its socket then.
     closeWithin(s.ws, CloseCode.POLICY, 'slow consumer', CUT_OFF_GRACE_MS);
     detach(s);
+  };
+  /** Resolves once `s` has handed its whole queue to its socket, it closed, or `deadline` passed. */
+  const queueDrained = async (s: Session, deadline: number): Promise<void> => {
+    while (
+      !s.closed &&
+      s.ws.readyState === s.ws.OPEN &&
+      s.queueHead < s.queue.length &&
+      performance.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
   };
   const pump = (s: Session): void => {
     if (s.draining) return;
@@ -810,8 +823,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
         ws.on('message', (data, isBinary) => {
           // A socket the server has let go of (shutting down, idle, too slow) takes no more
           // requests: one read after the venue's stop decided its snapshot would be applied
-          // after it. Those received before are finished (see close()).
-          if (s.closed) return;
+          // after it. Those received before are finished and answered (see close()).
+          if (s.closed || stopping) return;
           // Activity counts on arrival, even while earlier messages are still being handled.
           s.lastActivity = performance.now();
           s.chain = s.chain.then(() => onMessage(s, data, isBinary));
@@ -820,20 +833,28 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     },
     async close() {
       clearInterval(heartbeat);
-      unsubscribeBatches();
+      // From here no message is read and no connection accepted (the server answers an
+      // upgrade 503); the sockets stay open until what was received is answered.
+      stopping = true;
+      const serverClosed = new Promise<void>((resolve) => wss.close(() => resolve()));
       const closing = [...sessions];
+      // Requests already received finish (applied and journaled, or refused) before this
+      // returns, so the venue's clean stop finds the engine idle for good and its snapshot
+      // covers them: first the messages on each session's chain, then the requests they handed
+      // on (signature recovery, then the engine), which answer later. Their answers and reports
+      // go out before the close frame: exactly one reply per request (protocol.md section 1),
+      // even at a stop; a client is not left guessing whether an order it sent was placed.
+      await Promise.allSettled(closing.map((s) => s.chain));
+      await Promise.allSettled([...answering]);
+      unsubscribeBatches();
+      // What a session still queues (behind a full socket buffer) gets the grace to go out.
+      const deadline = performance.now() + CLOSE_GRACE_MS;
+      await Promise.all(closing.map((s) => queueDrained(s, deadline)));
       for (const s of closing) {
         closeWithin(s.ws, CloseCode.SHUTDOWN, 'server shutting down');
         detach(s);
       }
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
-      // Requests already received finish (applied and journaled, or refused) before this
-      // returns, so the venue's clean stop finds the engine idle for good and its snapshot
-      // covers them: first the messages on each session's chain (the sessions are detached, so
-      // no later message joins one), then the requests they handed on (signature recovery,
-      // then the engine), which answer later.
-      await Promise.allSettled(closing.map((s) => s.chain));
-      await Promise.allSettled([...answering]);
+      await serverClosed;
     },
     get connections() {
       return sessions.size;
