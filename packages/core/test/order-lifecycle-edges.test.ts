@@ -252,6 +252,34 @@ describe('cloid reservation at and past 24 h', () => {
     expect(v.state.orders.get(id)?.cloid).toBe(cloid(2));
   });
 
+  it('a cloid superseded after its 24 h forgets it at once (the index does not keep it forever)', () => {
+    const id = orderIdOf(
+      v.place(A, BTC, { side: 'Buy', qty: '2', price: '64000', cloid: cloid(5) }),
+    );
+    v.advance(DAY_MS + 60_000);
+    // The order still holds cloid 5 past its retention; a replace gives it cloid 6.
+    v.expectOk(
+      v.run({
+        type: 'replaceOrder',
+        account: A,
+        market: 1,
+        orderId: BigInt(id),
+        origCloid: null,
+        price: px('64000'),
+        triggerPrice: 0n,
+        quantity: 20_000n,
+        cloid: cloid(6),
+      }),
+    );
+    // Nothing would ever prune cloid 5 later (its log entry went at 24 h, and the order's end
+    // releases only its current cloid): the replace lets it go, as an order's end would.
+    expect(v.state.cloids.get(key(5))).toBeUndefined();
+    expect(v.state.cloids.get(key(6))?.orderId).toBe(id);
+    expect(
+      v.outcome(v.place(A, BTC, { side: 'Buy', qty: '1', price: '63000', cloid: cloid(5) })).ok,
+    ).toBe(true);
+  });
+
   it('an order working past 24 h keeps its cloid; when it ends the index forgets it', () => {
     const id = orderIdOf(
       v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000', cloid: cloid(4) }),

@@ -51,9 +51,23 @@ export function cloidTarget(ctx: Ctx, account: string, cloid: string): number | 
 /** Releases the cloid of an order that ended after its retention time already ran out. */
 export function releaseCloidOnEnd(ctx: Ctx, order: Order): void {
   if (order.cloid === null) return;
-  const key = cloidKey(order.account, order.cloid);
+  releaseLapsedCloid(ctx, order.account, order.cloid, order.orderId);
+}
+
+/**
+ * Releases `cloid`, which order `orderId` held until now (it ended, or a replace gave it another
+ * cloid), when its retention already ran out: {@link pruneCloids} left it to its order then, and
+ * nothing else would ever drop it from the index.
+ */
+export function releaseLapsedCloid(
+  ctx: Ctx,
+  account: string,
+  cloid: string,
+  orderId: number,
+): void {
+  const key = cloidKey(account, cloid);
   const entry = ctx.state.cloids.get(key);
-  if (entry === undefined || entry.orderId !== order.orderId) return;
+  if (entry === undefined || entry.orderId !== orderId) return;
   if (entry.acceptedTime + ctx.state.settings.cloidRetentionMs <= ctx.time) {
     ctx.state.cloids = ctx.state.cloids.delete(ctx.edit, key);
   }

@@ -14,7 +14,7 @@ import type { Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
 import { formatDecimal } from '../units/decimal.js';
 import { findWorkingOrder, targetProblem } from './cancel.js';
-import { cloidHolder, registerCloid } from './cloids.js';
+import { cloidHolder, registerCloid, releaseLapsedCloid } from './cloids.js';
 import { rest, shrinkInPlace, unrest } from './execution.js';
 import { followParentCloid } from './managed.js';
 import { execute, latestOrder } from './place.js';
@@ -174,7 +174,12 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
   if (w.ordStatus === 'Untriggered' && w.armed) addTrigger(wMarket, w);
   if (cmd.cloid !== null && cmd.cloid !== origCloid) {
     registerCloid(ctx, cmd.account, cmd.cloid, id);
-    if (origCloid !== null) followParentCloid(ctx, w);
+    if (origCloid !== null) {
+      // The superseded cloid stays reserved until 24 h after the order was accepted; past
+      // that it is free now, and the index must not keep it.
+      releaseLapsedCloid(ctx, cmd.account, origCloid, id);
+      followParentCloid(ctx, w);
+    }
   }
   ctx.report(cmd.account, { kind: 'OrderReplaced', order: viewOf(w), origCloid, previous });
   if (resting && losesPriority) {
