@@ -597,7 +597,8 @@ describe('trigger orders (mark price)', () => {
     const fill = reports(fired, A)[1] as OrderReport;
     expect(fill.fill?.price).toBe(px('55000'));
     expect(fill.fill?.quantity).toBe(4_000n);
-    expect((reports(fired, A)[2] as OrderReport).order.reason).toBe('IOC');
+    // A GTC stop is not an IOC: the remainder its cap found nothing for is NoLiquidity.
+    expect((reports(fired, A)[2] as OrderReport).order.reason).toBe('NoLiquidity');
   });
 
   it('a TakeProfit sell fires when mark >= trigger', () => {

@@ -111,7 +111,7 @@ describe('1. market-style TP/SL: the 10% slippage cap from mark, on the tick gri
     const fill = reports(fired, A)[1]!;
     expect(fill.fill?.price).toBe(px('54000.5'));
     expect(fill.fill?.quantity).toBe(4_000n);
-    expect(reports(fired, A)[2]!.order.reason).toBe('IOC');
+    expect(reports(fired, A)[2]!.order.reason).toBe('NoLiquidity');
     // The bid at 54,000 (0.1125 beyond the cap) is untouched.
     expect(levels(v, 'bids')).toEqual([[px('54000'), 10_000n]]);
   });

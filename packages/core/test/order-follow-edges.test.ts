@@ -150,7 +150,7 @@ describe('orders that follow a position when it changes', () => {
       expect.objectContaining({ type: 'markChanged', mark: px('62000') }),
     );
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
-    expect(kinds(fired, A)).toContain(`OrderCancelled:IOC#${stop}`);
+    expect(kinds(fired, A)).toContain(`OrderCancelled:NoLiquidity#${stop}`);
     expect(v.state.orders.get(tp)?.quantity).toBe(15_000n);
   });
 

@@ -231,7 +231,10 @@ const FINGERPRINTS: Record<
     },
   },
   // 9: a bust of a book print names the newest print still standing as the market's last trade
-  // (a mark input), or none (risk.golden.test.ts, "trade bust"); the tour's busts moved it.
+  // (a mark input), or none (risk.golden.test.ts, "trade bust"); the tour's busts moved it. Also
+  // in 9, unseen by the four logs: a replace releases a cloid it supersedes after the cloid's
+  // 24 h (order-lifecycle-edges.test.ts), and a market-style stop's remainder is cancelled
+  // `NoLiquidity`, not `IOC` (book.test.ts, order-follow-edges.test.ts).
   9: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',

@@ -199,8 +199,15 @@ export function execute(ctx: Ctx, orderId: number, limit?: bigint): void {
   reconcileScopes(ctx, orderId, clampsWith);
   const after = ctx.order(orderId);
   if (after === undefined) return; // filled, or ended by a rule
-  if (after.timeInForce === 'IOC' || after.timeInForce === 'FOK' || limit !== undefined) {
-    cancelOrder(ctx, orderId, after.timeInForce === 'FOK' ? 'FOK' : 'IOC');
+  if (after.timeInForce === 'IOC' || after.timeInForce === 'FOK') {
+    cancelOrder(ctx, orderId, after.timeInForce);
+    return;
+  }
+  // A market-style trigger order never rests, whatever its time in force: what its slippage
+  // cap found no liquidity for is cancelled as such (research 6.4.3's `NoLiquidity`), not as
+  // an `IOC` it was not placed as.
+  if (limit !== undefined) {
+    cancelOrder(ctx, orderId, 'NoLiquidity');
     return;
   }
   if (after.reduceOnly && reducible === 0n) {
