@@ -19,6 +19,7 @@ import type { Ctx } from '../engine/context.js';
 import { newAccount as makeAccount } from '../engine/records.js';
 import type { Account, MarginMode } from '../engine/types.js';
 import { ErrorCode, type ErrorName, reject } from '../errors.js';
+import { scopeInAuction } from '../risk/health.js';
 import { formatCollateral } from '../units/decimal.js';
 import {
   availableToOpen,
@@ -80,6 +81,23 @@ function submitted(ctx: Ctx, commandId: number): void {
   ctx.emit({ type: 'outcome', ok: true, kind: 'command', commandId, status: 'Submitted' });
 }
 
+/**
+ * Why nothing may leave a scope now: its liquidation auction runs. Claims made meanwhile buy the
+ * position at the auction price, short of the mark, so a transferable measured at the mark would
+ * hand out gains on what is already promised, and the claims would then settle into a deficit
+ * that ADL passes to other traders (docs/risk-engine.md). Margin may still come in.
+ */
+function leavingProblem(
+  ctx: Ctx,
+  account: string,
+  mode: MarginMode,
+  market: number,
+): string | undefined {
+  if (!scopeInAuction(ctx.state, account, mode, mode === 'Cross' ? 0 : market)) return undefined;
+  const scope = mode === 'Cross' ? 'the cross margin scope' : 'the isolated margin scope';
+  return `${scope} is being liquidated: nothing may leave it until its auction ends`;
+}
+
 /** What may leave a scope without trading: cross withdrawable or isolated transferable. */
 export function freeCollateral(
   ctx: Ctx,
@@ -129,6 +147,8 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
   ensureAccount(ctx, cmd.account);
   const { mode, market } = cmd.target;
+  const liquidating = leavingProblem(ctx, cmd.account, mode, market);
+  if (liquidating !== undefined) return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', liquidating);
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, mode, market);
   if (cmd.amount > free) {
     const what = mode === 'Cross' ? 'withdrawable' : 'transferable';
@@ -203,6 +223,8 @@ export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
   ensureAccount(ctx, cmd.account);
   const fromCross = cmd.direction === 'crossToIsolated';
   const source: MarginMode = fromCross ? 'Cross' : 'Isolated';
+  const liquidating = leavingProblem(ctx, cmd.account, source, cmd.market);
+  if (liquidating !== undefined) return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', liquidating);
   const free = freeCollateral(ctx, ctx.account(cmd.account)!, source, cmd.market);
   if (cmd.amount > free) {
     const what = fromCross ? 'cross withdrawable' : 'isolated transferable';

@@ -12,6 +12,7 @@
 
 import type { Account, EngineState, MarginMode, Position } from '../engine/types.js';
 import { notionalScale } from '../instruments/instrument.js';
+import { scopeInAuction } from '../risk/health.js';
 import { formatCollateral, formatDecimal, PRICE_DECIMALS } from '../units/decimal.js';
 import { formatRational, ratio, rdiv, rmul, rsub } from '../units/rational.js';
 import { divHalfEven } from '../units/rounding.js';
@@ -82,7 +83,9 @@ function isolatedPosition(state: EngineState, account: Account, market: number):
   const metrics = measureScope(state, account, 'Isolated', market);
   const position = positionFields(state, account, p, spec.id, 'Isolated');
   position.marginUsed = formatCollateral(metrics.equity);
-  position.transferable = formatCollateral(transferableOf(metrics));
+  // Nothing leaves a scope while its liquidation auction runs (margin/commands.ts).
+  const auction = scopeInAuction(state, account.address, 'Isolated', market);
+  position.transferable = formatCollateral(auction ? 0n : transferableOf(metrics));
   return position;
 }
 
@@ -226,7 +229,9 @@ export function accountSummary(
       isoMm += maintenanceMargin(m.spec, p.size, mark);
     }
   }
-  const withdrawable = transferableOf(c) - account.claimReserve;
+  const withdrawable = scopeInAuction(state, account.address, 'Cross', 0)
+    ? 0n
+    : transferableOf(c) - account.claimReserve;
   return {
     assetPositions: positions,
     crossMaintenanceMarginUsed: formatCollateral(c.maintenanceMargin),
