@@ -204,3 +204,50 @@ describe('a cross scope under liquidation auction', () => {
     expect(accountSummary(v.state, LIQ, v.time)!.withdrawable).toBe('0');
   });
 });
+
+describe('the account summary of a scope under auction', () => {
+  const pushed = (events: readonly EngineEvent[]): boolean =>
+    events.some((e) => e.type === 'accountChanged' && e.account === LIQ);
+
+  it('is pushed when the auction starts and when it ends, as what may leave the scope changes', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 3,
+      symbol: 'ISO-PERP',
+      tickSize: '0.5',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 20,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      liquidation: { feeRate: '0', partialThreshold: '100000' },
+    });
+    for (const w of [LIQ, SHORT, MM]) v.open(w);
+    v.fund(SHORT, '100000');
+    v.fund(MM, '1000000');
+    v.fund(LIQ, '3000', 'ISO-PERP');
+    v.oracle({ 'ISO-PERP': '100' });
+    v.expectOk(v.place(SHORT, 'ISO-PERP', { side: 'Sell', qty: '100', price: '100' }));
+    v.expectOk(v.place(LIQ, 'ISO-PERP', { side: 'Buy', qty: '100', price: '100', isolated: true }));
+    quote(v, '60', '140');
+    // A healthy scope the operator liquidates by force: no book fill, an auction, no push yet.
+    const transferable = () =>
+      accountSummary(v.state, LIQ, v.time)!.assetPositions[0]!.transferable;
+    expect(transferable()).not.toBe('0');
+    const start = v.run({
+      type: 'liquidate',
+      account: LIQ,
+      mode: 'Isolated',
+      market: 3,
+      force: true,
+    });
+    const auction = liveAuctions(v.state)[0]!;
+    expect(auction).toBeDefined();
+    expect(transferable()).toBe('0');
+    expect(pushed(start)).toBe(true);
+    const end = v.run({ type: 'tick', time: auction.endTime + 1 });
+    expect(liveAuctions(v.state)).toEqual([]);
+    expect(pushed(end)).toBe(true);
+  });
+});

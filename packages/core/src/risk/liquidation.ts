@@ -598,6 +598,9 @@ function startAuctions(
     ctx.state.auctions = ctx.state.auctions.set(ctx.edit, auctionId, auction);
     ctx.emit({ type: 'auction', auction: auctionView(auction, ctx.time, 'Live') });
   }
+  // Nothing may leave the scope while it is auctioned (margin/commands.ts): its withdrawable or
+  // transferable drops to 0, which a forced auction of a healthy scope changes.
+  if (positions.length > 0) ctx.accountChanged(address);
 }
 
 /** Settles an auction: its claims fill at their prices, the unclaimed rest goes to ADL. */
@@ -695,6 +698,8 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
     });
   }
   ctx.emit({ type: 'auction', auction: auctionView(a, ctx.time, 'Ended') });
+  // The scope may give out margin again (withdrawable, transferable): push it, claims or not.
+  ctx.accountChanged(a.account);
   const account = ctx.account(a.account)!;
   const position = positionOf(account, a.market, a.mode);
   // Only the position the auction offered goes to ADL: one a bust flipped to the other side
