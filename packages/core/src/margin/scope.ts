@@ -320,6 +320,14 @@ export interface ScopeMetrics {
   /** Cross: `AVc = Rc + sum(s x M)`; isolated: `Ei = Ri + s x M`. */
   readonly equity: bigint;
   readonly initialMargin: bigint;
+  /**
+   * Initial margin at each position's leverage capped by the maximum of the margin tier its
+   * notional is in (research 1.2): what a withdrawal or a transfer must leave. A setting allowed
+   * when the position was opened below a tier's floor can be far above what the tier allows once
+   * the mark has carried it past, and margin at that setting can be below the tier's maintenance
+   * margin. At least `initialMargin`; equal to it in `lite` measures.
+   */
+  readonly keepMargin: bigint;
   readonly maintenanceMargin: bigint;
   readonly hold: bigint;
   /** Sum of `|s| x M`, micro-units rounded up (it feeds the 10% withdrawal floor). */
@@ -385,6 +393,7 @@ export function measureScope(
   let equity = mode === 'Cross' ? account.crossCash : isolatedCash(account, market);
   if (change !== undefined) equity += change.cashDelta;
   let im = 0n;
+  let keep = 0n;
   let mm = 0n;
   let hold = 0n;
   let notional = 0n;
@@ -410,6 +419,7 @@ export function measureScope(
     );
     equity += r.value;
     im += r.im;
+    keep += r.keep;
     mm += r.mm;
     hold += r.hold;
     notional += r.notional;
@@ -435,6 +445,7 @@ export function measureScope(
     );
     equity += r.value;
     im += r.im;
+    keep += r.keep;
     mm += r.mm;
     hold += r.hold;
     notional += r.notional;
@@ -454,12 +465,21 @@ export function measureScope(
     );
     equity += r.value;
     im += r.im;
+    keep += r.keep;
     mm += r.mm;
     hold += r.hold;
     notional += r.notional;
     if (change.sizeDelta !== 0n) hasPosition = true;
   }
-  return { equity, initialMargin: im, maintenanceMargin: mm, hold, notional, hasPosition };
+  return {
+    equity,
+    initialMargin: im,
+    keepMargin: keep,
+    maintenanceMargin: mm,
+    hold,
+    notional,
+    hasPosition,
+  };
 }
 
 function applyTotals(t: OrderTotals, change: ScopeChange | undefined): OrderTotals {
@@ -482,18 +502,27 @@ function scopePart(
   totals: OrderTotals,
   lite: boolean,
   change?: ScopeChange,
-): { value: bigint; im: bigint; mm: bigint; hold: bigint; notional: bigint } {
+): { value: bigint; im: bigint; keep: bigint; mm: bigint; hold: bigint; notional: bigint } {
   const spec = market.spec;
   const hold = scopeHold(state, account, spec, mode, totals, size);
-  if (size === 0n) return { value: 0n, im: 0n, mm: 0n, hold, notional: 0n };
+  if (size === 0n) return { value: 0n, im: 0n, keep: 0n, mm: 0n, hold, notional: 0n };
   // A position exists only after a fill set the last trade; a hypothetical one in a market that
   // never traded is valued at its own fill price.
   const mark = valuationPrice(market) ?? change?.price;
   if (mark === undefined) throw new InvariantError(`a ${spec.symbol} position without any price`);
   const abs = size < 0n ? -size : size;
+  const leverage = leverageOf(account, spec, mode);
+  const im = initialMargin(spec, size, mark, leverage);
+  // Pre-trade checks cap leverage by tier at placement themselves and need only `im` (`lite`).
+  let keep = im;
+  if (!lite && tierCanCap(spec, leverage)) {
+    const tierMax = tierOf(spec, size, mark).maxLeverage;
+    if (tierMax < leverage) keep = initialMargin(spec, size, mark, tierMax);
+  }
   return {
     value: positionValueFloor(spec, size, mark),
-    im: initialMargin(spec, size, mark, leverageOf(account, spec, mode)),
+    im,
+    keep,
     // Pre-trade checks need only equity, IM and holds (`lite`).
     mm: lite ? 0n : maintenanceMargin(spec, size, mark),
     hold,
@@ -512,7 +541,8 @@ export function availableToOpen(m: ScopeMetrics): bigint {
  */
 export function transferableOf(m: ScopeMetrics): bigint {
   const tenPercent = divCeil(m.notional, 10n);
-  const required = m.initialMargin + m.hold > tenPercent ? m.initialMargin + m.hold : tenPercent;
+  // Initial margin with each leverage capped by its position's margin tier (`keepMargin`).
+  const required = m.keepMargin + m.hold > tenPercent ? m.keepMargin + m.hold : tenPercent;
   const free = m.equity - required;
   return free > 0n ? free : 0n;
 }
