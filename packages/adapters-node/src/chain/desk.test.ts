@@ -244,3 +244,47 @@ describe('ChainDesk', () => {
     });
   });
 });
+
+describe('ChainDesk with a stopped engine', () => {
+  it('logs a settlement the engine cannot take instead of rejecting: the command stays pending', async () => {
+    const chain = new FakeChain();
+    const host = {
+      submit(): Promise<CommandResult> {
+        return Promise.reject(new Error('the engine host stopped: journal write failed'));
+      },
+    } as unknown as EngineHost;
+    const lines: string[] = [];
+    const desk = new ChainDesk(chain, host, (l) => lines.push(l));
+    // The routes call the desk without awaiting it: a rejection here would be unhandled.
+    await expect(desk.withdrawal(9, A, 100n)).resolves.toBeUndefined();
+    await expect(desk.deposit(deposit(10))).resolves.toBeUndefined();
+    expect(chain.withdrawals.map((w) => w.commandId)).toEqual([9]);
+    expect(lines).toEqual([
+      'settlement of command 9 not recorded (Error: the engine host stopped: journal write failed); the next start settles it from the chain',
+      'settlement of command 10 not recorded (Error: the engine host stopped: journal write failed); the next start settles it from the chain',
+    ]);
+  });
+
+  it('still fails a start whose engine cannot take the settlement of a pending command', async () => {
+    const v = new TestVenue();
+    v.run({ type: 'openAccount', account: A });
+    v.fund(A, '100');
+    const o = v.outcome(
+      v.run({
+        type: 'deposit',
+        account: A,
+        amount: usd('1'),
+        target: { mode: 'Cross', market: 0 },
+      }),
+    );
+    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const chain = new FakeChain();
+    chain.done = [{ commandId: id, kind: 'deposit', result: { ok: true, txHash: '0xd' } }];
+    const host = {
+      submit: () => Promise.reject(new Error('journal write failed')),
+    } as unknown as EngineHost;
+    await expect(new ChainDesk(chain, host).reconcile(v.state as EngineState)).rejects.toThrow(
+      'journal write failed',
+    );
+  });
+});

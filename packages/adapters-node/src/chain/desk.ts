@@ -147,12 +147,26 @@ export class ChainDesk {
     type: 'settleDeposit' | 'settleWithdrawal',
     commandId: number,
     result: ChainResult,
+    rethrow = false,
   ): Promise<void> {
-    const r = await this.host.submit(
-      result.ok
-        ? { type, commandId, success: true, txHash: result.txHash }
-        : { type, commandId, success: false, reason: result.reason },
-    );
+    let r: Awaited<ReturnType<EngineHost['submit']>>;
+    try {
+      r = await this.host.submit(
+        result.ok
+          ? { type, commandId, success: true, txHash: result.txHash }
+          : { type, commandId, success: false, reason: result.reason },
+      );
+    } catch (e) {
+      if (rethrow) throw e;
+      // The engine stopped (a journal failure, the venue closing): the command stays pending in
+      // the journal, and the next start settles it from the chain's answer (reconcile). Thrown on,
+      // it would reject a promise nobody awaits (the routes start the desk and answer at once),
+      // and an unhandled rejection ends the process.
+      this.log(
+        `settlement of command ${commandId} not recorded (${String(e)}); the next start settles it from the chain`,
+      );
+      return;
+    }
     if (!r.outcome.ok) this.log(`settlement of command ${commandId} refused: ${r.outcome.message}`);
   }
 
@@ -168,7 +182,8 @@ export class ChainDesk {
     state.pending.forEach((p) => {
       const type = p.kind === 'deposit' ? 'settleDeposit' : 'settleWithdrawal';
       const known = done.get(p.commandId);
-      if (known !== undefined) work.push(this.settle(type, p.commandId, known));
+      // A start whose engine cannot take a settlement fails (the venue must not serve).
+      if (known !== undefined) work.push(this.settle(type, p.commandId, known, true));
       else if (p.kind === 'withdrawal')
         // A start waits for the first answer only: a chain that throws is asked again later.
         work.push(
@@ -178,12 +193,21 @@ export class ChainDesk {
         );
       else
         work.push(
-          this.settle(type, p.commandId, {
-            ok: false,
-            reason: 'the venue restarted before the chain executed this deposit; sign it again',
-          }),
+          this.settle(
+            type,
+            p.commandId,
+            {
+              ok: false,
+              reason: 'the venue restarted before the chain executed this deposit; sign it again',
+            },
+            true,
+          ),
         );
     });
     await Promise.all(work);
+    // A withdrawal paid at this start settles through the retrying path, which only logs an
+    // engine that stopped: the start still fails then.
+    if (this.host.failed)
+      throw new Error('the engine stopped while settling pending chain commands');
   }
 }
