@@ -287,4 +287,31 @@ describe('ChainDesk with a stopped engine', () => {
       'journal write failed',
     );
   });
+
+  it("does not settle a pending command with the chain's record of another kind under its id", async () => {
+    // A data directory restored from a journal copy older than its chain.json: command ids the
+    // chain already saw are given again, here a withdrawal's id the chain knows as a deposit.
+    const v = new TestVenue();
+    v.run({ type: 'openAccount', account: A });
+    v.fund(A, '100');
+    const o = v.outcome(
+      v.run({
+        type: 'withdraw',
+        account: A,
+        amount: usd('3'),
+        target: { mode: 'Cross', market: 0 },
+      }),
+    );
+    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const chain = new FakeChain();
+    chain.done = [{ commandId: id, kind: 'deposit', result: { ok: true, txHash: '0xother' } }];
+    const { host, submitted } = fakeHost();
+    await new ChainDesk(chain, host).reconcile(v.state as EngineState);
+    // Asked as what it is (the chain answers for that request), never settled as paid by the
+    // deposit's record: that would keep the amount debited with nothing paid out.
+    expect(chain.withdrawals).toEqual([{ commandId: id, owner: A, amount: usd('3') }]);
+    expect(submitted).toEqual([
+      { type: 'settleWithdrawal', commandId: id, success: true, txHash: `0xw${id}` },
+    ]);
+  });
 });

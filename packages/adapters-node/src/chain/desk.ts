@@ -176,12 +176,15 @@ export class ChainDesk {
    * permit is gone with the old process; the user signs again).
    */
   async reconcile(state: EngineState): Promise<void> {
-    const done = new Map<number, ChainResult>();
-    for (const p of this.chain.processed?.() ?? []) done.set(p.commandId, p.result);
+    // Keyed by kind too: a chain record under the same id but of the other kind is another
+    // request (a data directory restored from a journal copy older than the chain's state gives
+    // ids again); its result says nothing about this command, which is asked for as itself.
+    const done = new Map<string, ChainResult>();
+    for (const p of this.chain.processed?.() ?? []) done.set(`${p.kind}:${p.commandId}`, p.result);
     const work: Promise<void>[] = [];
     state.pending.forEach((p) => {
       const type = p.kind === 'deposit' ? 'settleDeposit' : 'settleWithdrawal';
-      const known = done.get(p.commandId);
+      const known = done.get(`${p.kind}:${p.commandId}`);
       // A start whose engine cannot take a settlement fails (the venue must not serve).
       if (known !== undefined) work.push(this.settle(type, p.commandId, known, true));
       else if (p.kind === 'withdrawal')
