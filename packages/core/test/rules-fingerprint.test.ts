@@ -234,19 +234,23 @@ const FINGERPRINTS: Record<
   // (a mark input), or none (risk.golden.test.ts, "trade bust"); the tour's busts moved it. Also
   // in 9, unseen by the four logs: a replace releases a cloid it supersedes after the cloid's
   // 24 h (order-lifecycle-edges.test.ts), and a market-style stop's remainder is cancelled
-  // `NoLiquidity`, not `IOC` (book.test.ts, order-follow-edges.test.ts).
+  // `NoLiquidity`, not `IOC` (book.test.ts, order-follow-edges.test.ts). And from the money-path
+  // audit: nothing leaves a scope while its liquidation auction runs (the tour's state moved),
+  // an auction's start and end push the account summary (every log's events moved), and a
+  // withdrawal or transfer keeps initial margin at the tier-capped leverage
+  // (auction-money-out.test.ts, tier-withdrawal.test.ts).
   9: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
-      events: '0x65b3d1e1902edd76610aad67e3439d8ef81ed00c54a70ca4430b8c3125ecf507',
+      events: '0xf72a836fb423fe4078f0c5adcafbda5bdb6af1f1025cef8479e46785d317ae7e',
     },
     tour: {
-      state: '0xc29ce14c5f18334b31d9faa8bda92547478704b2c2238c286159f22a19bbefe7',
-      events: '0x66c69001eb98ea4a4930ae3bf299eba39646163bb2b2d1f4b9e1bad29354b00e',
+      state: '0x6eb3a1848a8ee63106e85f1659bb002db322ba4db3b16fb90b5ac0555509689d',
+      events: '0xee63badbad6a8bdc5fa1bb9637544d5143360e511e65fb92b2c6634d258a8c40',
     },
     edges: {
       state: '0x87061642856e80fb0bc5f0bf65b506dc0391a75ae18c34701e5e22bc06a6d465',
-      events: '0x7f1314a06ab25a790113713cdf084b74398fe154c070e07a09d44d5cd03d7221',
+      events: '0xc0ae625ef46ed29ea291e8166f7fee7311d9c4f112c349ece1be0cc849f35f4f',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
