@@ -596,8 +596,10 @@ describe('transferMargin body agreement', () => {
     };
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ ...good, amount: 100 }, /amount must be a decimal string/],
-      [zero, /is not a positive decimal/],
-      [{ ...good, amount: '100.0000001' }, /is not a positive decimal/],
+      [zero, /amount must be positive/],
+      [{ ...good, amount: '100.0000001' }, /is not a decimal with at most 6 decimals/],
+      // Reliability-anchors B6: an amount no token can back is input, refused as such.
+      [{ ...good, amount: '1000000000000000000000000000000' }, /above the largest amount/],
       [{ ...good, amount: '50' }, /does not match the signed amount 100/],
       [{ ...good, direction: 'sideways' }, /direction must be/],
       [{ ...good, direction: 'isolatedToCross' }, /direction does not match flags/],

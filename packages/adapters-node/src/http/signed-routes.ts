@@ -22,7 +22,6 @@ import {
   checkTimestampWindow,
   DISCRIMINATOR,
   formatCollateral,
-  parseDecimal,
   parseReferralBody,
   parseSignature,
   type ReferralRefusal,
@@ -44,6 +43,7 @@ import {
   VERIFY_RETRY_MS,
 } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
+import { parseAmount } from '../wire/amount.js';
 import { HttpError, isBadRequest, statusOf } from './errors.js';
 import { chargeAddress } from './ip-limit.js';
 import { isRecord } from './json.js';
@@ -89,10 +89,8 @@ function marginBody(
   modeField: 'marginMode' | 'direction',
 ): Rejection | undefined {
   const bad = (detail: string) => reject('INVALID_REQUEST', detail);
-  if (typeof body.amount !== 'string') return bad('amount must be a decimal string');
-  const amount = parseDecimal(body.amount, 6);
-  if (!amount.ok) return bad(`amount "${body.amount}" is not a decimal with at most 6 decimals`);
-  if (amount.value <= 0n) return bad('amount must be positive');
+  const amount = parseAmount(body.amount);
+  if (!amount.ok) return bad(amount.error);
   if (amount.value !== struct.amount) {
     return bad(
       `amount ${body.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,

@@ -21,7 +21,6 @@ import {
   formatPrice,
   isSignatureObject,
   type Outcome,
-  parseDecimal,
   type RateDecision,
   type Rejection,
   receivePayload,
@@ -45,6 +44,7 @@ import {
   VERIFY_RETRY_MS,
 } from '../requests.js';
 import type { VenueContext } from '../venue-context.js';
+import { parseAmount } from '../wire/amount.js';
 import { specsOf, wireOrder, wireReport } from '../wire/format.js';
 import { CLOSE_GRACE_MS, closeWithin } from './close.js';
 import { armIdle, IDLE_CLOSE_CODE } from './idle.js';
@@ -384,10 +384,8 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       readonly struct: { readonly amount: bigint; readonly flags: number; readonly market: number };
     }): Rejection | undefined => {
       const bad = (d: string) => reject('INVALID_REQUEST', d);
-      if (typeof msg.amount !== 'string') return bad('amount must be a decimal string');
-      const amount = parseDecimal(msg.amount, 6);
-      if (!amount.ok || amount.value <= 0n)
-        return bad(`amount "${msg.amount}" is not a positive decimal with at most 6 decimals`);
+      const amount = parseAmount(msg.amount);
+      if (!amount.ok) return bad(amount.error);
       if (amount.value !== struct.amount)
         return bad(
           `amount ${msg.amount} does not match the signed amount ${formatCollateral(struct.amount)}`,
