@@ -372,6 +372,16 @@ describe('SimulatedChain: deposits', () => {
 });
 
 describe('SimulatedChain: idempotency by commandId', () => {
+  it('answers resultOf with what it did, by kind and id; null for what it never executed', async () => {
+    const { chain } = harness();
+    chain.faucet(ALICE, USDC(300));
+    const done = await chain.executeDeposit(deposit({ commandId: 5, amount: USDC(100) }));
+    expect(await chain.resultOf('deposit', 5)).toEqual(done);
+    // The same id as another kind is another request; an id never seen is nothing.
+    expect(await chain.resultOf('withdrawal', 5)).toBeNull();
+    expect(await chain.resultOf('deposit', 6)).toBeNull();
+  });
+
   it('returns the first success again without moving funds or asking the verifier', async () => {
     const { chain, verified } = harness();
     chain.faucet(ALICE, USDC(300));

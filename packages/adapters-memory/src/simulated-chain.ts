@@ -175,6 +175,13 @@ export class SimulatedChain implements ChainAdapter {
     return this.#processed.slice();
   }
 
+  /** What this chain did with the `kind` command `commandId`; `null` when it never executed it. */
+  resultOf(kind: 'deposit' | 'withdrawal', commandId: number): Promise<ChainResult | null> {
+    for (const p of this.#processed)
+      if (p.commandId === commandId && p.kind === kind) return Promise.resolve(p.result);
+    return Promise.resolve(null);
+  }
+
   /** Mints `amount` tokens to a wallet (the operator faucet) and returns its new balance. */
   faucet(wallet: string, amount: bigint): bigint {
     const owner = normaliseAddress(wallet, 'wallet');

@@ -43,6 +43,14 @@ export interface ChainAdapter {
   executeDeposit(request: ChainDeposit): Promise<ChainResult>;
   /** Pays out a withdrawal from the vault. Idempotent by `commandId`. */
   executeWithdrawal(request: ChainWithdrawal): Promise<ChainResult>;
+  /**
+   * What the chain did with the deposit or withdrawal `commandId`, or `null` when it has no
+   * record of executing it (a real adapter reads the vault's events). A restarted venue asks
+   * this for every command it still has pending: a deposit the chain executed before the crash
+   * must be credited, and its permit is not kept to ask again. A record of the other kind under
+   * the same id is another request (`null` for this one).
+   */
+  resultOf(kind: 'deposit' | 'withdrawal', commandId: number): Promise<ChainResult | null>;
 }
 
 /** A deposit as the chain sees it. */

@@ -83,9 +83,13 @@ class FakeChain implements ReplayableChain {
     if (this.throwTimes !== undefined && --this.throwTimes <= 0) this.throwWith = undefined;
     throw e;
   }
-  processed() {
-    return this.done;
+  resultOf(kind: 'deposit' | 'withdrawal', commandId: number): Promise<ChainResult | null> {
+    if (this.resultOfThrows !== undefined) return Promise.reject(this.resultOfThrows);
+    const found = this.done.find((d) => d.kind === kind && d.commandId === commandId);
+    return Promise.resolve(found?.result ?? null);
   }
+  /** Makes `resultOf` throw (a chain that cannot be asked). */
+  resultOfThrows: Error | undefined;
 }
 
 const deposit = (commandId: number): ChainDeposit => ({
@@ -242,6 +246,22 @@ describe('ChainDesk', () => {
       success: true,
       txHash: `0xw${unseenWithdrawal}`,
     });
+  });
+});
+
+describe('ChainDesk reconcile with a chain that cannot answer', () => {
+  it('fails the start rather than failing a deposit the chain may have executed', async () => {
+    const v = new TestVenue();
+    v.run({ type: 'openAccount', account: A });
+    v.fund(A, '100');
+    v.run({ type: 'deposit', account: A, amount: usd('1'), target: { mode: 'Cross', market: 0 } });
+    const chain = new FakeChain();
+    chain.resultOfThrows = new Error('RPC timeout');
+    const { host, submitted } = fakeHost();
+    await expect(new ChainDesk(chain, host).reconcile(v.state as EngineState)).rejects.toThrow(
+      'RPC timeout',
+    );
+    expect(submitted).toEqual([]);
   });
 });
 

@@ -17,14 +17,11 @@
 import type { ChainAdapter, ChainDeposit, ChainResult, EngineState } from '@perp/core';
 import type { EngineHost } from '../engine/host.js';
 
-/** A chain adapter that can report commands it already executed (the simulated chain can). */
-export interface ReplayableChain extends ChainAdapter {
-  processed?(): readonly {
-    readonly commandId: number;
-    readonly kind: 'deposit' | 'withdrawal';
-    readonly result: ChainResult;
-  }[];
-}
+/**
+ * The chain adapter a desk drives: the port itself, whose `resultOf` answers for the commands a
+ * restart finds pending. (Kept as a name for embedders that typed against it.)
+ */
+export type ReplayableChain = ChainAdapter;
 
 /** Delays before asking the chain again after a call threw, ms; the last one repeats. */
 export const CHAIN_RETRY_DELAYS_MS: readonly number[] = [
@@ -172,21 +169,31 @@ export class ChainDesk {
 
   /**
    * Settles what the engine still has pending after a restart: results the chain already has
-   * are reported; withdrawals it never saw are paid out now; deposits it never saw fail (their
-   * permit is gone with the old process; the user signs again).
+   * (`ChainAdapter.resultOf`) are reported; withdrawals it never saw are paid out now; deposits
+   * it never saw fail (their permit is gone with the old process; the user signs again). A
+   * chain that cannot answer (`resultOf` throws) fails the start: a deposit it may have executed
+   * must not be failed, nor the venue serve with it unsettled and unknown.
    */
   async reconcile(state: EngineState): Promise<void> {
-    // Keyed by kind too: a chain record under the same id but of the other kind is another
-    // request (a data directory restored from a journal copy older than the chain's state gives
-    // ids again); its result says nothing about this command, which is asked for as itself.
-    const done = new Map<string, ChainResult>();
-    for (const p of this.chain.processed?.() ?? []) done.set(`${p.kind}:${p.commandId}`, p.result);
-    const work: Promise<void>[] = [];
+    const pending: {
+      kind: 'deposit' | 'withdrawal';
+      commandId: number;
+      account: string;
+      amount: bigint;
+    }[] = [];
     state.pending.forEach((p) => {
+      pending.push({ kind: p.kind, commandId: p.commandId, account: p.account, amount: p.amount });
+    });
+    // Asked by kind: a chain record under the same id but of the other kind is another request
+    // (a data directory restored from a journal copy older than the chain's state gives ids
+    // again); its result says nothing about this command, which is asked for as itself.
+    const results = await Promise.all(pending.map((p) => this.chain.resultOf(p.kind, p.commandId)));
+    const work: Promise<void>[] = [];
+    pending.forEach((p, i) => {
       const type = p.kind === 'deposit' ? 'settleDeposit' : 'settleWithdrawal';
-      const known = done.get(`${p.kind}:${p.commandId}`);
+      const known = results[i] ?? null;
       // A start whose engine cannot take a settlement fails (the venue must not serve).
-      if (known !== undefined) work.push(this.settle(type, p.commandId, known, true));
+      if (known !== null) work.push(this.settle(type, p.commandId, known, true));
       else if (p.kind === 'withdrawal')
         // A start waits for the first answer only: a chain that throws is asked again later.
         work.push(
