@@ -63,6 +63,25 @@ describe('clientAddress', () => {
     expect(clientAddress(request('127.0.0.1', '10.0.0.1, 10.0.0.2'), trust)).toBe('10.0.0.1');
   });
 
+  it('passes a trusted proxy written with its port, as the client itself is taken without one', () => {
+    const trust = compileProxyTrust(['loopback', '10.0.0.0/8']);
+    // An inner proxy (Azure Application Gateway) appended the edge proxy it saw with its port:
+    // the edge proxy is still trusted, so the client is the address left of it.
+    expect(clientAddress(request('127.0.0.1', '203.0.113.7, 10.0.0.9:51234'), trust)).toBe(
+      '203.0.113.7',
+    );
+    expect(clientAddress(request('127.0.0.1', '203.0.113.7, [::1]:443'), trust)).toBe(
+      '203.0.113.7',
+    );
+    // An untrusted address with a port still stops the walk, and is the client without its port.
+    expect(clientAddress(request('127.0.0.1', '192.0.2.66, 203.0.113.7:4000'), trust)).toBe(
+      '203.0.113.7',
+    );
+    // The trust function fastify's req.ip uses says the same.
+    expect(trust!('10.0.0.9:51234', 1)).toBe(true);
+    expect(trust!('203.0.113.7:51234', 1)).toBe(false);
+  });
+
   it('matches IPv6 and IPv4-mapped peers as proxy-addr does', () => {
     const trust = compileProxyTrust(['loopback']);
     expect(clientAddress(request('::1', '2001:db8::1'), trust)).toBe('2001:db8::1');

@@ -152,6 +152,8 @@ export function trustProxyEntryError(entry: unknown): string | null {
  * Compiles checked `trustProxy` entries into a trust function; `null` for none (trust nobody:
  * the peer is the client). Throws a `TypeError` for an entry {@link trustProxyEntryError} refuses.
  *
+ * An entry of `X-Forwarded-For` written with a port is judged by its address.
+ *
  * `0.0.0.0/0` trusts every IPv4 address (IPv4-mapped ones too) and `::/0` every IPv6 one, so the
  * two together trust every hop: the client is then the leftmost `X-Forwarded-For` entry, which a
  * client can write itself unless the proxy in front replaces the header rather than appending to
@@ -159,7 +161,10 @@ export function trustProxyEntryError(entry: unknown): string | null {
  */
 export function compileProxyTrust(entries: readonly string[]): ProxyTrust | null {
   if (entries.length === 0) return null;
-  return proxyAddr.compile(compilable(entries));
+  const trusted = proxyAddr.compile(compilable(entries));
+  // A hop a proxy wrote with its port (`10.0.0.9:51234`) is that address: proxy-addr would find
+  // no address in it and stop the walk there, taking a trusted proxy for the client.
+  return (address, hop) => trusted(withoutPort(address), hop);
 }
 
 /**
