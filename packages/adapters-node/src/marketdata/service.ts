@@ -71,7 +71,7 @@ export interface MarketDataLimits {
    * service's own counter only: a shared `connectionSlots` brings its own cap.
    */
   readonly maxConnectionsPerIp: number;
-  /** Subscriptions per socket; more get error 4029. */
+  /** Subscriptions per socket; more get error 4000 (unsubscribe one first). */
   readonly maxSubscriptionsPerSocket: number;
   /** Largest client frame, bytes; a larger one closes the socket with 1009 (`ws`). */
   readonly maxPayload: number;
