@@ -143,7 +143,7 @@ describe('orders that follow a position when it changes', () => {
     );
     v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61500' }));
     // mark = mean(60,750, median(bid 61,500, last 65,000)) = 62,000: the stop fires, sells 0.5
-    // to C (its limit is 10% under the mark) and its remainder is cancelled IOC. Working, it
+    // to C (its limit is 10% under the mark) and its remainder is cancelled NoLiquidity. Working, it
     // would have joined the take-profit's upward sweep.
     const fired = v.oracle({ [BTC]: '60750' });
     expect(fired).toContainEqual(
@@ -152,6 +152,23 @@ describe('orders that follow a position when it changes', () => {
     expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
     expect(kinds(fired, A)).toContain(`OrderCancelled:NoLiquidity#${stop}`);
     expect(v.state.orders.get(tp)?.quantity).toBe(15_000n);
+  });
+
+  it('a market-style stop placed IOC or FOK ends as its time in force says, not NoLiquidity', () => {
+    goLong('2');
+    const ioc = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '62000', type: 'StopLoss', tif: 'IOC' }),
+    );
+    const fok = orderIdOf(
+      v.place(A, BTC, { side: 'Sell', qty: '1', trigger: '62000', type: 'StopLoss', tif: 'FOK' }),
+    );
+    v.expectOk(v.place(C, BTC, { side: 'Buy', qty: '0.5', price: '61500' }));
+    const fired = v.oracle({ [BTC]: '60750' });
+    const ended = kinds(fired, A).filter((k) => k.startsWith('OrderCancelled'));
+    // Both fire at mark 62,000; the IOC one sells the 0.5 bid and its remainder ends IOC, the FOK
+    // one finds no whole fill and ends FOK with nothing filled.
+    expect(ended.sort()).toEqual([`OrderCancelled:FOK#${fok}`, `OrderCancelled:IOC#${ioc}`].sort());
+    expect(sizeOf(v.state.accounts.get(A)!, 1, 'Cross')).toBe(15_000n);
   });
 
   it('a shrink by the re-clamp is an amend at the command time (OrderReplaced, reason ReduceOnly)', () => {
