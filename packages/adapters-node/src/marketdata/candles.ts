@@ -437,7 +437,7 @@ export interface BustedPrint {
   readonly print: Print;
   /** Start of the trade's minute, ms. */
   readonly minute: number;
-  /** The trades left in that minute, `null` for none. */
+  /** The trades left in that minute after the whole batch, `null` for none. */
   readonly left: TradeAggregate | null;
 }
 
@@ -637,6 +637,15 @@ export class CandleProjection {
         );
       }
     }
+    // What is left of a busted trade's minute is read once the whole batch is in: a batch may
+    // hold several commands (a group commit, a backfill's 4,096 records), and a trade after the
+    // bust in the same minute is in the tickers' bucket that `left` replaces. Read before the
+    // prune: the bust may have released the engine's oldest retained trade.
+    out.busts.forEach((b, i) => {
+      const log = this.markets.get(b.market)?.log;
+      if (log !== undefined)
+        out.busts[i] = { ...b, left: log.aggregate(b.minute, b.minute + 60_000, 'time') };
+    });
     this.prune(printFloor(batch.state));
     return out;
   }

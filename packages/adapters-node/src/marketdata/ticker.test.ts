@@ -2,6 +2,7 @@ import type { EngineEvent } from '@perp/core';
 import { BTC_SETTINGS, ETH_SETTINGS, instrument, T0, TestVenue, wallet } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { CommittedBatch } from '../engine/host.js';
+import { CandleProjection } from './candles.js';
 import { orderBookSnapshot } from './orderbook.js';
 import { changePercent, TickerProjection } from './ticker.js';
 
@@ -107,5 +108,51 @@ describe('TickerProjection', () => {
       fundingRate: null,
       nextFundingTime: null,
     });
+  });
+});
+
+describe('TickerProjection with busts in a batch of several commands', () => {
+  // The host commits a group of commands as one batch (and a history backfill re-reduces the
+  // journal 4,096 records a batch): a trade after a bust in the same batch and minute must stay
+  // in the 24 h statistics, as it does when each command is its own batch.
+  it('keeps the trades that follow a bust in the same batch and minute', () => {
+    const venue = new TestVenue({ time: T0 });
+    const events: EngineEvent[][] = [];
+    const run = (e: EngineEvent[]) => events.push(e);
+    run(venue.run({ type: 'setInstrument', instrument: instrument(BTC_SETTINGS) }));
+    for (const a of [A, B]) {
+      venue.open(a);
+      venue.fund(a, '1000000');
+    }
+    run(venue.oracle({ 'BTC-PERP': '60000' }));
+    const trade = (price: string) => {
+      run(venue.place(A, 'BTC-PERP', { side: 'Sell', qty: '0.1', price }));
+      run(venue.place(B, 'BTC-PERP', { side: 'Buy', qty: '0.1', price }));
+    };
+    trade('60000');
+    const busted = venue.state.counters.trade;
+    trade('60100');
+    run(venue.run({ type: 'bustTrade', tradeId: busted, reason: 'test' }));
+    trade('59900');
+
+    const feed = (batches: EngineEvent[][][]) => {
+      const ticker = new TickerProjection();
+      const candles = new CandleProjection();
+      for (const b of batches) {
+        const batch: CommittedBatch = { commands: [], events: b, state: venue.state };
+        ticker.apply(batch);
+        ticker.restate(candles.apply(batch).busts);
+      }
+      return ticker.ticker(venue.state, 1, venue.time);
+    };
+    const oneByOne = feed(events.map((e) => [e]));
+    expect(oneByOne).toMatchObject({
+      last: '59900',
+      high24h: '60100',
+      low24h: '59900',
+      volume24h: '0.2',
+      quoteVolume24h: '12000',
+    });
+    expect(feed([events])).toEqual(oneByOne);
   });
 });
