@@ -163,6 +163,8 @@ export interface DataDirReport {
           readonly source: 'journal';
           readonly reason: string;
           readonly from?: { readonly seq: number; readonly file: string };
+          /** The records a re-reduction from the first one needs are archived: nothing is rebuilt. */
+          readonly archived?: true;
         }
       | null;
     readonly replayFirstSeq: number;
@@ -467,11 +469,13 @@ export function checkDataDir(dir: string, options: DataDirCheckOptions = {}): Da
         problems.push(message(e));
         replayable = false;
       }
-      const readModels = used === null ? null : readModelsOf(root, used, startSeq);
-      if (readModels?.source === 'journal' && readModels.from === undefined && startSeq > 1)
+      let readModels = used === null ? null : readModelsOf(root, used, startSeq);
+      if (readModels?.source === 'journal' && readModels.from === undefined && startSeq > 1) {
+        readModels = { ...readModels, archived: true };
         notes.push(
           `a start's history backfill is abandoned (${readModels.reason}, and the journal records it would re-reduce are archived): the read models keep only what follows the snapshot`,
         );
+      }
       // What --archive-journal would move: the records before the snapshot's, when its
       // checkpoint holds their history.
       const keepAt =
@@ -668,7 +672,9 @@ export function formatDataDirReport(report: DataDirReport): string {
       out.push(
         r.readModels.source === 'checkpoint'
           ? `read models before the snapshot: loaded in the background from ${r.readModels.file}`
-          : `read models before the snapshot: rebuilt in the background from the journal${r.readModels.from === undefined ? '' : ` after seq ${r.readModels.from.seq}, from the read models loaded from ${r.readModels.from.file}`} (no checkpoint used: ${r.readModels.reason})`,
+          : r.readModels.archived === true
+            ? `read models before the snapshot: not rebuilt, the journal records before it are archived (no checkpoint used: ${r.readModels.reason})`
+            : `read models before the snapshot: rebuilt in the background from the journal${r.readModels.from === undefined ? '' : ` after seq ${r.readModels.from.seq}, from the read models loaded from ${r.readModels.from.file}`} (no checkpoint used: ${r.readModels.reason})`,
       );
   }
   const file = (f: FileReport) =>

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ArchiveRefusedError, archiveJournal } from '../src/archive-journal.js';
-import { checkDataDir } from '../src/data-dir-check.js';
+import { checkDataDir, formatDataDirReport } from '../src/data-dir-check.js';
 import { DataDirLockedError } from '../src/journal/data-dir-lock.js';
 import { archiveFileName, RecordsArchivedError, scanFrames } from '../src/journal/file-journal.js';
 import { checkpointFileName, listCheckpointFiles } from '../src/journal/read-model-files.js';
@@ -209,9 +209,18 @@ describe('archiving the journal', () => {
     const noCheckpoint = tempDir();
     cpSync(dir, noCheckpoint, { recursive: true });
     for (const f of listCheckpointFiles(noCheckpoint)) rmSync(f.path);
-    expect(checkDataDir(noCheckpoint).notes).toContainEqual(
+    const report = checkDataDir(noCheckpoint);
+    expect(report.notes).toContainEqual(
       expect.stringContaining("a start's history backfill is abandoned"),
     );
+    // The read-models line agrees with that note (it said "rebuilt in the background from the
+    // journal"): nothing before the snapshot is rebuilt.
+    expect(report.recovery?.readModels).toMatchObject({ source: 'journal', archived: true });
+    const text = formatDataDirReport(report);
+    expect(text).toContain(
+      'read models before the snapshot: not rebuilt, the journal records before it are archived (no checkpoint used: ',
+    );
+    expect(text).not.toContain('rebuilt in the background');
     const lines: string[] = [];
     const t = await start(noCheckpoint, { log: (l) => lines.push(l) });
     expect(await t.stateHash()).toEqual(seen.state);
