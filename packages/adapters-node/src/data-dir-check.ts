@@ -60,6 +60,7 @@ import {
 import { CandleProjection } from './marketdata/candles.js';
 import {
   MARKET_DATA_PART,
+  MARKET_DATA_PART_READS,
   MARKET_DATA_PART_VERSION,
   MarketDataRestore,
 } from './marketdata/checkpoint.js';
@@ -194,6 +195,7 @@ function readModelsOf(
   const market: CheckpointPart = {
     name: MARKET_DATA_PART,
     version: MARKET_DATA_PART_VERSION,
+    reads: MARKET_DATA_PART_READS,
     capture: () => {
       throw new Error('--check captures nothing');
     },

@@ -145,6 +145,30 @@ describe('read-model checkpoint files', () => {
     expect(reasonFor()).toMatch(/not a read-model checkpoint$/);
   });
 
+  it('a part reads the older versions it names (`reads`), and only those', async () => {
+    const dir = tempDir();
+    await write(dir, [listPart('a', [1, 2]).part, listPart('b', [3]).part]);
+    const path = join(dir, checkpointFileName(42));
+    // b is at version 2 now, and its version 1 entries are version 2 entries.
+    const a = listPart('a', []);
+    const b = { ...listPart('b', [], 2) };
+    const bReadsOld: CheckpointPart = { ...b.part, reads: [1] };
+    const r = restoreCheckpoint({ dir, snapshot: SNAP, parts: [a.part, bReadsOld] });
+    expect(r.restored).toBe(true);
+    expect([a.state.restored, b.state.restored]).toEqual([[1, 2], [3]]);
+    // A version it does not name is refused, the message saying what it reads.
+    const c = listPart('b', [], 3);
+    const refused = restoreCheckpoint({
+      dir,
+      snapshot: SNAP,
+      parts: [a.part, { ...c.part, reads: [2] }],
+    });
+    expect(refused).toMatchObject({
+      restored: false,
+      reason: `${path}: its parts are a v1, b v1, this build reads a v1, b v2/v3`,
+    });
+  });
+
   it('a part that finds its entries incomplete as a whole stops every part being committed', async () => {
     const dir = tempDir();
     await write(dir, [listPart('a', [1]).part, listPart('b', [2]).part]);

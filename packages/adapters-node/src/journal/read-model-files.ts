@@ -229,11 +229,18 @@ function* readCheckpoint(
     return no(
       `taken at seq ${String(header.seq)} with state hash ${String(header.stateHash)}, not the snapshot's (seq ${snapshot.seq}, hash ${snapshot.hash})`,
     );
-  const wanted = parts.map((p) => `${p.name} v${p.version}`).join(', ');
-  const has = Object.entries(header.parts ?? {})
-    .map(([name, v]) => `${name} v${String(v)}`)
-    .join(', ');
-  if (has !== wanted) return no(`its parts are ${has}, this build reads ${wanted}`);
+  const wanted = parts.map((p) => `${p.name} v${[...(p.reads ?? []), p.version].join('/v')}`);
+  const written = Object.entries(header.parts ?? {});
+  const readable =
+    written.length === parts.length &&
+    parts.every((p, i) => {
+      const [name, v] = written[i] ?? [];
+      return name === p.name && (v === p.version || (p.reads ?? []).includes(v as number));
+    });
+  if (!readable) {
+    const has = written.map(([name, v]) => `${name} v${String(v)}`).join(', ');
+    return no(`its parts are ${has}, this build reads ${wanted.join(', ')}`);
+  }
   const body = data.subarray(nl + 1);
   if (body.length !== header.bodyBytes)
     return no(`body is ${body.length} bytes, the header says ${String(header.bodyBytes)}`);

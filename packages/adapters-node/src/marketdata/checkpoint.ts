@@ -43,6 +43,8 @@ import type { TapePrint, TradeTape } from './trades.js';
 export const MARKET_DATA_PART = 'marketData';
 /** The version of the part's entries; raise it whenever an entry's shape changes. */
 export const MARKET_DATA_PART_VERSION = 2;
+/** Older versions the market-data part reads: version 2 added the `tape` entries. */
+export const MARKET_DATA_PART_READS: readonly number[] = [1];
 /** Most prints in one entry: a busy market's bust window is written in several. */
 export const PRINTS_PER_ENTRY = 2_048;
 

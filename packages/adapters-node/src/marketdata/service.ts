@@ -41,6 +41,7 @@ import {
 import {
   captureMarketData,
   MARKET_DATA_PART,
+  MARKET_DATA_PART_READS,
   MARKET_DATA_PART_VERSION,
   MarketDataRestore,
 } from './checkpoint.js';
@@ -852,6 +853,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       return {
         name: MARKET_DATA_PART,
         version: MARKET_DATA_PART_VERSION,
+        reads: MARKET_DATA_PART_READS,
         capture: () => captureMarketData(tickerProjection, candleProjection, tradeTape),
         restorer() {
           // The live projections' configuration (history size, window, funding), not the file's.

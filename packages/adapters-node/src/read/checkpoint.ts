@@ -59,6 +59,14 @@ export interface CheckpointPart {
    * backfill rebuilds the read model instead). Raise it whenever an entry's shape changes.
    */
   readonly version: number;
+  /**
+   * Older versions whose checkpoints this part's restorer reads too, because their entries are
+   * entries of this version (a version that only added entry kinds or optional fields). An
+   * upgrade then keeps the read models of its clean stop's checkpoint rather than rebuilding them
+   * from the journal under new engine rules, which can miss the snapshot's hash (docs/
+   * durability.md, "Upgrades"); what the added entries would hold starts at the upgrade.
+   */
+  readonly reads?: readonly number[];
   /** Starts a capture of the read model as it is now (captures may overlap). */
   capture(): ReadModelCapture;
   /** A restorer into a fresh, empty copy of the read model. */

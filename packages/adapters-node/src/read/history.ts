@@ -342,6 +342,8 @@ export class HistoryStore {
     return {
       name: 'history',
       version: 2,
+      // Version 2 added the funding rows: a version 1 checkpoint is version 2 without them.
+      reads: [1],
       capture: () => this.capture(),
       restorer: () => {
         const restored = this.emptyCopy();

@@ -174,6 +174,8 @@ export class ReportStreams {
       name: 'reportStreams',
       // 2: a TradeBust of an ended order carries the order restated (`endedOrder`).
       version: 2,
+      // A version 1 TradeBust without `endedOrder` is one whose order was not restated.
+      reads: [1],
       capture: () => this.capture(),
       restorer: () => {
         const restored = this.emptyCopy();
