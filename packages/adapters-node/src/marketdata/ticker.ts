@@ -196,8 +196,10 @@ export class TickerProjection {
     // Reading the statistics drops the buckets that left the window.
     if (this.captures.active && window.expiresBy(time)) this.touch(spec.id);
     const stats = window.stats(time);
-    // Not the engine's `lastTrade`: a bust does not restate it, and a market whose trades were
-    // all busted has not traded (seedFrom puts the trades this projection never saw in the window).
+    // Not the engine's `lastTrade`: since engine rules 9 a bust restates it, but only from the
+    // prints still in the engine's bust window, and before any index a bust leaves it; here a
+    // market whose trades were all busted has not traded (seedFrom puts the trades this
+    // projection never saw in the window).
     const last = stats.last;
     const open = stats.open ?? last;
     const high = stats.high ?? open;
