@@ -164,6 +164,24 @@ export function wireInstrument(m: Market): Record<string, unknown> {
   };
 }
 
+/**
+ * The required `instrument` query parameter of a market read: 400 when it is missing or no
+ * string, 404 when no listed instrument has that symbol.
+ */
+function listedInstrument(
+  ctx: VenueContext,
+  q: Record<string, unknown>,
+): { readonly instrument: string; readonly market: Market } {
+  const instrument = q.instrument;
+  if (typeof instrument !== 'string' || instrument === '')
+    throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
+  const state = ctx.host.state;
+  const id = state.symbols.get(instrument);
+  const market = id === undefined ? undefined : state.markets.get(id);
+  if (market === undefined) throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+  return { instrument, market };
+}
+
 /** Registers the public reads under the `/api` prefix of `app`. */
 export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
   const limited = (req: FastifyRequest, reply: FastifyReply): void =>
@@ -205,11 +223,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/candles', async (req, reply) => {
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
-    const instrument = q.instrument;
-    if (typeof instrument !== 'string' || instrument === '')
-      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
-    if (!ctx.host.state.symbols.has(instrument))
-      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const { instrument } = listedInstrument(ctx, q);
     const interval = q.interval;
     if (typeof interval !== 'string' || !isCandleInterval(interval))
       throw new HttpError(400, `interval must be one of ${INTERVALS.join(' ')}`);
@@ -224,15 +238,11 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/funding', async (req, reply) => {
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
-    const instrument = q.instrument;
-    if (typeof instrument !== 'string' || instrument === '')
-      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
-    const market = ctx.host.state.symbols.get(instrument);
-    if (market === undefined)
-      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const { instrument, market } = listedInstrument(ctx, q);
     const { startTime, endTime } = timeWindow(q);
     const limit = intParam(q.limit, 'limit', 1, 1_000) ?? 500;
-    return { instrument, funding: ctx.history.settlements(market, { startTime, endTime, limit }) };
+    const funding = ctx.history.settlements(market.spec.id, { startTime, endTime, limit });
+    return { instrument, funding };
   });
 
   // Recent public prints (our extension, docs/protocol-decisions.md): the newest first, as the
@@ -241,11 +251,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/trades', async (req, reply) => {
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
-    const instrument = q.instrument;
-    if (typeof instrument !== 'string' || instrument === '')
-      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
-    if (!ctx.host.state.symbols.has(instrument))
-      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const { instrument } = listedInstrument(ctx, q);
     const limit = intParam(q.limit, 'limit', 1, DEFAULT_TRADE_TAPE) ?? 100;
     const trades = ctx.marketData.trades(instrument, limit) ?? [];
     return { instrument, trades };
@@ -256,14 +262,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
   app.get('/api/orderbook', async (req, reply) => {
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
-    const instrument = q.instrument;
-    if (typeof instrument !== 'string' || instrument === '')
-      throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
-    const state = ctx.host.state;
-    const id = state.symbols.get(instrument);
-    const market = id === undefined ? undefined : state.markets.get(id);
-    if (market === undefined)
-      throw new HttpError(404, `unknown instrument ${showValue(instrument)}`);
+    const { market } = listedInstrument(ctx, q);
     // The socket's depths and default; anything else is refused, not rounded to a depth.
     const depth =
       q.depth === undefined ? DEFAULT_BOOK_DEPTH : BOOK_DEPTHS.find((d) => String(d) === q.depth);

@@ -24,6 +24,7 @@ import {
 } from '@perp/core';
 import type { CommittedBatch } from '../engine/host.js';
 import { Captures, type RowsCapture } from '../read/checkpoint.js';
+import { RetainedList } from '../read/retained-list.js';
 
 /** Prints kept per instrument by default; also the largest `limit` of `GET /api/trades`. */
 export const DEFAULT_TRADE_TAPE = 1_000;
@@ -87,71 +88,17 @@ export function isPublicPrint(state: EngineState, tradeId: number): boolean | un
   return source === 'Order' || source === 'Liquidation';
 }
 
-/** One instrument's held prints, oldest first, from `head` on. */
-class MarketTape {
-  private prints: TapePrint[] = [];
-  private head = 0;
-
-  get size(): number {
-    return this.prints.length - this.head;
-  }
-
-  /** Appends a print (trade ids increase), dropping the oldest beyond `limit`. */
-  add(print: TapePrint, limit: number): void {
-    this.prints.push(print);
-    if (this.prints.length - this.head > limit) this.head = this.prints.length - limit;
-    // Compact once the dropped prefix is as long as what is held: amortised O(1) per print.
-    if (this.head >= limit) {
-      this.prints = this.prints.slice(this.head);
-      this.head = 0;
-    }
-  }
-
-  /** Removes a print by trade id; whether it was held. */
-  remove(tradeId: number): boolean {
-    let lo = this.head;
-    let hi = this.prints.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const id = (this.prints[mid] as TapePrint).tradeId;
-      if (id === tradeId) {
-        this.prints.splice(mid, 1);
-        return true;
-      }
-      if (id < tradeId) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return false;
-  }
-
-  /** The held prints, oldest first, in a list of their own. */
-  held(): TapePrint[] {
-    return this.prints.slice(this.head);
-  }
-
-  /** The newest `limit` prints, newest first. */
-  newest(limit: number): TapePrint[] {
-    const out: TapePrint[] = [];
-    for (let i = this.prints.length - 1; i >= this.head && out.length < limit; i--) {
-      out.push(this.prints[i] as TapePrint);
-    }
-    return out;
-  }
-
-  static of(prints: readonly TapePrint[], limit: number): MarketTape {
-    const tape = new MarketTape();
-    tape.prints = prints.slice(Math.max(0, prints.length - limit));
-    return tape;
-  }
+/** `prints` (oldest first) as a market's tape: the newest `limit` of them. */
+function tapeOf(prints: readonly TapePrint[], limit: number): RetainedList<TapePrint> {
+  return new RetainedList(prints.slice(Math.max(0, prints.length - limit)));
 }
 
 /** The recent public prints of every instrument, fed by committed batches. */
 export class TradeTape {
-  private readonly markets = new Map<number, MarketTape>();
+  /** Each instrument's held prints, oldest first (ascending trade ids). */
+  private readonly markets = new Map<number, RetainedList<TapePrint>>();
   private readonly limit: number;
-  private readonly captures = new Captures<number, MarketTape>((t) =>
-    MarketTape.of(t.held(), this.limit),
-  );
+  private readonly captures = new Captures<number, RetainedList<TapePrint>>((t) => t.copy());
 
   /** `size`: prints kept per instrument. */
   constructor(size: number = DEFAULT_TRADE_TAPE) {
@@ -180,18 +127,32 @@ export class TradeTape {
     this.touch(market);
     let tape = this.markets.get(market);
     if (tape === undefined) {
-      tape = new MarketTape();
+      tape = new RetainedList();
       this.markets.set(market, tape);
     }
-    tape.add(print, this.limit);
+    tape.push(print);
+    if (tape.length > this.limit) tape.dropOldest(tape.length - this.limit);
   }
 
   /** Takes a busted trade off the tape; whether the tape held it. */
   remove(market: number, tradeId: number): boolean {
     const tape = this.markets.get(market);
     if (tape === undefined) return false;
-    this.touch(market);
-    return tape.remove(tradeId);
+    // Binary search by trade id; a bust is rare, so the tape is rebuilt without the print.
+    let lo = 0;
+    let hi = tape.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const id = (tape.at(mid) as TapePrint).tradeId;
+      if (id === tradeId) {
+        this.touch(market);
+        this.markets.set(market, new RetainedList(tape.filter((p) => p.tradeId !== tradeId)));
+        return true;
+      }
+      if (id < tradeId) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
   }
 
   /**
@@ -226,7 +187,9 @@ export class TradeTape {
 
   /** The newest `limit` prints of a market, newest first. */
   recent(market: number, limit: number): TapePrint[] {
-    return this.markets.get(market)?.newest(limit) ?? [];
+    const tape = this.markets.get(market);
+    if (tape === undefined) return [];
+    return tape.slice(Math.max(0, tape.length - limit)).reverse();
   }
 
   /**
@@ -237,7 +200,7 @@ export class TradeTape {
     const markets = this.captures.start(this.markets.keys(), (id) => this.markets.get(id));
     return {
       *rows() {
-        for (const [id, tape] of markets.rows()) yield [id, tape.held()];
+        for (const [id, tape] of markets.rows()) yield [id, tape.slice()];
       },
       release: () => markets.release(),
     };
@@ -248,6 +211,6 @@ export class TradeTape {
    * any batch reaches it; beyond the tape's size, the oldest are dropped.
    */
   restore(market: number, prints: readonly TapePrint[]): void {
-    this.markets.set(market, MarketTape.of(prints, this.limit));
+    this.markets.set(market, tapeOf(prints, this.limit));
   }
 }
