@@ -92,6 +92,23 @@ class FakeChain implements ReplayableChain {
   resultOfThrows: Error | undefined;
 }
 
+/** A venue where A (funded 100) has `commands` pending on the chain, with their command ids. */
+function pendingVenue(...commands: { type: 'deposit' | 'withdraw'; amount: string }[]): {
+  v: TestVenue;
+  ids: number[];
+} {
+  const v = new TestVenue();
+  v.run({ type: 'openAccount', account: A });
+  v.fund(A, '100');
+  const ids = commands.map(({ type, amount }) => {
+    const o = v.outcome(
+      v.run({ type, account: A, amount: usd(amount), target: { mode: 'Cross', market: 0 } }),
+    );
+    return o.ok && o.kind === 'command' ? o.commandId : -1;
+  });
+  return { v, ids };
+}
+
 const deposit = (commandId: number): ChainDeposit => ({
   commandId,
   owner: A,
@@ -164,18 +181,10 @@ describe('ChainDesk', () => {
   });
 
   it('a restart does not wait for a chain that throws: reconcile returns, the retry settles later', async () => {
-    const v = new TestVenue();
-    v.run({ type: 'openAccount', account: A });
-    v.fund(A, '100');
-    const o = v.outcome(
-      v.run({
-        type: 'withdraw',
-        account: A,
-        amount: usd('3'),
-        target: { mode: 'Cross', market: 0 },
-      }),
-    );
-    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const {
+      v,
+      ids: [id = -1],
+    } = pendingVenue({ type: 'withdraw', amount: '3' });
     const chain = new FakeChain();
     chain.throwWith = new Error('rpc timeout');
     chain.throwTimes = 1;
@@ -191,19 +200,12 @@ describe('ChainDesk', () => {
   });
 
   it('after a restart reports what the chain did, pays unseen withdrawals, fails unseen deposits', async () => {
-    const v = new TestVenue();
-    const ids: number[] = [];
-    v.run({ type: 'openAccount', account: A });
-    v.fund(A, '100');
-    for (const cmd of [
-      { type: 'deposit' as const, amount: usd('1') },
-      { type: 'deposit' as const, amount: usd('2') },
-      { type: 'withdraw' as const, amount: usd('3') },
-      { type: 'withdraw' as const, amount: usd('4') },
-    ]) {
-      const o = v.outcome(v.run({ ...cmd, account: A, target: { mode: 'Cross', market: 0 } }));
-      ids.push(o.ok && o.kind === 'command' ? o.commandId : -1);
-    }
+    const { v, ids } = pendingVenue(
+      { type: 'deposit', amount: '1' },
+      { type: 'deposit', amount: '2' },
+      { type: 'withdraw', amount: '3' },
+      { type: 'withdraw', amount: '4' },
+    );
     const [seenDeposit, unseenDeposit, seenWithdrawal, unseenWithdrawal] = ids as [
       number,
       number,
@@ -251,10 +253,7 @@ describe('ChainDesk', () => {
 
 describe('ChainDesk reconcile with a chain that cannot answer', () => {
   it('fails the start rather than failing a deposit the chain may have executed', async () => {
-    const v = new TestVenue();
-    v.run({ type: 'openAccount', account: A });
-    v.fund(A, '100');
-    v.run({ type: 'deposit', account: A, amount: usd('1'), target: { mode: 'Cross', market: 0 } });
+    const { v } = pendingVenue({ type: 'deposit', amount: '1' });
     const chain = new FakeChain();
     chain.resultOfThrows = new Error('RPC timeout');
     const { host, submitted } = fakeHost();
@@ -286,18 +285,10 @@ describe('ChainDesk with a stopped engine', () => {
   });
 
   it('still fails a start whose engine cannot take the settlement of a pending command', async () => {
-    const v = new TestVenue();
-    v.run({ type: 'openAccount', account: A });
-    v.fund(A, '100');
-    const o = v.outcome(
-      v.run({
-        type: 'deposit',
-        account: A,
-        amount: usd('1'),
-        target: { mode: 'Cross', market: 0 },
-      }),
-    );
-    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const {
+      v,
+      ids: [id = -1],
+    } = pendingVenue({ type: 'deposit', amount: '1' });
     const chain = new FakeChain();
     chain.done = [{ commandId: id, kind: 'deposit', result: { ok: true, txHash: '0xd' } }];
     const host = {
@@ -311,18 +302,10 @@ describe('ChainDesk with a stopped engine', () => {
   it("does not settle a pending command with the chain's record of another kind under its id", async () => {
     // A data directory restored from a journal copy older than its chain.json: command ids the
     // chain already saw are given again, here a withdrawal's id the chain knows as a deposit.
-    const v = new TestVenue();
-    v.run({ type: 'openAccount', account: A });
-    v.fund(A, '100');
-    const o = v.outcome(
-      v.run({
-        type: 'withdraw',
-        account: A,
-        amount: usd('3'),
-        target: { mode: 'Cross', market: 0 },
-      }),
-    );
-    const id = o.ok && o.kind === 'command' ? o.commandId : -1;
+    const {
+      v,
+      ids: [id = -1],
+    } = pendingVenue({ type: 'withdraw', amount: '3' });
     const chain = new FakeChain();
     chain.done = [{ commandId: id, kind: 'deposit', result: { ok: true, txHash: '0xother' } }];
     const { host, submitted } = fakeHost();

@@ -14,7 +14,13 @@
  *
  * @module
  */
-import type { ChainAdapter, ChainDeposit, ChainResult, EngineState } from '@perp/core';
+import type {
+  ChainAdapter,
+  ChainDeposit,
+  ChainResult,
+  EngineState,
+  PendingChainCommand,
+} from '@perp/core';
 import type { EngineHost } from '../engine/host.js';
 
 /**
@@ -175,14 +181,9 @@ export class ChainDesk {
    * must not be failed, nor the venue serve with it unsettled and unknown.
    */
   async reconcile(state: EngineState): Promise<void> {
-    const pending: {
-      kind: 'deposit' | 'withdrawal';
-      commandId: number;
-      account: string;
-      amount: bigint;
-    }[] = [];
+    const pending: PendingChainCommand[] = [];
     state.pending.forEach((p) => {
-      pending.push({ kind: p.kind, commandId: p.commandId, account: p.account, amount: p.amount });
+      pending.push(p);
     });
     // Asked by kind: a chain record under the same id but of the other kind is another request
     // (a data directory restored from a journal copy older than the chain's state gives ids
