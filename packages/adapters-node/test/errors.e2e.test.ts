@@ -560,6 +560,37 @@ describe('error rows', () => {
       });
     });
 
+    it('a 401 for the signature names the check that failed', async () => {
+      await unchanged(async () => {
+        const good = await carol.referral(t.venue.inviteCode!);
+        const post = (headers: Record<string, string>) =>
+          t.api('POST', '/referral/apply', good.body, headers);
+        const sig = good.headers['x-signature']!;
+        // A signature refused for its form says so; it is not a signer mismatch.
+        const high = await post({ ...good.headers, 'x-signature': highS(sig) });
+        expect(high.status).toBe(401);
+        expect(high.body.error).toBe(
+          'Unauthorized: high s: signature s must be at most n/2 (low-s form)',
+        );
+        const short = await post({ ...good.headers, 'x-signature': sig.slice(0, 130) });
+        expect(short.body.error).toBe(
+          'Unauthorized: signature must be 65 bytes (r || s || v), got 64',
+        );
+        const noPrefix = await post({ ...good.headers, 'x-signature': sig.slice(2) });
+        expect(noPrefix.body.error).toBe('Unauthorized: signature must start with 0x');
+        // A valid signature by another wallet names both addresses.
+        const other = await bob.referral(t.venue.inviteCode!);
+        const mismatch = await post({
+          ...good.headers,
+          'x-signature': other.headers['x-signature']!,
+        });
+        expect(mismatch.status).toBe(401);
+        expect(String(mismatch.body.error)).toMatch(
+          /^Unauthorized: signer 0x[0-9a-f]{40} does not match walletAddress 0x[0-9a-f]{40} /,
+        );
+      });
+    });
+
     it('401 for a replayed request and the 422 rules in order', async () => {
       const code = async (maxUses: number, owner?: string) => {
         const r = await t.admin('POST', '/admin/referral-codes', {

@@ -340,7 +340,9 @@ export function registerSignedRoutes(
         reply.header('Retry-After', String(Math.ceil(VERIFY_RETRY_MS / 1000)));
         throw new HttpError(503, 'Referral service unavailable, please retry');
       }
-      if (!signer.ok) throw unauthorized(`signer mismatch (${signer.reason})`);
+      // The reason names the check: the signature's form (high s, v, length, hex), a failed
+      // recovery, or the recovered signer against walletAddress (core's own 401 text).
+      if (!signer.ok) throw refuse(signer);
       // A resent application must not spend the wallet's budget (the engine checks again).
       if (referralNonceUsed(ctx.host.state, wallet, nonce))
         throw unauthorized(`replayed nonce ${nonce}`);
