@@ -268,6 +268,42 @@ describe('money-path authorisation edges', () => {
     expect([good.status, good.body.status]).toEqual([200, 'Submitted']);
   });
 
+  it("a permit signature that is missing or malformed is 400 before any recovery, and costs the wallet's rate nothing", async () => {
+    const { h, permitFields, body, refusedLeavesAll } = await depositOfFive(11);
+    const good = await h.sign('Permit', permitFields);
+    const missing = await t.api('POST', '/margin/deposit', body({ payload: good.payload }));
+    expect(missing).toMatchObject({
+      status: 400,
+      body: { error: 'INVALID_REQUEST: permitSignature.sig must be a 0x-prefixed hex string' },
+    });
+    const short = await t.api(
+      'POST',
+      '/margin/deposit',
+      body({ payload: good.payload, sig: good.sig.slice(0, 130) }),
+    );
+    expect(short).toMatchObject({
+      status: 400,
+      body: {
+        error: 'permit: INVALID_SIGNATURE: signature must be 65 bytes (r || s || v), got 64',
+      },
+    });
+    // Malformed input is refused before the wallet's 20 per second is counted: more of them than
+    // the limit, then the good deposit, all within one second.
+    const limit = DEFAULT_CONFIG.limits.walletRequestsPerSecond;
+    const refused = await Promise.all(
+      Array.from({ length: limit + 5 }, () =>
+        t.api('POST', '/margin/deposit', body({ payload: good.payload })),
+      ),
+    );
+    expect(refused.map((r) => r.status)).toEqual(refused.map(() => 400));
+    await refusedLeavesAll();
+    const ok = await t.api('POST', '/margin/deposit', body(good));
+    expect([ok.status, ok.body.status]).toEqual([200, 'Submitted']);
+    // The burst also used most of this address's budget (100 a second): let its window pass, so
+    // the next tests start with a full one.
+    await new Promise((r) => setTimeout(r, 1_100));
+  });
+
   // Found by mutation: sending every answered withdrawal to the chain desk, Rejected ones
   // included, passed every test; the simulated chain would then pay out what the engine refused.
   it('a withdrawal Rejected for margin pays nothing out on chain; a Submitted one pays exactly its amount', async () => {

@@ -220,6 +220,16 @@ export function registerSignedRoutes(
       throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
     const permit = permitReceived.value.payload.struct;
     const permitSigHex = (permitObj as Record<string, unknown>).sig;
+    // The permit signature's presence and form are checked with its payload, before any recovery
+    // and before the wallet's rate is counted (reliability 2.8), as the deposit signature's are: a
+    // missing `sig` is a malformed request (4000), a sig of the wrong form 4001, both 400.
+    if (typeof permitSigHex !== 'string')
+      throw new HttpError(
+        400,
+        'INVALID_REQUEST: permitSignature.sig must be a 0x-prefixed hex string',
+      );
+    const permitSigForm = parseSignature(permitSigHex);
+    if (!permitSigForm.ok) throw new HttpError(400, `permit: ${permitSigForm.error.message}`);
     const vault = ctx.config.vault.address.toLowerCase();
     let permitVerification: ReturnType<typeof requests.verify> | undefined;
     const r = await requests.handle(body.depositSignature, {
