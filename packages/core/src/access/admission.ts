@@ -7,6 +7,8 @@
  *
  * @module
  */
+
+import { checkDeadline, MAX_DEADLINE_AHEAD_SECONDS } from '../auth/verify.js';
 import type { AuthenticateCommand, RequestAuth } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import type { EngineState } from '../engine/types.js';
@@ -16,8 +18,8 @@ import { hasAppAccess } from './referral.js';
 
 /** The nonce window: a nonce within +-5 minutes (inclusive) of the command time is fresh. */
 export const NONCE_WINDOW_MS = 300_000;
-/** A signed deadline may be at most this far ahead. */
-export const MAX_DEADLINE_AHEAD_MS = 3_600_000;
+/** A signed deadline may be at most this far ahead (the one rule: `checkDeadline`). */
+export const MAX_DEADLINE_AHEAD_MS = Number(MAX_DEADLINE_AHEAD_SECONDS) * 1000;
 /** A consumed nonce is forgotten this long after it arrived (it is out of the window by then). */
 const NONCE_RETENTION_MS = 2 * NONCE_WINDOW_MS;
 
@@ -86,14 +88,9 @@ export function freshnessProblem(
   nonce: bigint,
   deadline?: bigint,
 ): Rejection | undefined {
-  const now = BigInt(time);
   if (deadline !== undefined) {
-    if (deadline * 1000n <= now) {
-      return reject('INVALID_NONCE', `deadline passed: ${deadline} s is not after ${time} ms`);
-    }
-    if (deadline * 1000n > now + BigInt(MAX_DEADLINE_AHEAD_MS)) {
-      return reject('INVALID_REQUEST', `deadline ${deadline} s is more than 1 hour ahead`);
-    }
+    const late = checkDeadline(deadline, time);
+    if (late !== undefined) return late;
   }
   const failure = nonceFailureAt(state, time, wallet, nonce);
   return failure === undefined ? undefined : reject('INVALID_NONCE', failure);

@@ -7,6 +7,11 @@
  * @module
  */
 
+import {
+  INVITE_CODE_PATTERN,
+  LOWERCASE_ADDRESS_PATTERN,
+  X_NONCE_PATTERN,
+} from '../auth/canonical-json.js';
 import type {
   ApplyReferralCommand,
   CreateReferralCodeCommand,
@@ -17,11 +22,11 @@ import type { EngineState, Referral, ReferralCode } from '../engine/types.js';
 import { reject } from '../errors.js';
 import { consumeNonce, NONCE_WINDOW_MS, nonceKeyText } from './admission.js';
 
-/** Pattern of an invite code (interface-spec "Limits"). */
-export const REFERRAL_CODE_RE = /^[A-Z0-9-]{1,7}$/;
-/** Pattern of the `x-nonce` header of `POST /referral/apply`. */
-export const REFERRAL_NONCE_RE = /^[A-Za-z0-9_-]{8,128}$/;
-const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
+/** Pattern of an invite code (interface-spec "Limits"); the signed body's own check. */
+export const REFERRAL_CODE_RE = INVITE_CODE_PATTERN;
+/** Pattern of the `x-nonce` header of `POST /referral/apply`; the signed body's own check. */
+export const REFERRAL_NONCE_RE = X_NONCE_PATTERN;
+const ADDRESS_RE = LOWERCASE_ADDRESS_PATTERN;
 
 /** The 422 reasons of `POST /referral/apply`, in the order they are checked. */
 export type ReferralError =
