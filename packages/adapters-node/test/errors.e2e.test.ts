@@ -325,9 +325,11 @@ describe('error rows', () => {
       const replay = await t.api('POST', '/margin/withdrawal', request);
       expect(replay.status).toBe(400);
       expect(String(replay.body.error)).toMatch(/^INVALID_NONCE: replayed/);
+      // protocol.md 4: a withdrawal where no account exists is 404, and opens none.
       const r2 = await t.withdraw(dave, '1');
-      expect([404, 200]).toContain(r2.status);
-      if (r2.status === 200) expect(r2.body).toMatchObject({ status: 'Rejected' });
+      expect(r2.status).toBe(404);
+      expect(String(r2.body.error)).toMatch(/^ACCOUNT_NOT_FOUND: no trading account for 0x/);
+      expect((await t.api('GET', `/account_summary?wallet=${dave.address}`)).status).toBe(404);
     });
 
     it('4033 on a second subscribeTrading', async () => {

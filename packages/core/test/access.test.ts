@@ -241,6 +241,46 @@ describe('authentication and the gate', () => {
   });
 });
 
+it('a withdrawal or transfer of a wallet with no account is 4040: nonce spent, no account opened', () => {
+  // protocol.md 4: "unknown account where one must exist: 404". A deposit or a leverage change
+  // opens the account; taking margin out of one that does not exist cannot.
+  mint('NOACCT');
+  apply(B, 'NOACCT');
+  const auth = (n: number) => ({
+    nonce: BigInt(v.time + n),
+    deadline: BigInt(Math.floor(v.time / 1000) + 60),
+  });
+  const commands = [
+    {
+      type: 'withdraw' as const,
+      account: B,
+      amount: usd('1'),
+      target: { mode: 'Cross' as const, market: 0 },
+      auth: auth(0),
+    },
+    {
+      type: 'transferMargin' as const,
+      account: B,
+      amount: usd('1'),
+      market: 1,
+      direction: 'crossToIsolated' as const,
+      auth: auth(1),
+    },
+  ];
+  for (const command of commands) {
+    const commandsBefore = v.state.counters;
+    const o = outcome(v.run(command));
+    expect(o.ok ? 0 : o.code).toBe(4040);
+    expect(o.ok ? '' : o.message).toMatch(/^ACCOUNT_NOT_FOUND: no trading account for 0x/);
+    expect(o.ok ? false : o.nonceConsumed).toBe(true);
+    expect(o.ok ? 1 : o.commandId).toBeUndefined();
+    expect(v.state.accounts.has(B)).toBe(false);
+    expect(v.state.counters).toEqual(commandsBefore);
+    const replay = outcome(v.run(command));
+    expect(replay.ok ? '' : replay.message).toMatch(/^INVALID_NONCE: replayed/);
+  }
+});
+
 describe('nonces of signed requests', () => {
   const auth = (nonce: number, deadlineSec?: number) => ({
     nonce: BigInt(nonce),

@@ -257,6 +257,27 @@ const FINGERPRINTS: Record<
       events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
     },
   },
+  // 10: a withdrawal or transfer from a wallet with no account is refused 4040 and opens none
+  // (protocol.md 4; access.test.ts): `edges` gains a tail of the two (version 9's edges hashes
+  // are of the log without it), and reverting the rule moves its state hash.
+  10: {
+    simulation: {
+      state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
+      events: '0xf72a836fb423fe4078f0c5adcafbda5bdb6af1f1025cef8479e46785d317ae7e',
+    },
+    tour: {
+      state: '0x6eb3a1848a8ee63106e85f1659bb002db322ba4db3b16fb90b5ac0555509689d',
+      events: '0xee63badbad6a8bdc5fa1bb9637544d5143360e511e65fb92b2c6634d258a8c40',
+    },
+    edges: {
+      state: '0x7b68220344a7761ad5af9c91a721518b0b5d19da27e285003443b9906210ceff',
+      events: '0xc6dc6d6e0f9de8806cbca0c150c92db91132dddb066016b543576ed0ad5bcfb0',
+    },
+    followers: {
+      state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
+      events: '0x7e94c38a4dd4bbc78b47de23afc07e192a9d6c218489f2257565dbf28c1a28e4',
+    },
+  },
 };
 
 interface Hashes {
@@ -489,6 +510,17 @@ function edges(seed: number, cases: number): TestVenue {
   const fund = v.state.insuranceFund;
   if (fund > 0n) v.run({ type: 'insuranceTransfer', direction: 'ToFeePool', amount: fund });
   v.oracle({ 'OWN-PERP': '89' });
+  // From version 10: a withdrawal and a transfer from a wallet with no account (4040, no account
+  // opened; before, each opened one and was Rejected 4100).
+  const none = wallet(5003);
+  v.run({ type: 'withdraw', account: none, amount: 1n, target: { mode: 'Cross', market: 0 } });
+  v.run({
+    type: 'transferMargin',
+    account: none,
+    amount: 1n,
+    market: 1,
+    direction: 'crossToIsolated',
+  });
   return v;
 }
 

@@ -18,7 +18,7 @@ import type { Ctx } from './context.js';
  * model tests hold to the old results). `test/rules-fingerprint.test.ts` pins what four fixed
  * logs give under each version and fails when that changes.
  */
-export const ENGINE_RULES_VERSION = 9;
+export const ENGINE_RULES_VERSION = 10;
 
 /** `declareRules`: records the version; the commands after it were written under it. */
 export function declareRules(ctx: Ctx, cmd: DeclareRulesCommand): void {

@@ -71,6 +71,16 @@ function fail(ctx: Ctx, name: ErrorName, detail: string): void {
   ctx.fail(r.code, r.message);
 }
 
+/**
+ * A withdrawal or transfer from a wallet with no trading account (protocol.md 4: "unknown account
+ * where one must exist: 404"). It comes after admission, like the invite gate, so it spends the
+ * nonce and nothing else: no account is opened and no command id handed out.
+ */
+function accountMissing(ctx: Ctx, account: string): void {
+  const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${account}: deposit first`);
+  ctx.fail(r.code, r.message, { nonceConsumed: true });
+}
+
 /** A business refusal after admission: the command gets an id and status `Rejected`. */
 function rejectCommand(ctx: Ctx, name: ErrorName, detail: string): void {
   const r = reject(name, detail);
@@ -145,7 +155,7 @@ export function withdraw(ctx: Ctx, cmd: WithdrawCommand): void {
   if (!ADDRESS_RE.test(cmd.account))
     return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
-  ensureAccount(ctx, cmd.account);
+  if (ctx.account(cmd.account) === undefined) return accountMissing(ctx, cmd.account);
   const { mode, market } = cmd.target;
   const liquidating = leavingProblem(ctx, cmd.account, mode, market);
   if (liquidating !== undefined) return rejectCommand(ctx, 'INSUFFICIENT_MARGIN', liquidating);
@@ -220,7 +230,7 @@ export function transferMargin(ctx: Ctx, cmd: TransferMarginCommand): void {
   if (!ADDRESS_RE.test(cmd.account))
     return fail(ctx, 'INVALID_REQUEST', 'account must be a lowercase 0x address');
   if (!admitRequest(ctx, cmd.account, cmd.auth, 'margin', true)) return;
-  ensureAccount(ctx, cmd.account);
+  if (ctx.account(cmd.account) === undefined) return accountMissing(ctx, cmd.account);
   const fromCross = cmd.direction === 'crossToIsolated';
   const source: MarginMode = fromCross ? 'Cross' : 'Isolated';
   const liquidating = leavingProblem(ctx, cmd.account, source, cmd.market);
