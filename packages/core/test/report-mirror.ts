@@ -232,15 +232,21 @@ export class ReportMirror {
 
   /** Applies one command's events in order, checking each report. */
   apply(events: readonly EngineEvent[]): void {
+    // The account an order request's outcome answered: the ack names the command's last report
+    // for it, so no report of it may follow (a fired child, a liquidation's cancel).
+    let answered: string | undefined;
     for (const e of events) {
       if (e.type === 'outcome') {
         if (e.ok && (e.kind === 'order' || e.kind === 'cancel' || e.kind === 'replace')) {
           const seq = this.seqs.get(e.order.account) ?? 0;
           if (e.seq !== seq) this.fail(`outcome seq ${e.seq}, last report of the account ${seq}`);
+          answered = e.order.account;
         }
         continue;
       }
       if (e.type !== 'executionReport') continue;
+      if (e.account === answered)
+        this.fail('a report after the outcome that answered its account', e);
       this.report(e);
     }
   }

@@ -19,7 +19,7 @@ import {
 } from '../margin/commands.js';
 import { cancelAllCommand, cancelOrderCommand } from '../orders/cancel.js';
 import { pruneCloids } from '../orders/cloids.js';
-import { placeOrder } from '../orders/place.js';
+import { latestOrder, placeOrder } from '../orders/place.js';
 import { replaceOrderCommand } from '../orders/replace.js';
 import { expireDue, fireArmed } from '../orders/trigger.js';
 import { bustTrade } from '../risk/bust.js';
@@ -203,6 +203,7 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
     fireArmed(ctx);
     riskSweep(ctx);
   } while (ctx.hasArmedMarkets());
+  finishRequestOutcome(ctx, cmd);
   const events = ctx.end();
   const outcome = findOutcome(events);
   if (outcome === undefined) throw new InvariantError(`command ${cmd.type} produced no outcome`);
@@ -213,6 +214,38 @@ function apply(ctx: Ctx, cmd: Command): { changed: boolean; events: EngineEvent[
     ctx.state.commandCount++;
   }
   return { changed, events };
+}
+
+/**
+ * Brings the outcome of an order request up to date with the command's follow-ups. Its handler
+ * emits it (what `orderAck`, `cancelAck`, `replaceAck`, `cancelAllAck` and `claimAck` answer)
+ * before the command's own follow-ups run: managed children its fills armed fire at once, and
+ * the liquidation checks may end the order and report to the same account. The answer names the
+ * seq of the last report the command produced for the account and the order as the command left
+ * it (research 6.3), so both are read again here, and an outcome they changed moves after the
+ * reports it now names.
+ */
+function finishRequestOutcome(ctx: Ctx, cmd: Command): void {
+  const events = ctx.events;
+  let at = events.length - 1;
+  while (at >= 0 && events[at]!.type !== 'outcome') at--;
+  if (at < 0) return;
+  const o = events[at] as Outcome;
+  if (!o.ok) return;
+  let updated: Outcome | undefined;
+  if (o.kind === 'order' || o.kind === 'cancel' || o.kind === 'replace') {
+    const seq = ctx.account(o.order.account)!.reportSeq;
+    const order = latestOrder(ctx, o.order.orderId);
+    if (seq !== o.seq || order !== o.order) updated = { ...o, seq, order };
+  } else if (o.kind === 'cancelAll' || o.kind === 'claim') {
+    const account = 'account' in cmd ? ctx.account(cmd.account) : undefined;
+    if (account !== undefined && account.reportSeq !== o.seq) {
+      updated = { ...o, seq: account.reportSeq };
+    }
+  }
+  if (updated === undefined) return;
+  events.splice(at, 1);
+  events.push(updated);
 }
 
 /** Applies one command. Never mutates `state`. */
