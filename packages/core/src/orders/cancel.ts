@@ -39,6 +39,14 @@ export function findWorkingOrder(
   return id;
 }
 
+/**
+ * The order id a cancel or replace named, for its 4041 (which names what it could, so the client
+ * needs no extra query); nothing when it named a cloid or an id no order can have.
+ */
+export function namedOrderId(orderId: bigint): { orderId?: number } {
+  return orderId !== 0n && orderId <= MAX_ORDER_ID ? { orderId: Number(orderId) } : {};
+}
+
 /** Checks the target fields shared by cancel and replace; `undefined` when well formed. */
 export function targetProblem(orderId: bigint, cloid: string | null): string | undefined {
   if ((orderId === 0n) === (cloid === null)) return 'exactly one of orderId and cloid must be set';
@@ -66,9 +74,7 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
     );
     return ctx.fail(r.code, r.message, {
       nonceConsumed: true,
-      ...(cmd.orderId !== 0n && cmd.orderId <= MAX_ORDER_ID
-        ? { orderId: Number(cmd.orderId) }
-        : {}),
+      ...namedOrderId(cmd.orderId),
       cloid: cmd.cloid,
     });
   }

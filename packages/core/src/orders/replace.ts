@@ -13,7 +13,7 @@ import { viewOf } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
 import { formatDecimal } from '../units/decimal.js';
-import { findWorkingOrder, targetProblem } from './cancel.js';
+import { findWorkingOrder, namedOrderId, targetProblem } from './cancel.js';
 import { cloidHolder, registerCloid, releaseLapsedCloid } from './cloids.js';
 import { rest, shrinkInPlace, unrest } from './execution.js';
 import { followParentCloid } from './managed.js';
@@ -107,7 +107,11 @@ export function replaceOrderCommand(ctx: Ctx, cmd: ReplaceOrderCommand): void {
       'ORDER_NOT_FOUND',
       `${target} is not working (filled, cancelled, expired or unknown)`,
     );
-    return ctx.fail(r.code, r.message, { nonceConsumed: true, cloid: cmd.origCloid });
+    return ctx.fail(r.code, r.message, {
+      nonceConsumed: true,
+      ...namedOrderId(cmd.orderId),
+      cloid: cmd.origCloid,
+    });
   }
   const current = ctx.order(id)!;
   const stale = stateProblem(ctx, current, cmd);

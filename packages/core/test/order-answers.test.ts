@@ -1,5 +1,5 @@
 /**
- * The outcome of an order request (what `orderAck`, `replaceAck`, `cancelAck` and
+ * What the answers to order requests carry. The outcome of an order request (what `orderAck`, `replaceAck`, `cancelAck` and
  * `cancelAllAck` carry) names the seq of the last execution report the command produced for the
  * account and the order as the command left it (research 6.3), including the reports of the
  * command's follow-ups: managed children its fills armed that fire at once, and liquidation
@@ -95,4 +95,29 @@ it('a placement whose fill makes its scope liquidatable acks the order as the li
     reason: 'Liquidation',
     cumQty: 1_000n,
   });
+});
+
+it('a replace of an ended order by orderId is 4041 naming that orderId, as a cancel is', () => {
+  const v = btcOrderVenue();
+  const id = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+  v.expectOk(v.cancel(A, BTC, { orderId: id }));
+  const events = v.run({
+    type: 'replaceOrder',
+    account: A,
+    market: 1,
+    orderId: BigInt(id),
+    origCloid: null,
+    price: px('64000'),
+    triggerPrice: 0n,
+    quantity: 5_000n,
+    cloid: null,
+  });
+  expect(v.outcome(events)).toMatchObject({
+    ok: false,
+    code: 4041,
+    nonceConsumed: true,
+    orderId: id,
+    cloid: null,
+  });
+  expect(v.outcome(v.cancel(A, BTC, { orderId: id }))).toMatchObject({ code: 4041, orderId: id });
 });
