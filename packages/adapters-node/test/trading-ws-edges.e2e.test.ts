@@ -270,6 +270,38 @@ describe('every signed message', () => {
     }
     expect(await t!.stateHash()).toEqual(before);
   });
+
+  it('a cancelAll whose instrument is not its signed market is 4000 and cancels nothing', async () => {
+    const { alice, c } = await twoTraders();
+    const ethOrder = limitOrder(true, 3_000n * 10n ** 18n, 10n, { market: 2 });
+    for (const o of [limitOrder(true, px(59000), btc(0.01)), ethOrder]) {
+      const r = await c.request({ type: 'placeOrder', signature: await alice.sign('Order', o) });
+      expect(r.type).toBe('orderAck');
+    }
+    const before = await t!.stateHash();
+    // Market 0 is every market: naming one instrument with it would cancel the other too.
+    for (const [market, instrument] of [
+      [0, 'BTC-PERP'],
+      [1, 'ETH-PERP'],
+    ] as const) {
+      const r = await c.request({
+        type: 'cancelAll',
+        instrument,
+        signature: await alice.sign('CancelAll', { market, ...fresh() }),
+      });
+      expect(r).toMatchObject({ type: 'error', code: 4000 });
+      expect(String(r.message)).toMatch(`does not name the signed market ${market}`);
+    }
+    expect(await t!.stateHash()).toEqual(before);
+    // Naming the signed market is allowed, as on the other order messages.
+    expect(
+      await c.request({
+        type: 'cancelAll',
+        instrument: 'ETH-PERP',
+        signature: await alice.sign('CancelAll', { market: 2, ...fresh() }),
+      }),
+    ).toMatchObject({ type: 'cancelAllAck', cancelled: 1 });
+  });
 });
 
 describe('order acknowledgements', () => {

@@ -668,10 +668,13 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
     },
     cancelAll: (s, id, msg) => {
       if (!requireAuth(s, id)) return;
+      // An `instrument` must name the signed market here too: ignored, one sent with a market-0
+      // payload (every market) would cancel the orders of every other market as well.
       const r = requests.handle(msg.signature, {
         allowed: ['CancelAll'],
         authenticated: s.account,
         counted: true,
+        precheck: instrumentCheck(msg),
       });
       answerLater(
         s,
