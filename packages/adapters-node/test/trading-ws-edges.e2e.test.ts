@@ -26,7 +26,15 @@ vi.mock('../src/verify/pool.js', async (original) => {
 
 import { DEFAULT_CONFIG, type VenueConfig } from '../src/index.js';
 import { freshNonce, type Msg, Wallet, WsClient } from './support/client.js';
-import { btc, limitOrder, px, startTestVenue, type TestVenue, usd } from './support/fixture.js';
+import {
+  btc,
+  cloid,
+  limitOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+  usd,
+} from './support/fixture.js';
 
 /** The default config with some limits changed. */
 function withLimits(limits: Partial<VenueConfig['limits']>): VenueConfig {
@@ -347,6 +355,46 @@ describe('order acknowledgements', () => {
       origCloid: cl,
       order: { price: '52000', cloid: cl },
     });
+  });
+
+  it("a replaceAck's seq is the command's last report, a stop its fill fired included", async () => {
+    const { alice, bob, c } = await twoTraders();
+    await c.request({ type: 'subscribeTrading' });
+    const b = await t!.connect(bob);
+    const send = async (ws: WsClient, w: Wallet, type: string, struct: string, f: object) =>
+      ws.request({ type, signature: await w.sign(struct, { ...f, ...fresh() }) });
+    const entry = await send(c, alice, 'placeOrder', 'Order', {
+      ...limitOrder(true, px(59000), btc(0.01), { cloid: cloid(1) }),
+    });
+    const stop = await send(c, alice, 'placeOrder', 'Order', {
+      ...limitOrder(false, 0n, btc(0.01), {
+        orderType: 2,
+        triggerPrice: px(59500),
+        flags: 8,
+        parentCloid: cloid(1),
+      }),
+    });
+    expect(stop).toMatchObject({ type: 'orderAck', order: { ordStatus: 'Untriggered' } });
+    await send(b, bob, 'placeOrder', 'Order', limitOrder(false, px(59400), btc(0.01)));
+    // The mark falls below the stop's trigger while the stop waits for its entry.
+    await t!.oracle({ 'BTC-PERP': '59000' });
+    const amend = await send(c, alice, 'replaceOrder', 'Replace', {
+      market: 1,
+      orderId: BigInt((entry.order as { orderId: string }).orderId),
+      price: px(59400),
+      quantity: btc(0.01),
+    });
+    expect(amend).toMatchObject({ type: 'replaceAck', order: { ordStatus: 'Filled' } });
+    // The entry filled, its stop armed and fired at once: its reports come before the ack's seq.
+    const stopId = (stop.order as { orderId: string }).orderId;
+    const fired = await c.waitFor(
+      (m) => m.kind === 'OrderTriggered' && (m.order as { orderId: string }).orderId === stopId,
+    );
+    const ended = await c.waitFor(
+      (m) => m.kind === 'OrderCancelled' && (m.order as { orderId: string }).orderId === stopId,
+    );
+    expect(fired.seq).toBeLessThan(ended.seq as number);
+    expect(amend.seq).toBe(ended.seq);
   });
 
   it('a duplicate cloid error carries the refused order id and the cloid', async () => {
