@@ -259,7 +259,10 @@ const FINGERPRINTS: Record<
   },
   // 10: a withdrawal or transfer from a wallet with no account is refused 4040 and opens none
   // (protocol.md 4; access.test.ts): `edges` gains a tail of the two (version 9's edges hashes
-  // are of the log without it), and reverting the rule moves its state hash.
+  // are of the log without it), and reverting the rule moves its state hash. An order request's
+  // answer names the command's last report and the order as the command's follow-ups left it,
+  // after those reports, and a replace's 4041 names the orderId it targeted
+  // (order-answers.test.ts; the tour's events moved).
   10: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -267,7 +270,7 @@ const FINGERPRINTS: Record<
     },
     tour: {
       state: '0x6eb3a1848a8ee63106e85f1659bb002db322ba4db3b16fb90b5ac0555509689d',
-      events: '0xee63badbad6a8bdc5fa1bb9637544d5143360e511e65fb92b2c6634d258a8c40',
+      events: '0x057f61caae71c94ab04d73c6febc773aae20afcb3371e2b80eee730b0cab1c4e',
     },
     edges: {
       state: '0x7b68220344a7761ad5af9c91a721518b0b5d19da27e285003443b9906210ceff',

@@ -229,7 +229,9 @@ function finishRequestOutcome(ctx: Ctx, cmd: Command): void {
   const events = ctx.events;
   let at = events.length - 1;
   while (at >= 0 && events[at]!.type !== 'outcome') at--;
-  if (at < 0) return;
+  // Nothing emitted after the outcome: no follow-up reported, so what it names stands (the
+  // common case, kept to one comparison on the hot path).
+  if (at < 0 || at === events.length - 1) return;
   const o = events[at] as Outcome;
   if (!o.ok) return;
   let updated: Outcome | undefined;
