@@ -126,20 +126,58 @@ export function unrestOrder(ctx: Ctx, market: Market, order: Order): void {
   level.count--;
   level.quantity -= leavesOf(order);
   if (level.count === 0) levels.splice(idx, 1);
-  else compact(level);
+  else compact(ctx, level);
 }
 
 /**
- * Moves the head of an owned level past spent slots and drops the chunks wholly before it. Only
- * the head's position decides what is dropped, so the result does not depend on batching.
+ * Moves the head of an owned level past spent slots and drops the chunks wholly before it; a
+ * level left mostly holes is repacked (see {@link repack}). Only the level's own slots decide
+ * what happens, so the result does not depend on batching.
  */
-export function compact(level: Level): void {
+export function compact(ctx: Ctx, level: Level): void {
   while (level.head < level.tail && slotId(level, level.head) === 0) level.head++;
+  if (level.tail - level.head > REPACK_SLACK + 2 * level.count) {
+    repack(ctx, level);
+    return;
+  }
   const spentChunks = (level.head - level.base) >>> LEVEL_CHUNK_SHIFT;
   if (spentChunks > 0) {
     level.chunks.splice(0, spentChunks);
     level.base += spentChunks * LEVEL_CHUNK;
   }
+}
+
+/**
+ * Empty slots a level may hold between its head and tail beyond twice its live orders before
+ * {@link compact} repacks it.
+ */
+export const REPACK_SLACK = 4 * LEVEL_CHUNK;
+
+/**
+ * Rewrites an owned level's live orders into consecutive slots from a chunk boundary, in their
+ * time priority, and gives each its new slot. Dropping chunks only behind the head leaves every
+ * slot after a long-lived order at the front: orders placed and cancelled behind it (a market
+ * maker quoting the same price all day) would each leave a slot for as long as it rests, in
+ * memory, snapshots and every scan of the level. Repacking once the holes outnumber the live
+ * orders (plus {@link REPACK_SLACK}) bounds the slots to about twice the live orders, at an
+ * amortized constant cost per removal: each repack follows at least as many removals as it moves
+ * orders.
+ */
+function repack(ctx: Ctx, level: Level): void {
+  const ids = levelOrderIds(level);
+  const base = level.head - (level.head & CHUNK_MASK);
+  const chunks: LevelChunk[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    if ((i & CHUNK_MASK) === 0) chunks.push(newChunk(ctx.edit));
+    const id = ids[i] as number;
+    (chunks[i >>> LEVEL_CHUNK_SHIFT] as LevelChunk).ids[i & CHUNK_MASK] = id;
+    const slot = base + i;
+    if (ctx.order(id)!.slot !== slot) ctx.writableOrder(id).slot = slot;
+  }
+  level.chunks = chunks;
+  level.base = base;
+  level.head = base;
+  level.tail = base + ids.length;
 }
 
 /** Total leaves quantity and number of orders per level, best first, up to `depth` levels. */

@@ -518,7 +518,7 @@ export function matchTaker(ctx: Ctx, market: Market, takerId: number, limit: big
       const at = levels.lastIndexOf(level);
       if (at >= 0) levels.splice(at, 1);
     } else {
-      compact(level);
+      compact(ctx, level);
     }
     if (insolvent) {
       // Not one more lot keeps the taker's scope solvent and its limit still crosses.
@@ -734,7 +734,7 @@ export function fillRestingMaker(
     level.count--;
     maker.slot = -1;
     if (level.count === 0) levels.splice(li, 1);
-    else compact(level);
+    else compact(ctx, level);
   }
   maker.ordStatus = done ? 'Filled' : 'PartiallyFilled';
   ctx.bookTouched(market);
