@@ -95,10 +95,17 @@ export class ReportStreams {
   );
   /** The account a restore is adding chunks to (see `restoreChunk`). */
   private restoring: string | null = null;
+  /** Engine time (ms) from which the next batch sweeps every buffer by age (see `sweep`). */
+  private nextSweep = Number.NEGATIVE_INFINITY;
 
   constructor(options: { capacity?: number; maxAgeMs?: number } = {}) {
     this.capacity = options.capacity ?? 100_000;
     this.maxAgeMs = options.maxAgeMs ?? 86_400_000;
+  }
+
+  /** Accounts with a buffer (reports kept, or a subscriber). */
+  get size(): number {
+    return this.accounts.size;
   }
 
   private buffer(account: string): Buffer {
@@ -143,6 +150,30 @@ export class ReportStreams {
       }
       b.reports.dropOldest(drop);
       for (const listener of b.listeners) listener(reports, batch);
+    }
+    this.sweep(batch.state.time);
+  }
+
+  /**
+   * Drops, at most once per 1/24 of the age limit of engine time, the reports of every buffer
+   * older than the limit, and forgets buffers left empty with no subscriber. A batch ages out
+   * only the buffers it adds to: without this an account that stopped trading kept its last
+   * 100,000 reports for good, though the buffer promises a day (docs/protocol-decisions.md), and
+   * every account that ever traded kept its entry.
+   */
+  private sweep(now: number): void {
+    if (now < this.nextSweep) return;
+    this.nextSweep = now + Math.max(1, Math.floor(this.maxAgeMs / 24));
+    const cutoff = now - this.maxAgeMs;
+    for (const [account, b] of this.accounts) {
+      let drop = 0;
+      while (drop < b.reports.length && (b.reports.at(drop) as ExecutionReport).time < cutoff)
+        drop++;
+      const forget = drop === b.reports.length && b.listeners.size === 0;
+      if (drop === 0 && !forget) continue;
+      this.captures.beforeChange(account, b.reports);
+      if (forget) this.accounts.delete(account);
+      else b.reports.dropOldest(drop);
     }
   }
 
