@@ -2,7 +2,8 @@
  * Backpressure of the verification pool: a flood of recoveries beyond what the workers can take
  * does not queue without bound. Past `maxQueued` waiting jobs (default 1,024 per worker) a
  * recovery is refused at once with VerificationUnavailable, which the venue answers as a
- * retryable 5000; once the backlog drains, recoveries are accepted again.
+ * retryable 5000; once the backlog drains, recoveries are accepted again. A backlog that never
+ * drains does not keep the jobs already handed to a worker.
  */
 import { Worker } from 'node:worker_threads';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
@@ -85,5 +86,48 @@ describe('a flood of recoveries', () => {
     expect(p.pending).toBe(0);
     const again = await Promise.all(jobs.slice(8, 16).map((j) => p.recover(j.digest, j.sig)));
     expect(again).toEqual(jobs.slice(8, 16).map((j) => j.signer));
+  });
+});
+
+/** A worker that answers every batch at once, each job unrecovered (a fast, busy worker). */
+function echoWorker(): Worker {
+  return new Worker(
+    `const { parentPort } = require('node:worker_threads');
+     parentPort.on('message', (m) => {
+       const out = new Uint8Array(m.count * 21);
+       parentPort.postMessage({ id: m.id, out }, [out.buffer]);
+     });`,
+    { eval: true },
+  );
+}
+
+describe('a backlog that never drains', () => {
+  it('does not keep the jobs already sent to a worker', async () => {
+    const p = new VerifyPool({
+      size: 1,
+      backend: 'noble',
+      spawn: echoWorker,
+      pipeline: 1,
+      maxBatch: 1,
+    });
+    open.push(p);
+    const s = signed(1);
+    const total = 4_000;
+    const held = (): number => (p as unknown as { queue: unknown[] }).queue.length;
+    let started = 0;
+    let most = 0;
+    // Each answer queues the next job, so a few always wait: the queue never empties.
+    const next = async (): Promise<void> => {
+      while (started < total) {
+        started++;
+        most = Math.max(most, held());
+        await p.recover(s.digest, s.sig);
+      }
+    };
+    await Promise.all([next(), next(), next(), next()]);
+    expect(started).toBe(total);
+    // Before, the queue's array kept every job sent while anything waited: all 4,000 here, and
+    // for as long as a venue stayed busy.
+    expect(most).toBeLessThanOrEqual(2_100);
   });
 });

@@ -371,6 +371,12 @@ export class VerifyPool implements SignatureRecovery {
       if (this.head === this.queue.length) {
         this.queue = [];
         this.head = 0;
+      } else if (this.head >= 1_024 && this.head * 2 >= this.queue.length) {
+        // A backlog that never empties (a venue busy for hours) would otherwise keep every job
+        // ever sent, each with its promise, in the array's spent prefix: drop it now and then,
+        // at an amortised constant cost per job.
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
       }
       this.send(best, jobs);
     }
