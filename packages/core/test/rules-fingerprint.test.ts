@@ -259,7 +259,9 @@ const FINGERPRINTS: Record<
   },
   // 10: a withdrawal or transfer from a wallet with no account is refused 4040 and opens none
   // (protocol.md 4; access.test.ts): `edges` gains a tail of the two (version 9's edges hashes
-  // are of the log without it), and reverting the rule moves its state hash. An order request's
+  // are of the log without it), and reverting the rule moves its state hash. A price level is
+  // repacked once its holes outnumber its live orders (memory-bounds.test.ts; every order's slot
+  // moves: `edges` gains a tail that reaches it, and reverting it moves the state hash). An order request's
   // answer names the command's last report and the order as the command's follow-ups left it,
   // after those reports, and a replace's 4041 names the orderId it targeted
   // (order-answers.test.ts; the tour's events moved).
@@ -273,8 +275,8 @@ const FINGERPRINTS: Record<
       events: '0x057f61caae71c94ab04d73c6febc773aae20afcb3371e2b80eee730b0cab1c4e',
     },
     edges: {
-      state: '0x7b68220344a7761ad5af9c91a721518b0b5d19da27e285003443b9906210ceff',
-      events: '0xc6dc6d6e0f9de8806cbca0c150c92db91132dddb066016b543576ed0ad5bcfb0',
+      state: '0x65e820ff96df9ed6fef883687acef677005d7af6b1d3b712ed87292f8b32136a',
+      events: '0x308674454c0197893ff978c090341a45bc17a16293867320fbcfb2b28c243f2d',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
@@ -524,6 +526,15 @@ function edges(seed: number, cases: number): TestVenue {
     market: 1,
     direction: 'crossToIsolated',
   });
+  // Also from version 10: a price level repacked once its holes outnumber its live orders (one
+  // long-lived ask with 300 asks placed and cancelled behind it; every slot moved).
+  v.oracle({ [BTC]: '50000' });
+  v.place(maker, BTC, { side: 'Sell', qty: '0.01', price: '90000' });
+  for (let n = 0; n < 300; n++) {
+    v.place(maker, BTC, { side: 'Sell', qty: '0.01', price: '90000', cloid: cloid(7000 + n) });
+    v.cancel(maker, BTC, { cloid: cloid(7000 + n) });
+  }
+  v.place(maker, BTC, { side: 'Sell', qty: '0.01', price: '90000' });
   return v;
 }
 
