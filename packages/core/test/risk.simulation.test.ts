@@ -3,7 +3,10 @@
  * event stream and state hash, every invariant holds, and the crash exercises liquidations.
  * `node packages/core/bench/simulate.mjs` runs the long version and prints its summary.
  */
+import { keccak_256 } from '@noble/hashes/sha3.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { describe, expect, it } from 'vitest';
+import { canonicalText } from '../src/index.js';
 import { runSimulation } from '../src/testing/index.js';
 
 describe('crash simulation', () => {
@@ -31,5 +34,50 @@ describe('crash simulation', () => {
     expect(a.debt).toBe(0n);
     // A different seed gives a different run.
     expect(runSimulation({ ...options, seed: 8 }).eventsHash).not.toBe(a.eventsHash);
+  });
+});
+
+describe('crash simulation options and result', () => {
+  const options = {
+    seed: 3,
+    takers: 4,
+    minutes: 2,
+    crashStart: 1,
+    crashMinutes: 1,
+    crashPercent: 20,
+  };
+
+  it('eventsHash covers the events of every command, the setup included', () => {
+    const r = runSimulation(options);
+    // The listing, accounts and deposits run before the first step: their events count too.
+    expect(r.venue.history.length).toBe(r.commands);
+    const h = keccak_256.create();
+    for (const events of r.venue.history) h.update(utf8ToBytes(canonicalText(events)));
+    expect(r.eventsHash).toBe(`0x${bytesToHex(h.digest())}`);
+  });
+
+  it('an instantaneous crash (crashMinutes 0) steps the index down at crashStart', () => {
+    const r = runSimulation({ ...options, crashMinutes: 0, crashPercent: 30 });
+    const mark = r.venue.state.markets.get(1)?.prices.index;
+    // BTC is quoted around 60,000; 30 % down is about 42,000 (plus 0.1 % noise).
+    expect(mark).toBeDefined();
+    expect(mark! / 10n ** 18n).toBeGreaterThan(41_000n);
+    expect(mark! / 10n ** 18n).toBeLessThan(43_000n);
+  });
+
+  it.each([
+    ['seed', Number.NaN],
+    ['takers', 0],
+    ['takers', 2.5],
+    ['minutes', -1],
+    ['crashStart', Number.POSITIVE_INFINITY],
+    ['crashMinutes', -1],
+    ['crashPercent', 100],
+    ['crashPercent', Number.NaN],
+  ])('refuses %s = %s with a RangeError naming the option', (name, value) => {
+    expect(() => runSimulation({ ...options, [name]: value })).toThrow(
+      new RegExp(`^runSimulation: ${name} `),
+    );
+    expect(() => runSimulation({ ...options, [name]: value })).toThrow(RangeError);
   });
 });

@@ -24,10 +24,10 @@ export interface SimulationOptions {
   readonly takers: number;
   /** Simulated minutes; one step per second. */
   readonly minutes: number;
-  /** Minute the crash starts, and how many minutes it takes. */
+  /** Minute the crash starts, and how many minutes it takes (0: the index steps down at once). */
   readonly crashStart: number;
   readonly crashMinutes: number;
-  /** Fall of the index over the crash, percent. */
+  /** Fall of the index over the crash, percent, below 100 (a negative value is a rise). */
   readonly crashPercent: number;
   /** Check every invariant after every command (slow); otherwise once a simulated minute. */
   readonly checkEveryCommand?: boolean;
@@ -36,7 +36,10 @@ export interface SimulationOptions {
 /** What a run produced. */
 export interface SimulationResult {
   readonly stateHash: string;
-  /** keccak-256 over the canonical text of every command's events, in order. */
+  /**
+   * keccak-256 over the canonical text of every command's events, in order: the listings,
+   * accounts and deposits of the setup included (`venue.history`, one entry per command).
+   */
   readonly eventsHash: string;
   readonly commands: number;
   readonly trades: number;
@@ -73,13 +76,33 @@ const MARKETS = [
   { id: 2, symbol: 'ETH-PERP', base: 3000, tick: 0.05, digits: 2, qd: 3, lot: 0.001 },
 ] as const;
 
-/** Runs the scenario. */
+/** Throws a `RangeError` naming the first option a run cannot use. */
+function checkOptions(o: SimulationOptions): void {
+  const bad = (name: string, rule: string, value: unknown): never => {
+    throw new RangeError(`runSimulation: ${name} must be ${rule}, got ${String(value)}`);
+  };
+  if (!Number.isInteger(o.seed)) bad('seed', 'an integer', o.seed);
+  if (!Number.isInteger(o.takers) || o.takers < 1) bad('takers', 'an integer >= 1', o.takers);
+  for (const name of ['minutes', 'crashStart', 'crashMinutes'] as const) {
+    const value = o[name];
+    if (!Number.isFinite(value) || value < 0) bad(name, 'a finite number >= 0', value);
+  }
+  // A fall of 100 % or more takes the index to zero or below: no price, no order size.
+  if (!Number.isFinite(o.crashPercent) || o.crashPercent >= 100) {
+    bad('crashPercent', 'a finite number below 100', o.crashPercent);
+  }
+}
+
+/**
+ * Runs the scenario. Throws a `RangeError` naming the option for options it cannot run (a
+ * fractional or zero number of takers, a negative or non-finite duration, a fall of 100 %).
+ */
 export function runSimulation(o: SimulationOptions): SimulationResult {
+  checkOptions(o);
   const rand = prng(o.seed);
   // Start 3 minutes before an hour so funding settles during the run.
   const start = T0 + 57 * 60_000;
   const v = new TestVenue({ time: start, checkInvariants: o.checkEveryCommand ?? false });
-  const hash = keccak_256.create();
   const stats = {
     trades: 0,
     liquidations: 0,
@@ -91,8 +114,8 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
     deficits: 0,
     backstops: 0,
   };
+  // Statistics of the commands after the setup; the events hash covers every command (below).
   const record = (events: readonly EngineEvent[]): void => {
-    hash.update(utf8ToBytes(canonicalText(events)));
     for (const e of events) {
       if (e.type === 'trade') stats.trades++;
       else if (e.type === 'liquidationStarted') stats.liquidations++;
@@ -169,7 +192,7 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
       const base = MARKETS[mi]!.base;
       let level = 1;
       if (minute >= o.crashStart) {
-        const f = Math.min(1, (minute - o.crashStart) / o.crashMinutes);
+        const f = o.crashMinutes === 0 ? 1 : Math.min(1, (minute - o.crashStart) / o.crashMinutes);
         level = 1 - (o.crashPercent / 100) * f;
       }
       const noise = 1 + (rand() - 0.5) * 0.002;
@@ -258,6 +281,8 @@ export function runSimulation(o: SimulationOptions): SimulationResult {
   // Let every auction end.
   run(v.advance(120_000));
   checkInvariants(v.state);
+  const hash = keccak_256.create();
+  for (const events of v.history) hash.update(utf8ToBytes(canonicalText(events)));
   return {
     stateHash: stateHash(v.state),
     eventsHash: `0x${bytesToHex(hash.digest())}`,
