@@ -5,9 +5,12 @@
  * 2. `decodeSnapshot` throws `SnapshotFormatError` for damaged content too, not the `RangeError`
  *    of the structure it was rebuilding;
  * 3. a command without a proper `time` is a host bug: `reduce` throws `InvariantError` naming
- *    it, as docs/core-library.md section 5 says.
+ *    it, as docs/core-library.md section 5 says;
+ * 4. every name the library's entry points export has a TSDoc comment (what the API reference
+ *    and an editor's hover show).
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   type Command,
   decodeSnapshot,
@@ -17,6 +20,7 @@ import {
   SnapshotFormatError,
 } from '@perp/core';
 import { BTC_SETTINGS, TestVenue, wallet } from '@perp/core/testing';
+import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 describe('library promises', () => {
@@ -57,5 +61,35 @@ describe('library promises', () => {
     const command = { type: 'openAccount', account: wallet(1) } as unknown as Command;
     expect(() => reduce(v.state, command)).toThrow(InvariantError);
     expect(() => reduce(v.state, command)).toThrow(/command time undefined/);
+  });
+
+  it('every name the entry points export has a TSDoc comment', () => {
+    const entries = [
+      '../src/index.ts',
+      '../src/testing/index.ts',
+      '../../adapters-memory/src/index.ts',
+    ].map((path) => fileURLToPath(new URL(path, import.meta.url)));
+    const program = ts.createProgram(entries, {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      strict: true,
+      skipLibCheck: true,
+      noEmit: true,
+    });
+    const checker = program.getTypeChecker();
+    const undocumented: string[] = [];
+    for (const entry of entries) {
+      const module = checker.getSymbolAtLocation(program.getSourceFile(entry)!)!;
+      const exported = checker.getExportsOfModule(module);
+      expect(exported.length).toBeGreaterThan(10);
+      for (const symbol of exported) {
+        const target =
+          symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+        const doc = ts.displayPartsToString(target.getDocumentationComment(checker)).trim();
+        if (doc === '') undocumented.push(`${symbol.name} (${entry.split('/packages/')[1]})`);
+      }
+    }
+    expect(undocumented).toEqual([]);
   });
 });

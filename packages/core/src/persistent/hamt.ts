@@ -166,12 +166,6 @@ interface WriteResult {
   removed: boolean;
 }
 
-/**
- * An immutable-by-default map. Every write takes an {@link Edit} (or `null` for a plain
- * persistent copy) and returns the map to use afterwards; the receiver is only modified when the
- * map itself belongs to that edit. An edit must be retired (never used again) once the version it
- * produced is handed to anyone else: that is what publishes it.
- */
 /** A cursor's position in one node: next slot, data pairs and children consumed so far. */
 interface HamtAt {
   readonly node: Node;
@@ -180,6 +174,12 @@ interface HamtAt {
   child: number;
 }
 
+/**
+ * An immutable-by-default map. Every write takes an {@link Edit} (or `null` for a plain
+ * persistent copy) and returns the map to use afterwards; the receiver is only modified when the
+ * map itself belongs to that edit. An edit must be retired (never used again) once the version it
+ * produced is handed to anyone else: that is what publishes it.
+ */
 export class PMap<K extends PKey, V> {
   /** @internal */ root: Node;
   /** Number of entries. */

@@ -854,13 +854,19 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
 
 // ---- step 4: ADL --------------------------------------------------------------------------------
 
+/** One opposite position in the ADL queue of {@link adlQueue}, with the figures it is ranked by. */
 export interface AdlCandidate {
   readonly account: string;
   readonly mode: MarginMode;
+  /** The position's signed size, raw quantity units. */
   readonly size: bigint;
+  /** Positive unrealized PnL and positive scope equity: ranked first, by `score`. */
   readonly profitable: boolean;
+  /** `pnlFactor x leverage` at the mark for a profitable position, else 0. */
   readonly score: Rational;
+  /** Unrealized PnL at the mark, exact, in raw price units x raw quantity units. */
   readonly upnl: Rational;
+  /** When the position was opened (ms): the older goes first on equal PnL. */
   readonly openedTime: number;
   /**
    * Another scope of the liquidated account: last in the queue, reached only when no one else
