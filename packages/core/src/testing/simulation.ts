@@ -19,8 +19,9 @@ import { T0, TestVenue } from './venue.js';
 
 /** Options of {@link runSimulation}. */
 export interface SimulationOptions {
+  /** Seed of the PRNG (an integer): the same options give the same run. */
   readonly seed: number;
-  /** Leveraged takers. */
+  /** Leveraged takers (an integer, at least 1). */
   readonly takers: number;
   /** Simulated minutes; one step per second. */
   readonly minutes: number;
@@ -35,20 +36,30 @@ export interface SimulationOptions {
 
 /** What a run produced. */
 export interface SimulationResult {
+  /** `stateHash` of the venue at the end. */
   readonly stateHash: string;
   /**
    * keccak-256 over the canonical text of every command's events, in order: the listings,
    * accounts and deposits of the setup included (`venue.history`, one entry per command).
    */
   readonly eventsHash: string;
+  /** Commands run, the setup included (`venue.log.length`). */
   readonly commands: number;
+  /** Book prints (`trade` events). */
   readonly trades: number;
+  /** Liquidations started (`liquidationStarted` events). */
   readonly liquidations: number;
+  /** Liquidation fills against the resting book (`Liquidation` reports, method `Market`). */
   readonly marketSteps: number;
+  /** Liquidation auctions that were live at some step. */
   readonly auctions: number;
+  /** Auction claims settled (`LiquidationClaim` reports with status `Settled`). */
   readonly claims: number;
+  /** ADL fills (the counterparties' `ADL` reports). */
   readonly adlFills: number;
+  /** Funding payments (`Funding` reports, one per position and settlement). */
   readonly fundingPayments: number;
+  /** Deficits the insurance fund paid (`insurance` events with reason `Deficit`). */
   readonly deficits: number;
   /** Deficits the fee pool paid after the insurance fund (`backstop` events with an amount). */
   readonly backstops: number;
@@ -56,6 +67,7 @@ export interface SimulationResult {
   readonly debt: bigint;
   /** Insurance fund at the end of every simulated minute, micro-units. */
   readonly insurancePath: readonly bigint[];
+  /** The venue itself: its state, command log (`log`) and events per command (`history`). */
   readonly venue: TestVenue;
 }
 

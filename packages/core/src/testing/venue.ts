@@ -26,7 +26,9 @@ export const T0 = 1_767_225_600_000;
 
 /** Options of a {@link TestVenue}. */
 export interface TestVenueOptions {
+  /** Venue-wide settings of the genesis state (`createEngineState`); defaults otherwise. */
   settings?: Partial<VenueSettings>;
+  /** Time of the genesis state and start of the venue clock, ms (default {@link T0}). */
   time?: number;
   /** Hash the input state before and after every command and fail if it changed. */
   checkPurity?: boolean;
@@ -36,7 +38,9 @@ export interface TestVenueOptions {
 
 /** A deterministic venue in memory, driven command by command. */
 export class TestVenue {
+  /** The state after the last command. */
   state: EngineState;
+  /** The venue clock, ms: the latest command time so far; a command without `time` runs 1 ms later. */
   time: number;
   /** Every command run so far, in order, including one that made `reduce` throw. */
   readonly log: Command[] = [];
