@@ -108,6 +108,19 @@ describe('buildInstrument', () => {
     };
     expect(buildInstrument(nulls)).toEqual(buildInstrument(required));
   });
+
+  it('answers a leverage whose x100 overflows a double with a refusal, not a RangeError', () => {
+    // 2e306 x 100 is Infinity: BigInt(Infinity) threw out of the result type.
+    for (const settings of [
+      { ...BTC_SETTINGS, maxLeverage: 2e306 },
+      { ...BTC_SETTINGS, defaultLeverage: Number.MAX_VALUE },
+      { ...BTC_SETTINGS, marginTiers: [{ notionalFloor: '100000', maxLeverage: 2e306 }] },
+    ]) {
+      const r = buildInstrument(settings);
+      expect(r.ok).toBe(false);
+      expect(r.ok ? '' : r.error).toMatch(/[lL]everage must be a multiple >= 1/);
+    }
+  });
 });
 
 describe('instrumentSettingsOf', () => {

@@ -159,7 +159,13 @@ function describe(error: DecimalError, decimals: number): string {
 
 function leverageX100(name: string, multiple: number): number {
   const x100 = Math.round(multiple * 100);
-  if (!Number.isFinite(multiple) || Math.abs(x100 - multiple * 100) > 1e-9 || x100 < 100) {
+  // x100 too: a finite multiple above Number.MAX_VALUE / 100 overflows to Infinity.
+  if (
+    !Number.isFinite(multiple) ||
+    !Number.isFinite(x100) ||
+    Math.abs(x100 - multiple * 100) > 1e-9 ||
+    x100 < 100
+  ) {
     throw new SettingsError(`${name} must be a multiple >= 1 with at most 2 decimals`);
   }
   return x100;
