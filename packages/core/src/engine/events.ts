@@ -295,7 +295,12 @@ export type Outcome =
       readonly cloid?: string | null | undefined;
       /** Business refusals of margin commands still get a command id (status `Rejected`). */
       readonly commandId?: number | undefined;
-      /** Whether the signed request's nonce was consumed. */
+      /**
+       * Whether the refusal came after admission: the signed request's nonce (its `auth`) is
+       * consumed and the command counts, so `reduceAll` reports it as a change (a command without
+       * `auth` has no nonce to consume, yet counts all the same). False for a refusal before
+       * admission, which changes nothing but time-driven work that fell due.
+       */
       readonly nonceConsumed: boolean;
       /** The 422 reason of a refused referral application. */
       readonly referralError?: ReferralError | undefined;
