@@ -5,7 +5,9 @@
  * for every block of the page: each name an import line names is exported by the package it is
  * imported from (a doc that imports `px` from `@perp/core` instead of `@perp/core/testing` fails),
  * every block type-checks against the public API with the repository's strict settings (tests
- * are not type-checked otherwise: vitest strips types), and the page's relative links resolve.
+ * are not type-checked otherwise: vitest strips types), the API names its prose puts in code
+ * (`commandShapeProblem(command)`, `SNAPSHOT_VERSION`, `MemoryJournal.failNextAppend(error)`)
+ * exist, and the page's relative links resolve.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -327,6 +329,51 @@ describe('docs/core-library.md for embedders', () => {
       }),
     );
     expect(problems).toEqual([]);
+  });
+
+  it('every API name the prose of the guide puts in code is one the packages export', () => {
+    // Inline code that is a call (`commandShapeProblem(command)`, `MemoryJournal.failNextAppend(e)`,
+    // `toSnapshot()`), a PascalCase name (`TestVenue`, `JournalStore`) or a CONSTANT
+    // (`SNAPSHOT_VERSION`): an export of one of the packages, or a member of an exported class.
+    const notApi = new Set(['ERR_MODULE_NOT_FOUND', 'FC_NUM_RUNS', 'Order']);
+    const prose = guide.replace(/^```[\s\S]*?^```/gm, '');
+    const program = ts.createProgram(
+      Object.values(SOURCES).map((path) => join(ROOT, path)),
+      { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext },
+    );
+    const checker = program.getTypeChecker();
+    const exported = new Set<string>();
+    const members = new Map<string, Set<string>>();
+    for (const path of Object.values(SOURCES)) {
+      const module = checker.getSymbolAtLocation(program.getSourceFile(join(ROOT, path))!)!;
+      for (const symbol of checker.getExportsOfModule(module)) {
+        exported.add(symbol.name);
+        const target =
+          symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
+        const names = new Set<string>();
+        for (const table of [target.members, target.exports]) {
+          for (const name of table?.keys() ?? []) names.add(String(name));
+        }
+        members.set(symbol.name, names);
+      }
+    }
+    const checked: string[] = [];
+    const unknown: string[] = [];
+    for (const [, span] of prose.matchAll(/`([^`\n]+)`/g)) {
+      const m = /^([A-Za-z_$][\w$]*)(?:\.([A-Za-z_$][\w$]*))?(\(.*\))?$/.exec(span!.trim());
+      if (m === null) continue;
+      const [, head, member, call] = m as unknown as [string, string, string | undefined, string];
+      const api = call !== undefined || /^[A-Z][A-Za-z0-9]*[a-z]|^[A-Z][A-Z0-9_]{2,}$/.test(head);
+      if (!api || notApi.has(head) || (member !== undefined && !/^[A-Z]/.test(head))) continue;
+      checked.push(span!);
+      const known =
+        member !== undefined
+          ? members.get(head)?.has(member) === true
+          : exported.has(head) || [...members.values()].some((names) => names.has(head));
+      if (!known) unknown.push(span!);
+    }
+    expect(checked.length).toBeGreaterThan(10);
+    expect(unknown).toEqual([]);
   });
 
   it('the relative links of the embedding docs resolve', () => {
