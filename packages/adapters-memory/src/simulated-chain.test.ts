@@ -622,6 +622,18 @@ describe('SimulatedChain: snapshots', () => {
         },
       ],
       ['balances', { ...good, balances: null }],
+      // Found by fuzzing: a null entry threw a TypeError, which the venue's start-up does not
+      // turn into its one-line StartupError.
+      ['processed.1', { ...good, processed: [good.processed[0], null] }],
+      // The token is a uint256 contract: its faucet never mints beyond 2^256 - 1.
+      [
+        'token.totalSupply',
+        {
+          ...good,
+          token: { ...good.token, totalSupply: String(2n ** 256n + 1n) },
+          vault: { ...good.vault, balance: String(2n ** 256n + 1n - sumOf(good.balances)) },
+        },
+      ],
     ];
     for (const [path, snapshot, opts] of broken) {
       let error: unknown;
@@ -719,3 +731,8 @@ describe('SimulatedChain: conservation (property)', () => {
     );
   });
 });
+
+/** The sum of a snapshot's wallet balances. */
+function sumOf(balances: Readonly<Record<string, string>>): bigint {
+  return Object.values(balances).reduce((sum, b) => sum + BigInt(b), 0n);
+}

@@ -464,6 +464,10 @@ export class SimulatedChain implements ChainAdapter {
       );
     }
     const totalSupply = parseUint(snapshot.token.totalSupply, 'token.totalSupply');
+    // The faucet never mints beyond it, and every balance is at most the supply.
+    if (totalSupply > MAX_UINT256) {
+      throw new InvalidChainSnapshotError('token.totalSupply', 'above 2^256 - 1');
+    }
     const vault = parseUint(snapshot.vault.balance, 'vault.balance');
     let sum = vault;
     for (const [address, amount] of Object.entries(snapshot.balances)) {
@@ -493,6 +497,9 @@ export class SimulatedChain implements ChainAdapter {
     }
     snapshot.processed.forEach((entry, i) => {
       const path = `processed.${i}`;
+      if (typeof entry !== 'object' || entry === null) {
+        throw new InvalidChainSnapshotError(path, 'not an object');
+      }
       if (!isCommandId(entry.commandId)) {
         throw new InvalidChainSnapshotError(path, 'invalid commandId');
       }
