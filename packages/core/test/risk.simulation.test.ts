@@ -58,11 +58,14 @@ describe('crash simulation options and result', () => {
 
   it('an instantaneous crash (crashMinutes 0) steps the index down at crashStart', () => {
     const r = runSimulation({ ...options, crashMinutes: 0, crashPercent: 30 });
-    const mark = r.venue.state.markets.get(1)?.prices.index;
-    // BTC is quoted around 60,000; 30 % down is about 42,000 (plus 0.1 % noise).
-    expect(mark).toBeDefined();
-    expect(mark! / 10n ** 18n).toBeGreaterThan(41_000n);
-    expect(mark! / 10n ** 18n).toBeLessThan(43_000n);
+    // BTC's index, whole units, at each one-second step (0.1 % noise around 60,000).
+    const btc = r.venue.log.flatMap((c) =>
+      c.type === 'oracle' ? [Number((c.prices[0]?.price ?? 0n) / 10n ** 18n)] : [],
+    );
+    expect(btc).toHaveLength(120);
+    // Step 60 is minute 1, crashStart: 30 % down at once, and it stays there.
+    expect(btc.slice(0, 60).every((p) => p > 59_000 && p < 61_000)).toBe(true);
+    expect(btc.slice(60).every((p) => p > 41_500 && p < 42_500)).toBe(true);
   });
 
   it.each([
