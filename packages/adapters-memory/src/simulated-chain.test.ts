@@ -135,6 +135,26 @@ describe('SimulatedChain: construction and reads', () => {
     expect(() => harness({ tokenName: '' })).toThrow(/tokenName/);
   });
 
+  it('names a missing option instead of failing on it later (an untyped caller)', async () => {
+    // fromSnapshot with only the callbacks, as if the snapshot's token and vault were enough:
+    // a TypeError reading .length of undefined named nothing.
+    const { chain } = harness();
+    const partial = {
+      verifyPermit: () => true,
+      now: () => NOW_MS,
+    } as unknown as SimulatedChainOptions;
+    expect(() => SimulatedChain.fromSnapshot(chain.toSnapshot(), partial)).toThrow(
+      /^tokenName must be a non-empty string/,
+    );
+    const missing = (name: keyof SimulatedChainOptions) =>
+      harness({ [name]: undefined } as Partial<SimulatedChainOptions>);
+    expect(() => missing('verifyPermit')).toThrow(/^verifyPermit must be a function/);
+    expect(() => missing('now')).toThrow(/^now must be a function/);
+    expect(() => harness({ onChange: 5 } as unknown as Partial<SimulatedChainOptions>)).toThrow(
+      /^onChange must be a function/,
+    );
+  });
+
   it('rejects a read of a malformed wallet address', async () => {
     const { chain } = harness();
     await expect(chain.balanceOf('alice')).rejects.toThrow(TypeError);

@@ -128,7 +128,17 @@ export class SimulatedChain implements ChainAdapter {
   #totalSupply = 0n;
 
   constructor(options: SimulatedChainOptions) {
-    if (options.tokenName.length === 0) throw new TypeError('tokenName must not be empty');
+    // Checked here, not where first used: an untyped caller (a snapshot restored with only the
+    // callbacks) would otherwise meet a TypeError naming nothing, or a deposit that throws.
+    if (typeof options.tokenName !== 'string' || options.tokenName.length === 0) {
+      throw new TypeError(`tokenName must be a non-empty string, got ${String(options.tokenName)}`);
+    }
+    for (const name of ['verifyPermit', 'now'] as const) {
+      if (typeof options[name] !== 'function') throw new TypeError(`${name} must be a function`);
+    }
+    if (options.onChange !== undefined && typeof options.onChange !== 'function') {
+      throw new TypeError('onChange must be a function when given');
+    }
     this.tokenName = options.tokenName;
     this.tokenAddress = normaliseAddress(options.tokenAddress, 'tokenAddress');
     this.vaultAddress = normaliseAddress(options.vaultAddress, 'vaultAddress');
