@@ -5,7 +5,7 @@
  * `updateLeverage` (on the unsigned path of simulations and tests) used to create an account
  * under whatever string they were given (`ensureAccount` without the address check). After that
  * the checksummed twin traded (placeOrder no longer answered 4040) and `accountSummary` found
- * it. Found by a review.
+ * it. Found by a review. `authenticate` took any string too, consuming a nonce under it.
  */
 
 import { accountSummary, type Command, outcomeOf } from '@perp/core';
@@ -59,6 +59,21 @@ describe('account spellings other than lowercase 0x addresses', () => {
         expect(accountSummary(v.state, account, v.time)).toBeUndefined();
       });
     }
+  }
+
+  for (const account of [CHECKSUMMED, 'not-a-wallet']) {
+    it(`authenticate from ${account} is refused as bad input and changes nothing`, () => {
+      // It answered 4015 and consumed a nonce under the string (state changed for bad input);
+      // the service's adapter passes the recovered, lowercase signer, an embedder any string.
+      const v = venue();
+      const before = v.state;
+      const out = outcomeOf(v.run({ type: 'authenticate', account, nonce: BigInt(v.time + 1) }));
+      expect(out.ok ? 'accepted' : [out.code, out.message]).toEqual([
+        4000,
+        'INVALID_REQUEST: account must be a lowercase 0x address',
+      ]);
+      expect(v.state).toBe(before);
+    });
   }
 
   it('openAccount and deposit refuse the same spelling', () => {

@@ -13,7 +13,7 @@ import type { AuthenticateCommand, RequestAuth } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
 import type { EngineState } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
-import { ensureAccount } from '../margin/commands.js';
+import { ensureAccount, isAccountAddress } from '../margin/commands.js';
 import { hasAppAccess } from './referral.js';
 
 /** The nonce window: a nonce within +-5 minutes (inclusive) of the command time is fresh. */
@@ -162,6 +162,11 @@ export function pruneNonces(ctx: Ctx): boolean {
  * Otherwise a message refused for lack of access could be replayed once the wallet is invited.
  */
 export function authenticate(ctx: Ctx, cmd: AuthenticateCommand): void {
+  // Bad input, as for openAccount and the margin commands: refused before any nonce is consumed.
+  if (!isAccountAddress(cmd.account)) {
+    const r = reject('INVALID_REQUEST', 'account must be a lowercase 0x address');
+    return ctx.fail(r.code, r.message);
+  }
   const failure = nonceFailure(ctx, cmd.account, cmd.nonce);
   if (failure !== undefined) {
     const r = reject('INVALID_NONCE', failure);

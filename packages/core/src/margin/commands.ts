@@ -38,6 +38,11 @@ import {
 
 const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
 
+/** Whether `address` is an account's spelling: `0x` and 40 lowercase hex digits. */
+export function isAccountAddress(address: string): boolean {
+  return ADDRESS_RE.test(address);
+}
+
 /** Creates an empty account for a lowercase wallet address. */
 export function newAccount(ctx: Ctx, address: string): Account {
   return makeAccount(ctx.edit, address, ctx.time);
