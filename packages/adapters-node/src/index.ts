@@ -47,11 +47,16 @@ export {
 } from './read/checkpoint.js';
 export {
   type CursorKind,
+  type FundingRecord,
+  type FundingSource,
+  type HistoryLimits,
   type HistoryQuery,
   HistoryStore,
   isValidCursor,
   type OrderRecord as HistoryOrderRecord,
   type Page,
+  type SettlementQuery,
+  type SettlementRecord,
   type TradeRecord as HistoryTradeRecord,
 } from './read/history.js';
 export {

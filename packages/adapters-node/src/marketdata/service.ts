@@ -56,7 +56,7 @@ import {
 import { BOOK_DEPTHS, orderBookSnapshot } from './orderbook.js';
 import { DEFAULT_PACING, deliveryAction, type MarketDataPacing, Pacer } from './pacing.js';
 import { ackOf, parseRequest, type Topic, topicKey, unsubscribeKeys } from './requests.js';
-import { type FundingSource, TickerProjection, type WireTicker } from './ticker.js';
+import { type FundingViewSource, TickerProjection, type WireTicker } from './ticker.js';
 import { DEFAULT_TRADE_TAPE, type PublicTrade, publicTrade, TradeTape } from './trades.js';
 
 /** What the service needs from the engine host (an `EngineHost` fits). */
@@ -106,7 +106,7 @@ export interface MarketDataOptions {
   /** Business time, ms (the host's clock in a venue). */
   readonly now: () => number;
   /** Funding rate and next funding time of a market; default: none (`null` fields). */
-  readonly funding?: FundingSource;
+  readonly funding?: FundingViewSource;
   /** Live liquidation auctions of a state; default: none. */
   readonly auctions?: AuctionSource;
   /** Auction changes found in a batch's events; default: none. */

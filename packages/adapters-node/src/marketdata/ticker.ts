@@ -29,7 +29,7 @@ export interface FundingView {
 }
 
 /** Looks up a market's funding; the default knows none. */
-export type FundingSource = (state: EngineState, market: number) => FundingView | null;
+export type FundingViewSource = (state: EngineState, market: number) => FundingView | null;
 
 /** A ticker on the wire (the `ticker` message without `type` and `time`). */
 export interface WireTicker {
@@ -63,7 +63,7 @@ export interface WireTicker {
   openInterest: string;
 }
 
-const noFunding: FundingSource = () => null;
+const noFunding: FundingViewSource = () => null;
 
 /** `100 x (last - open) / open` in hundredths of a percent, half-even. */
 export function changePercent(last: bigint, open: bigint): string {
@@ -78,11 +78,11 @@ function best(levels: readonly { price: bigint }[]): string | null {
 /** Rolling statistics of every market, fed by committed batches. */
 export class TickerProjection {
   private readonly windows = new Map<number, RollingWindow>();
-  private readonly funding: FundingSource;
+  private readonly funding: FundingViewSource;
   private readonly windowMs: number;
   private readonly captures = new Captures<number, RollingWindow>((w) => w.clone());
 
-  constructor(funding: FundingSource = noFunding, windowMs: number = DAY_MS) {
+  constructor(funding: FundingViewSource = noFunding, windowMs: number = DAY_MS) {
     this.funding = funding;
     this.windowMs = windowMs;
   }
