@@ -9,11 +9,20 @@ import { describe, expect, it } from 'vitest';
 import {
   type EngineEvent,
   type ExecutionReport,
+  instrumentSettingsOf,
   liveAuctions,
   type OrderReport,
   solvencyReport,
 } from '../src/index.js';
-import { px, T0, TestVenue, usd, wallet, wholeLotSettings } from '../src/testing/index.js';
+import {
+  instrument,
+  px,
+  T0,
+  TestVenue,
+  usd,
+  wallet,
+  wholeLotSettings,
+} from '../src/testing/index.js';
 
 const GOLD = wallet(0x60);
 const MM = wallet(0x62);
@@ -120,6 +129,40 @@ const isoCash = (v: TestVenue, w: string) =>
 
 const adlOf = (ev: readonly EngineEvent[], w: string) =>
   rep(ev, 'Liquidation', w).map((r) => [r.method, r.fill.quantity, r.fill.price]);
+
+describe('a new maintenance margin rate', () => {
+  it("liquidates the scopes it puts below maintenance at once, not at the market's next oracle", () => {
+    const v = venueC();
+    // At mark 100 GOLD's isolated equity is 1,000 and S1's cross equity 450. A maximum of 4x
+    // takes maintenance to 1 / (2 x 4) = 12.5 %: 1,250 for GOLD's 100 and 625 for S1's 50.
+    const events = v.run({
+      type: 'setInstrument',
+      instrument: instrument({
+        ...instrumentSettingsOf(v.spec('ISO-PERP')),
+        maxLeverage: 4,
+        defaultLeverage: 4,
+      }),
+    });
+    expect(v.outcome(events).ok).toBe(true);
+    const started = events.filter((e) => e.type === 'liquidationStarted');
+    expect(started.map((e) => [e.account, e.marginMode, e.equity, e.maintenanceMargin])).toEqual([
+      [GOLD, 'Isolated', usd('1000'), usd('1250')],
+      [S1, 'Cross', usd('450'), usd('625')],
+    ]);
+    // Nothing bid near the bankruptcy prices: both go to auction, and no scope is left below
+    // maintenance outside its auction.
+    expect(liveAuctions(v.state).map((a) => a.remaining)).toEqual([100n, 50n]);
+    // A change that leaves maintenance as it was (a new fee) checks nobody.
+    const fee = v.run({
+      type: 'setInstrument',
+      instrument: instrument({
+        ...instrumentSettingsOf(v.spec('ISO-PERP')),
+        takerFeeRate: '0.0001',
+      }),
+    });
+    expect(fee.filter((e) => e.type === 'liquidationStarted')).toEqual([]);
+  });
+});
 
 describe('the market step', () => {
   it('goes on past a maker cancelled for margin to the bids behind it', () => {

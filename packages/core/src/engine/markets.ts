@@ -5,7 +5,7 @@
  * @module
  */
 import { reject } from '../errors.js';
-import { instrumentProblem } from '../instruments/instrument.js';
+import { type Instrument, instrumentProblem } from '../instruments/instrument.js';
 import { fireTriggers } from '../orders/trigger.js';
 import { firstFundingBase, refreshFundingDue, samplePremium } from '../risk/funding.js';
 import { updatePrices } from '../risk/mark.js';
@@ -79,10 +79,27 @@ export function setInstrument(ctx: Ctx, cmd: SetInstrumentCommand): void {
     // new grid and pays only the time since (risk/funding.ts, nextFundingTime), so no hour is
     // paid twice.
     w.spec = spec;
+    // A new maintenance rate or tier table moves every holder's maintenance margin as a mark
+    // move does: the liquidation sweep checks the market's holders now (engine-rules 7), rather
+    // than leaving a scope below its new maintenance margin until the next oracle command.
+    if (maintenanceChanged(old, spec)) ctx.movedMarkets.push(spec.id);
   }
   refreshFundingDue(ctx.state);
   ctx.emit({ type: 'marketChanged', market: spec.id });
   ctx.emit({ type: 'outcome', ok: true, kind: 'done' });
+}
+
+/** Whether two versions of an instrument ask a different maintenance margin of some position. */
+function maintenanceChanged(old: Instrument, spec: Instrument): boolean {
+  if (old.tiers.length !== spec.tiers.length) return true;
+  return old.tiers.some((t, i) => {
+    const n = spec.tiers[i]!;
+    return (
+      t.notionalFloor !== n.notionalFloor ||
+      t.maintenanceMarginRate !== n.maintenanceMarginRate ||
+      t.deduction !== n.deduction
+    );
+  });
 }
 
 /** A position in `market` whose size is not a multiple of `lot`, as `account mode size`. */
