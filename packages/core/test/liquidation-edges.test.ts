@@ -164,6 +164,67 @@ describe('a new maintenance margin rate', () => {
   });
 });
 
+describe('a market without an index', () => {
+  // Its positions are valued at the last trade (docs/risk-engine.md, "Mark price"), so a print
+  // between two other accounts moves every holder's equity, as a mark move does.
+  const A = wallet(0xa0);
+  const B = wallet(0xa1);
+  const C = wallet(0xa2);
+  const D = wallet(0xa3);
+
+  /** X-PERP (20x, 2.5 % maintenance) with no oracle ever; A isolated long 10 @ `price`. */
+  function noIndex(price: string, margin: string): TestVenue {
+    const v = new TestVenue();
+    v.list(wholeLotSettings('X-PERP'));
+    for (const w of [A, B, C, D]) {
+      v.open(w);
+      v.fund(w, '100000');
+    }
+    v.fund(A, margin, 'X-PERP');
+    v.expectOk(v.place(B, 'X-PERP', { side: 'Sell', qty: '10', price }));
+    v.expectOk(v.place(A, 'X-PERP', { side: 'Buy', qty: '10', price, isolated: true }));
+    expect(v.state.markets.get(1)!.prices.mark).toBe(null);
+    return v;
+  }
+
+  function trade(v: TestVenue, price: string): EngineEvent[] {
+    v.expectOk(v.place(C, 'X-PERP', { side: 'Sell', qty: '1', price }));
+    return v.place(D, 'X-PERP', { side: 'Buy', qty: '1', price });
+  }
+
+  it("liquidates a holder that another pair's print puts below maintenance, in that command", () => {
+    const v = noIndex('100', '60');
+    // Valued at 95: equity 60 - 50 = 10 < maintenance 950 x 2.5 % = 23.75.
+    const events = trade(v, '95');
+    expect(v.state.markets.get(1)!.lastTrade).toBe(px('95'));
+    const started = events.filter((e) => e.type === 'liquidationStarted');
+    expect(started.map((e) => [e.account, e.equity, e.maintenanceMargin])).toEqual([
+      [A, usd('10'), 23_750_000n],
+    ]);
+  });
+
+  it('liquidates a holder that a bust of the last print puts below maintenance', () => {
+    const v = noIndex('90', '45');
+    const print = trade(v, '100').find((e) => e.type === 'trade')!;
+    // Valued at 100, A's equity is 45 + 100 = 145 and may go down to 10 % of the notional 1,000.
+    const withdraw = (amount: bigint) =>
+      v.run({ type: 'withdraw', account: A, amount, target: { mode: 'Isolated', market: 1 } });
+    v.expectOk(withdraw(usd('45')));
+    // The bust puts the last trade back at 90: equity 100 - 100 = 0 < 900 x 2.5 % = 22.5.
+    const events = v.run({
+      type: 'bustTrade',
+      tradeId: print.type === 'trade' ? print.tradeId : -1,
+      reason: 'erroneous',
+    });
+    v.expectOk(events);
+    expect(v.state.markets.get(1)!.lastTrade).toBe(px('90'));
+    const started = events.filter((e) => e.type === 'liquidationStarted');
+    expect(started.map((e) => [e.account, e.equity, e.maintenanceMargin])).toEqual([
+      [A, 0n, usd('22.5')],
+    ]);
+  });
+});
+
 describe('the market step', () => {
   it('goes on past a maker cancelled for margin to the bids behind it', () => {
     const v = venueC();

@@ -128,6 +128,22 @@ export class Ctx {
     this.time = state.time;
   }
 
+  /**
+   * Records a new last trade of `market`. Where the market has no mark yet, its positions are
+   * valued at the last trade (`valuationPrice`), so a new price moves every holder's equity as a
+   * mark move does: the market joins {@link movedMarkets} and its holders get liquidation checks.
+   */
+  setLastTrade(market: Market, price: bigint): void {
+    if (
+      market.prices.mark === null &&
+      market.lastTrade !== price &&
+      !this.movedMarkets.includes(market.spec.id)
+    ) {
+      this.movedMarkets.push(market.spec.id);
+    }
+    market.lastTrade = price;
+  }
+
   /** Starts a command: clears per-command scratch. */
   begin(time: number): void {
     this.events = [];

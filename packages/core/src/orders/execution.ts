@@ -606,7 +606,7 @@ function settleFill(
     takerId,
     'Taker',
   );
-  market.lastTrade = price;
+  ctx.setLastTrade(market, price);
   storeTrade(ctx, trade);
 
   level.quantity -= qty;
@@ -718,7 +718,7 @@ export function fillRestingMaker(
     'Maker',
   );
   const leg = traded.fill;
-  market.lastTrade = price;
+  ctx.setLastTrade(market, price);
   const bids = maker.side === 'Buy';
   const levels = ownSide(market, bids);
   const li = findLevel(levels, price, bids);

@@ -84,7 +84,7 @@ function restoreLastTrade(ctx: Ctx, market: Market): void {
     const t = log.get(id);
     if (t === undefined || t.market !== market.spec.id || t.busted) continue;
     if (t.source !== 'Order' && t.source !== 'Liquidation') continue;
-    market.lastTrade = t.price;
+    ctx.setLastTrade(market, t.price);
     return;
   }
   if (market.prices.mark !== null) market.lastTrade = null;
