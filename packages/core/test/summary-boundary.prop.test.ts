@@ -9,7 +9,8 @@
  * - `marginSummary` adds up: account value and margin used are the cross figures plus every
  *   isolated `marginUsed`, raw USD the cross cash plus every isolated pool;
  * - a displayed `liquidationPx` is never on the wrong side of the mark: a long's at or below it,
- *   a short's at or above it (every scope outside an auction is healthy after a command).
+ *   a short's at or above it, since every scope outside an auction is healthy after a command,
+ *   also after the operator lists a market again with new maintenance tiers (checked here too).
  *
  * Each probe runs on the state of the step and is then thrown away (the reducer is pure).
  */
@@ -18,9 +19,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   accountSummary,
   type EngineEvent,
+  isLiquidatable,
   type Outcome,
   parseDecimal,
   scopeInAuction,
+  scopeRisk,
 } from '../src/index.js';
 import { BTC_SETTINGS, ETH_SETTINGS, type TestVenue } from '../src/testing/index.js';
 import {
@@ -35,12 +38,22 @@ import {
   TRADERS,
 } from './risk-fuzz.js';
 
-const runs = Number(process.env.FC_NUM_RUNS ?? 30);
+const runs = Number(process.env.FC_NUM_RUNS ?? 60);
 /** The fuzz's steps, with more small auction claims: their reservations stay until the end. */
-const steps: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: stepArb },
+type Listing = 'plain' | 'tiered' | 'lowered';
+type ProbeStep = Step | { k: 'relist'; listing: Listing };
+const steps: fc.Arbitrary<ProbeStep> = fc.oneof(
+  { weight: 8, arbitrary: stepArb },
+  // The operator lists the markets again with or without margin tiers (maintenance moves).
   {
     weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('relist' as const),
+      listing: fc.constantFrom<Listing>('plain', 'tiered', 'lowered'),
+    }),
+  },
+  {
+    weight: 2,
     arbitrary: fc.record({
       k: fc.constant('claim' as const),
       w: fc.nat(N_TRADERS - 1),
@@ -62,16 +75,29 @@ function outcome(events: readonly EngineEvent[]): Outcome {
   return events.find((e): e is Outcome => e.type === 'outcome')!;
 }
 
-/** Lists the two markets again with two low margin tiers and leverage that fits the last one. */
-function addTiers(v: TestVenue, params: readonly MarketParams[]): void {
+/**
+ * Lists the two markets again as `setup` did (`plain`), with two low margin tiers (maintenance
+ * up to five times the base rate) and a default leverage that fits the last one (`tiered`), or
+ * with a quarter of the maximum leverage (`lowered`: maintenance four times the base rate).
+ */
+function relist(v: TestVenue, params: readonly MarketParams[], listing: Listing): void {
+  const tiered = listing === 'tiered';
   [BTC_SETTINGS, ETH_SETTINGS].forEach((base, i) => {
     const p = params[i]!;
+    const tiers = [
+      { notionalFloor: '1000', maxLeverage: Math.floor(p.maxLev / 2) },
+      { notionalFloor: '10000', maxLeverage: Math.floor(p.maxLev / 5) },
+    ];
     v.list({
       ...base,
       lotSize: '0.001',
       quantityDecimals: 3,
-      maxLeverage: p.maxLev,
-      defaultLeverage: Math.max(1, Math.floor(p.maxLev / 5)),
+      maxLeverage: listing === 'lowered' ? Math.floor(p.maxLev / 4) : p.maxLev,
+      defaultLeverage: tiered
+        ? Math.floor(p.maxLev / 5)
+        : listing === 'lowered'
+          ? Math.floor(p.maxLev / 4)
+          : p.maxLev,
       openInterestCap: '1000000',
       makerFeeRate: p.fees[1],
       takerFeeRate: p.fees[0],
@@ -81,10 +107,7 @@ function addTiers(v: TestVenue, params: readonly MarketParams[]): void {
         auctionDurationMs: p.auctionMs,
         feeRate: p.liqFee,
       },
-      marginTiers: [
-        { notionalFloor: '1000', maxLeverage: Math.max(1, Math.floor(p.maxLev / 2)) },
-        { notionalFloor: '10000', maxLeverage: Math.max(1, Math.floor(p.maxLev / 5)) },
-      ],
+      marginTiers: tiered ? tiers : null,
     });
   });
 }
@@ -97,6 +120,23 @@ function trial(v: TestVenue, probe: () => void): void {
   } finally {
     v.state = state;
   }
+}
+
+/** After every command, no scope is below maintenance margin outside its auction. */
+function checkHealth(v: TestVenue): void {
+  v.state.accounts.forEach((a) => {
+    const scopes = new Set(a.positions.map((p) => (p.mode === 'Cross' ? 0 : p.market)));
+    for (const s of scopes) {
+      const mode = s === 0 ? 'Cross' : 'Isolated';
+      if (scopeInAuction(v.state, a.address, mode, s)) continue;
+      const r = scopeRisk(v.state, a, mode, s);
+      if (isLiquidatable(r)) {
+        throw new Error(
+          `${a.address} ${mode} ${s} left liquidatable: ${r.equity} < ${r.maintenance}`,
+        );
+      }
+    }
+  });
 }
 
 function checkSummaries(v: TestVenue): void {
@@ -210,9 +250,11 @@ describe('account summary figures at their limits', () => {
         fc.boolean(),
         (params, funds, steps, tiered) => {
           const v = setup(params, funds);
-          if (tiered) addTiers(v, params);
+          if (tiered) relist(v, params, 'tiered');
           for (const s of steps) {
-            runStep(v, s);
+            if (s.k === 'relist') relist(v, params, s.listing);
+            else runStep(v, s);
+            checkHealth(v);
             checkSummaries(v);
           }
         },
