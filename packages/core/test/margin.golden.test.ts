@@ -261,3 +261,117 @@ describe('golden case E: tiered maintenance margin', () => {
     expect(maintenanceMargin(spec, 200_000_000n, price)).toBe(usd(3_125_000n));
   });
 });
+
+/**
+ * The other real account states of research 1.3, checked there against published Hyperliquid
+ * API responses (ccxt issues #27078, #23946 and #23997), read back through the summary.
+ */
+describe('research 1.3: published Hyperliquid account states', () => {
+  it('IMX isolated 3x (ccxt #27078): marginUsed, ROE, liquidation price and transferable', () => {
+    const v = new TestVenue();
+    // Max 5x: maintenance 1 / (2 x 5) = 10 %.
+    v.list({
+      id: 3,
+      symbol: 'IMX-PERP',
+      tickSize: '0.00001',
+      lotSize: '1',
+      quantityDecimals: 0,
+      maxLeverage: 5,
+      defaultLeverage: 5,
+      openInterestCap: '1000000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '100000');
+    v.fund(MM, '100000');
+    // rawUsd -7.572704 after buying 15 @ 0.757 (11.355): 3.782296 of isolated margin.
+    v.fund(GOLD, '3.782296', 'IMX-PERP');
+    v.oracle({ 'IMX-PERP': '0.757' });
+    tradeAsTaker(v, 'IMX-PERP', 'Buy', '15', '0.757', true);
+    setMark(v, 'IMX-PERP', '0.75898', '0.00001');
+    // At 3x (lowered once the mark gives the margin for it: 3.811996 >= 3.7949).
+    v.expectOk(
+      v.run({ type: 'updateLeverage', account: GOLD, market: 3, mode: 'Isolated', leverage: 300 }),
+    );
+    const iso = summary(v).assetPositions.find((p) => p.marginMode === 'Isolated')!;
+    expect(iso).toEqual({
+      instrument: 'IMX-PERP',
+      marginMode: 'Isolated',
+      entryPx: '0.757',
+      leverage: 3,
+      // 7.572704 / (15 x 0.9) = 0.560941037037..., half-even at 18 decimals
+      liquidationPx: '0.560941037037037037',
+      marginUsed: '3.811996',
+      maxLeverage: 5,
+      positionValue: '11.3847',
+      // 0.0297 / (15 x 0.757 / 3) = 0.0078467635...
+      returnOnEquity: '0.00784676',
+      szi: '15',
+      unrealizedPnl: '0.0297',
+      // 3.811996 - max(11.3847 / 3, 1.13847)
+      transferable: '0.017096',
+    });
+    // HL's rawUsd: the isolated cash leg (no cross collateral here).
+    expect(summary(v).marginSummary).toEqual({
+      accountValue: '3.811996',
+      totalMarginUsed: '3.811996',
+      totalNtlPos: '11.3847',
+      totalRawUsd: '-7.572704',
+    });
+  });
+
+  it('BTC cross 1x (ccxt #23946): marginUsed is the position value at the mark', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '1',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 40,
+      defaultLeverage: 1,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    for (const w of [GOLD, MAKER, MM]) v.open(w);
+    v.fund(MAKER, '1000000');
+    v.fund(MM, '1000000');
+    v.fund(GOLD, '20');
+    v.oracle({ 'BTC-PERP': '60705' });
+    tradeAsTaker(v, 'BTC-PERP', 'Buy', '0.0002', '60705');
+    setMark(v, 'BTC-PERP', '60703', '1');
+    const btc = summary(v).assetPositions[0]!;
+    expect([btc.positionValue, btc.marginUsed, btc.unrealizedPnl]).toEqual([
+      '12.1406',
+      '12.1406',
+      '-0.0004',
+    ]);
+    // -0.0004 / 12.141 = -0.0000329462...
+    expect(btc.returnOnEquity).toBe('-0.00003295');
+  });
+
+  it('a resting order holds its notional over leverage (ccxt #23997): withdrawable 35.39387', () => {
+    const v = new TestVenue();
+    v.list({
+      id: 1,
+      symbol: 'BTC-PERP',
+      tickSize: '1',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 40,
+      defaultLeverage: 2,
+      openInterestCap: '1000',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+    });
+    v.open(GOLD);
+    v.fund(GOLD, '51.64387');
+    v.oracle({ 'BTC-PERP': '66000' });
+    v.expectOk(v.place(GOLD, 'BTC-PERP', { side: 'Buy', qty: '0.0005', price: '65000' }));
+    // 0.0005 x 65,000 / 2 = 16.25 held.
+    expect(summary(v).withdrawable).toBe('35.39387');
+    expect(summary(v).crossMarginSummary.accountValue).toBe('51.64387');
+  });
+});
