@@ -268,7 +268,10 @@ const FINGERPRINTS: Record<
   // (order-answers.test.ts; the tour's events moved). An `authenticate` of an account that is not
   // a lowercase address is bad input, 4000, changing nothing (it was 4015 with its nonce spent;
   // account-address.test.ts). The simulation's events hash covers its set-up commands too (a
-  // change of form: version 9's line was re-pinned with it).
+  // change of form: version 9's line was re-pinned with it). From the margin audit: a relist
+  // that moves maintenance margin, and a new last trade of a market without a mark (its
+  // valuation price), check the market's holders for liquidation in that command
+  // (liquidation-edges.test.ts): `edges` gains a tail reaching each; reverting either moves it.
   10: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -279,8 +282,8 @@ const FINGERPRINTS: Record<
       events: '0x057f61caae71c94ab04d73c6febc773aae20afcb3371e2b80eee730b0cab1c4e',
     },
     edges: {
-      state: '0x65e820ff96df9ed6fef883687acef677005d7af6b1d3b712ed87292f8b32136a',
-      events: '0x308674454c0197893ff978c090341a45bc17a16293867320fbcfb2b28c243f2d',
+      state: '0x27e242c135ab74ae335b4fda4669327c3d35b40c115c23ecf2f32e247fb0827c',
+      events: '0x2e9441271702f9a5b73f3d4aa20bb2e5c1ba914386b1a28a49f3c5e2e674a656',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
@@ -539,6 +542,27 @@ function edges(seed: number, cases: number): TestVenue {
     v.cancel(maker, BTC, { cloid: cloid(7000 + n) });
   }
   v.place(maker, BTC, { side: 'Sell', qty: '0.01', price: '90000' });
+  // And: a market without an index, where a print between two other accounts takes a holder's
+  // equity below maintenance, then a relist of it at a lower maximum leverage that takes another
+  // holder below (each checked for liquidation in that command since version 10).
+  v.list({ ...wholeLotSettings('NIX-PERP', 10), defaultLeverage: 10, maxLeverage: 20 });
+  const [h, j, k, m1, m2] = [5004, 5005, 5006, 5007, 5008].map(wallet) as string[] as [
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  for (const w of [h, j, k, m1, m2]) v.open(w);
+  v.fund(h, '1500');
+  v.fund(j, '400');
+  for (const w of [k, m1, m2]) v.fund(w, '100000');
+  v.place(k, 'NIX-PERP', { side: 'Sell', qty: '110', price: '100' });
+  v.place(h, 'NIX-PERP', { side: 'Buy', qty: '100', price: '100' });
+  v.place(j, 'NIX-PERP', { side: 'Buy', qty: '10', price: '100' });
+  v.place(m1, 'NIX-PERP', { side: 'Sell', qty: '1', price: '85' });
+  v.place(m2, 'NIX-PERP', { side: 'Buy', qty: '1', price: '85' });
+  v.list({ ...wholeLotSettings('NIX-PERP', 10), defaultLeverage: 1, maxLeverage: 1 });
   return v;
 }
 
