@@ -1,7 +1,8 @@
 /**
  * How often market data goes out, and what happens to a consumer that cannot keep up
  * (research 6.6; reliability-anchors 3.1). Pushes are full snapshots, so coalescing keeps only
- * the latest and a dropped update costs a client nothing but latency.
+ * the latest and a dropped update costs a client nothing but latency: the service sends the
+ * current snapshot of each channel a socket missed as soon as it drains below the soft cap.
  *
  * @module
  */

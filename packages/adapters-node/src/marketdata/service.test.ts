@@ -1600,6 +1600,66 @@ describe('slow consumers', () => {
     expect(c.all('candle').filter((m) => m.closed === false)).toHaveLength(1);
   });
 
+  it('a consumer that drained below the soft cap gets the snapshots it missed, not only the next change', async () => {
+    const v = await venue({
+      // No keep-alive repeats while the test runs: only the catch-up can bring the book.
+      pacing: { orderbookMinIntervalMs: 0, orderbookKeepAliveMs: 600_000, housekeepingMs: 20 },
+      limits: {
+        softBufferBytes: 64 * 1024,
+        hardBufferBytes: 64 * 1024 * 1024,
+        pingIntervalMs: 600_000,
+        idleTimeoutMs: 600_000,
+      },
+    });
+    // 50 bid levels, so every depth-50 snapshot is about 1 KiB.
+    await Promise.all(
+      Array.from({ length: 50 }, (_, k) =>
+        v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: String(50_000 + k) }),
+      ),
+    );
+    await v.trade('BTC-PERP', '60000', '0.1');
+    const c = await v.connect();
+    const book = { channel: 'orderbook', instrument: 'BTC-PERP', depth: 50 };
+    await c.request({ type: 'subscribe', id: 'b', ...book });
+    await c.request({
+      type: 'subscribe',
+      id: 'c',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+    });
+    c.ws.pause();
+    let rounds = 0;
+    while (v.service.skipped === 0 && rounds < 5_000) {
+      await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '50049' });
+      rounds++;
+    }
+    expect(v.service.skipped).toBeGreaterThan(0);
+    // More changes while it is behind, then a quiet market: a bigger level and a second trade.
+    for (let i = 0; i < 5; i++)
+      await v.submitOrder(A, 'BTC-PERP', { side: 'Buy', qty: '0.01', price: '50049' });
+    await v.trade('BTC-PERP', '60010', '0.1');
+    const skipped = v.service.skipped;
+    c.ws.resume();
+    await eventually(() => {
+      const last = c.all('orderbook').at(-1)!;
+      const engine = v.levels('BTC-PERP', 50);
+      expect(last.seq).toBe(engine.seq);
+      expect(last.bids).toEqual(engine.bids);
+      expect(last.asks).toEqual(engine.asks);
+      expect(c.all('candle').at(-1)).toMatchObject({ trades: 2, close: '60010', volume: '0.2' });
+    }, 3_000);
+    // The catch-up went out once: nothing more was skipped and nothing repeats.
+    const count = c.inbox.length;
+    await sleep(200);
+    expect(c.inbox.length).toBe(count);
+    expect(v.service.skipped).toBe(skipped);
+    // Still subscribed and current: the next change arrives as usual.
+    await v.submitOrder(B, 'BTC-PERP', { side: 'Sell', qty: '0.01', price: '70000' });
+    await eventually(() => expect(c.all('orderbook').at(-1)!.asks).toEqual([['70000', '0.01']]));
+    c.ws.terminate();
+  });
+
   /** Auction events, which are never skipped: `perBatch` of them for each batch that moves a book. */
   const auctionFlood =
     (perBatch: number): NonNullable<MarketDataOptions['auctionEvents']> =>

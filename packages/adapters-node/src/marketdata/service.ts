@@ -14,9 +14,9 @@
  * Decisions the protocol leaves open (see README.md beside this file): connections above the
  * per-IP cap are refused at upgrade with HTTP 429 (cheaper than a handshake and a 1013 close);
  * an unchanged book is repeated every 5 s with the same `seq`, which a client that keeps the
- * highest `seq` ignores; snapshots are skipped for a socket above the soft buffer cap, while
- * replies, candle closes, auction events and trade prints are never skipped and end the socket at
- * the hard cap.
+ * highest `seq` ignores; snapshots are skipped for a socket above the soft buffer cap (and the
+ * current one of each channel it missed is sent once it drains below it), while replies, candle
+ * closes, auction events and trade prints are never skipped and end the socket at the hard cap.
  *
  * @module
  */
@@ -199,6 +199,12 @@ interface Session {
    * pushed to it alone when the channel's next push finds the others already have it (`catchUp`).
    */
   readonly seen: Map<string, string>;
+  /**
+   * Channels whose last push to this socket was skipped (it was above the soft buffer cap): once
+   * it is below the cap again, housekeeping sends it their current snapshot, as no later push may
+   * come (a quiet book waits for its keep-alive, an open candle for its next trade or its close).
+   */
+  readonly owed: Set<string>;
   /** `performance.now()` of the last message or pong. */
   lastActivity: number;
   /** Fires when the connection may have been idle for `idleTimeoutMs`; see `armIdle`. */
@@ -297,14 +303,20 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     s.ws.terminate();
   };
 
-  /** Sends one serialized message to one socket under the slow-consumer policy. */
-  const deliver = (s: Session, text: string, droppable: boolean): void => {
+  /**
+   * Sends one serialized message to one socket under the slow-consumer policy. `channel`: the
+   * channel key of a snapshot push, so a skipped one is owed to the socket (`Session.owed`) and
+   * a sent one settles that debt.
+   */
+  const deliver = (s: Session, text: string, droppable: boolean, channel?: string): void => {
     if (s.closed || s.ws.readyState !== s.ws.OPEN) return;
     const action = deliveryAction(s.ws.bufferedAmount, droppable, limits);
     if (action === 'drop') {
       skipped++;
+      if (channel !== undefined) s.owed.add(channel);
       return;
     }
+    if (channel !== undefined) s.owed.delete(channel);
     if (action === 'terminate') {
       cutOff++;
       return terminate(s);
@@ -340,7 +352,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
         s.seen.delete(ch.key);
         if (seen === body) continue;
       }
-      deliver(s, text, droppable);
+      deliver(s, text, droppable, ch.key);
     }
   };
 
@@ -460,7 +472,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       if (seen === undefined) continue;
       s.seen.delete(ch.key);
       if (seen === built.body) continue;
-      deliver(s, built.text, true);
+      deliver(s, built.text, true, ch.key);
       sent = true;
     }
     return sent;
@@ -527,6 +539,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     if (ch === undefined) return;
     ch.subscribers.delete(s);
     s.seen.delete(key);
+    s.owed.delete(key);
     if (ch.subscribers.size === 0) {
       ch.pacer?.cancel();
       channels.delete(key);
@@ -585,7 +598,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     if (built === undefined) return;
     if (fresh) ch.lastBody = built.body;
     else s.seen.set(ch.key, built.body);
-    deliver(s, built.text, false);
+    deliver(s, built.text, false, ch.key);
   };
 
   const onMessage = (s: Session, data: RawData, isBinary: boolean): void => {
@@ -699,8 +712,29 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
 
   // ---- timers ----------------------------------------------------------------------------
 
+  /**
+   * Sends each socket that drained below the soft cap the current snapshot of every channel
+   * whose push it missed, so it ends on the venue's state rather than on the last push it got.
+   */
+  const settleOwed = (): void => {
+    for (const s of sessions) {
+      if (s.owed.size === 0 || s.ws.bufferedAmount > limits.softBufferBytes) continue;
+      for (const key of [...s.owed]) {
+        s.owed.delete(key);
+        const ch = channels.get(key);
+        if (ch === undefined || !ch.subscribers.has(s)) continue;
+        const built = build(ch.topic);
+        if (built === undefined) continue;
+        // It now has this snapshot: a push of the same content later is not sent again.
+        s.seen.set(key, built.body);
+        deliver(s, built.text, true, key);
+      }
+    }
+  };
+
   const housekeeping = setInterval(() => {
     advanceCandles();
+    settleOwed();
     const t = monotonic();
     for (const ch of [...channels.values()]) {
       switch (ch.topic.channel) {
@@ -756,6 +790,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
           ip,
           keys: new Set(),
           seen: new Map(),
+          owed: new Set(),
           lastActivity: monotonic(),
           idleTimer: null,
           closed: false,
