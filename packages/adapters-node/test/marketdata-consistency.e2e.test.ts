@@ -553,7 +553,9 @@ describe('market data stays consistent under seeded random trading', () => {
         unhook();
         const stopped = clock.now();
         await t.venue.close();
-        clock = new ManualClock(stopped);
+        // Down across a minute edge when the nonce window allows: candles close on the start.
+        const jumped = stopped - Date.now() < 90_000;
+        clock = new ManualClock(jumped ? stopped + 61_000 : stopped);
         t = await startTestVenue({
           dataDir: dir,
           clock,
@@ -571,13 +573,18 @@ describe('market data stays consistent under seeded random trading', () => {
         const strip = (b: Record<string, unknown>) => ({ ...b, time: 0 });
         expect(strip(after.book)).toEqual(strip(before.book));
         expect(after.trades).toEqual(before.trades);
-        expect(after.candles).toEqual(before.candles);
-        expect(after.ticker).toEqual(before.ticker);
+        if (!jumped) {
+          expect(after.candles).toEqual(before.candles);
+          expect(after.ticker).toEqual(before.ticker);
+        }
         lastBookSeq = -1;
         churnSeq = -1;
+        // Candles that closed while the client was away come from REST, not the socket.
+        candles.clear();
         md = await openMd();
         churn = await openChurn();
         sockets = await Promise.all(wallets.map((w) => t!.connect(w)));
+        await checkpoint(`after restart ${mode}`);
       }
     }
     await checkpoint('end');
