@@ -142,6 +142,7 @@ describe('market data stays consistent under seeded random trading', () => {
     let clock = new ManualClock(Math.max(start, Date.now()));
     t = await startTestVenue({ dataDir: dir, clock });
     await t.oracle({ 'BTC-PERP': '65000' });
+    let oracle = 65000;
 
     // Engine books by seq, from the committed batches (what the market data is fed).
     const books = new Map<number, Book>();
@@ -426,11 +427,21 @@ describe('market data stays consistent under seeded random trading', () => {
       }
     };
 
-    const place = async (wi: number, isBuy: boolean, price: bigint, qty: bigint, tif = 0) => {
+    const place = async (
+      wi: number,
+      isBuy: boolean,
+      price: bigint,
+      qty: bigint,
+      tif = 0,
+      extra: Record<string, bigint | number> = {},
+    ) => {
       const w = wallets[wi]!;
       const r = await sockets[wi]!.request({
         type: 'placeOrder',
-        signature: await w.sign('Order', limitOrder(isBuy, price, qty, { timeInForce: tif })),
+        signature: await w.sign(
+          'Order',
+          limitOrder(isBuy, price, qty, { timeInForce: tif, ...extra }),
+        ),
       });
       if (r.type === 'orderAck') {
         const order = r.order as { orderId: string; status?: string };
@@ -451,8 +462,17 @@ describe('market data stays consistent under seeded random trading', () => {
         if (r < 0.06) {
           // A burst from every wallet at once: several commands in one batch.
           await Promise.all(wallets.map((_, k) => place(k, random() < 0.5, priceNear(), qtyOf())));
-        } else if (r < 0.4) {
+        } else if (r < 0.3) {
           await place(wi, random() < 0.5, priceNear(), qtyOf());
+        } else if (r < 0.35) {
+          // A stop-limit that an oracle move may trigger onto the book.
+          const buy = random() < 0.5;
+          const trigger = BigInt(oracle + (buy ? 1 : -1) * Math.round(random() * 60)) * PRICE;
+          await place(wi, buy, priceNear(), qtyOf(), 0, { orderType: 1, triggerPrice: trigger });
+        } else if (r < 0.4) {
+          // A GTD order that expires within seconds of the venue's clock.
+          const expiry = BigInt(Math.ceil(clock.now() / 1000) + 1 + Math.floor(random() * 8));
+          await place(wi, random() < 0.5, priceNear(), qtyOf(), 1, { expiry });
         } else if (r < 0.5) {
           // A marketable IOC: fills what it can.
           const buy = random() < 0.5;
@@ -497,6 +517,7 @@ describe('market data stays consistent under seeded random trading', () => {
         } else if (r < 0.84) {
           const px = 65000 + Math.round((random() - 0.5) * 200);
           await t.oracle({ 'BTC-PERP': String(px) });
+          oracle = px;
         } else if (r < 0.85) {
           await t.admin('POST', '/admin/funding/settle', {});
         } else if (r < 0.87) {
