@@ -175,6 +175,17 @@ export class EngineHost {
     };
   }
 
+  /**
+   * The time stamped on the oldest submitted command not published yet (queued, applied and
+   * waiting, or in the append in flight), `null` when every command is published. Stamps never
+   * go back, so whatever is published later is stamped at or after it: a read model that closes
+   * a time interval (a candle) must not close one that ends at or after it.
+   */
+  unpublishedSince(): number | null {
+    const oldest = this.inFlight?.[0] ?? this.waiting[0];
+    return oldest?.commands[0]?.time ?? this.queue[0]?.command.time ?? null;
+  }
+
   /** Whether the host stopped on a fatal error. */
   get failed(): boolean {
     return this.stopped !== undefined;

@@ -1288,6 +1288,51 @@ describe('trade busts', () => {
   });
 });
 
+describe('candles and trades still in flight at a minute edge', () => {
+  it('a candle closes only once the trades stamped in it are durable, so they count in it', async () => {
+    const v = await venue({ pacing: { housekeepingMs: 20 } });
+    const c = await v.connect();
+    await c.request({
+      type: 'subscribe',
+      id: 'c',
+      channel: 'candles',
+      instrument: 'BTC-PERP',
+      interval: '1m',
+    });
+    v.clock.set(T0 + 10_000);
+    await v.trade('BTC-PERP', '60000', '0.1');
+    await v.submitOrder(A, 'BTC-PERP', { side: 'Sell', qty: '0.2', price: '60100' });
+    // Stamped 10 ms before the edge, journaled after it: a slow fsync.
+    v.clock.set(T0 + 59_990);
+    v.journal.hold();
+    const taken = v.submitOrder(B, 'BTC-PERP', {
+      side: 'Buy',
+      qty: '0.2',
+      price: '60100',
+      tif: 'IOC',
+    });
+    await sleep(20);
+    v.clock.set(T0 + 60_010);
+    // Housekeeping runs meanwhile, and so does a REST read of the history.
+    await sleep(150);
+    expect(v.service.candles('BTC-PERP', '1m')!.map((k) => k.closed)).toEqual([false]);
+    v.journal.release();
+    await taken;
+    const time = v.state.trades.get(v.state.counters.trade)!.time;
+    expect(time).toBe(T0 + 59_990);
+    // The trade counts in the minute it was made in, as a replay of the journal counts it, and
+    // that minute closes once, with it.
+    const closed = await c.next((m) => m.type === 'candle' && m.closed === true);
+    expect(closed).toMatchObject({ openTime: T0, close: '60100', volume: '0.3', trades: 2 });
+    expect(v.service.candles('BTC-PERP', '1m')).toMatchObject([
+      { openTime: T0, trades: 2, closed: true },
+      { openTime: T0 + 60_000, trades: 0, open: '60100', closed: false },
+    ]);
+    await sleep(100);
+    expect(c.all('candle').filter((m) => m.closed === true)).toHaveLength(1);
+  });
+});
+
 describe('trade tape', () => {
   it('pushes a print only once the batch that made it is durable, in trade order', async () => {
     const v = await venue();

@@ -63,6 +63,12 @@ import { DEFAULT_TRADE_TAPE, type PublicTrade, publicTrade, TradeTape } from './
 export interface MarketDataHost {
   readonly state: EngineState;
   subscribe(listener: (batch: CommittedBatch) => void): () => void;
+  /**
+   * The stamp of the oldest command not published yet (`null`: none). Candles close no later
+   * than it: a trade stamped in a minute and still on its way to the journal counts in that
+   * minute, as a replay of the journal counts it. Without it, candles close at `now()`.
+   */
+  unpublishedSince?(): number | null;
 }
 
 /** Connection and resource limits. */
@@ -397,7 +403,7 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
       if (closing) return;
       // Candles that ended by now: the live projection pushes its closes as usual, the one
       // swapped in closes the same intervals silently (a candle is closed once on the wire).
-      const time = now();
+      const time = closeBefore();
       sendClosed(candleProjection.advance(time));
       candles.advance(time);
       tickerProjection = ticker;
@@ -407,8 +413,19 @@ export function createMarketDataService(options: MarketDataOptions): MarketDataS
     },
   });
 
-  /** Closes candles up to `now()` and pushes each close to its channel, never dropped. */
-  const advanceCandles = (): void => sendClosed(candleProjection.advance(now()));
+  /**
+   * The time candles may be closed up to: `now()`, held back to the stamp of the oldest command
+   * not published yet, whose trades belong to the candle of their own time (a slow journal append
+   * across a minute's end must not push that minute closed without them).
+   */
+  const closeBefore = (): number => {
+    const time = now();
+    const pending = host.unpublishedSince?.() ?? null;
+    return pending === null ? time : Math.min(time, pending);
+  };
+
+  /** Closes candles up to {@link closeBefore} and pushes each close to its channel, never dropped. */
+  const advanceCandles = (): void => sendClosed(candleProjection.advance(closeBefore()));
 
   const sendClosed = (closed: readonly Candle[]): void => {
     for (const c of closed) {
