@@ -172,6 +172,7 @@ describe('market data stays consistent under seeded random trading', () => {
     const candles = new Map<number, Msg>();
     let lastTicker: Msg | null = null;
     let lastTickers: Msg | null = null;
+    const auctions = new Map<string, Msg>();
 
     const checkBook = (m: Msg, who: string, last: number): number => {
       const seq = m.seq as number;
@@ -229,6 +230,21 @@ describe('market data stays consistent under seeded random trading', () => {
           case 'ticker':
             lastTicker = m;
             break;
+          case 'liquidationAuction': {
+            // Each auction: canonical decimals, what is left never grows, nothing after its end.
+            const id = m.auctionId as string;
+            for (const f of ['remaining', 'price', 'startPrice', 'endPrice'])
+              if (!CANONICAL.test(m[f] as string))
+                fail(`auction ${id}: ${f} ${m[f]} not canonical`);
+            const before = auctions.get(id);
+            if (before !== undefined) {
+              if (before.status === 'Ended') fail(`auction ${id}: a message after its end`);
+              if (raw(m.remaining as string, QD) > raw(before.remaining as string, QD))
+                fail(`auction ${id}: remaining grew`);
+            }
+            auctions.set(id, m);
+            break;
+          }
           case 'tickers':
             lastTickers = (m.tickers as Msg[]).find((x) => x.instrument === 'BTC-PERP') ?? null;
             break;
@@ -247,6 +263,7 @@ describe('market data stays consistent under seeded random trading', () => {
         { channel: 'candles', instrument: 'BTC-PERP', interval: '1m' },
         { channel: 'ticker', instrument: 'BTC-PERP' },
         { channel: 'tickers' },
+        { channel: 'liquidations' },
       ]) {
         const r = await md.request({ type: 'subscribe', ...sub });
         expect(r.type).toBe('subscribed');
