@@ -626,6 +626,36 @@ describe('market data stays consistent under seeded random trading', () => {
       }
     }
     await checkpoint('end');
+    // Each wallet's own trade history agrees with the public tape: the same price, size and time
+    // for every print it took part in, flagged busted exactly when the tape dropped it.
+    const byId = new Map(tape.map((p) => [p.tradeId, p]));
+    const seen = new Map<string, number>();
+    for (const w of wallets) {
+      const rows: Msg[] = [];
+      let cursor = '';
+      do {
+        const page = (
+          await t.api('GET', `/account/trades?wallet=${w.address}&limit=500&cursor=${cursor}`)
+        ).body;
+        rows.push(...(page.trades as Msg[]));
+        cursor = (page.nextCursor as string | null) ?? '';
+      } while (cursor !== '');
+      for (const r of rows) {
+        const p = byId.get(r.tradeId as string);
+        if (p === undefined) {
+          if (r.source === 'Order') fail(`order fill ${r.tradeId} of ${w.address} not on the tape`);
+          continue;
+        }
+        seen.set(p.tradeId, (seen.get(p.tradeId) ?? 0) + 1);
+        const got = [r.lastPx, r.lastQty, r.time, r.busted];
+        const want = [p.price, p.quantity, p.time, busted.has(p.tradeId)];
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          fail(`account trade ${r.tradeId} ${JSON.stringify(got)} != tape ${JSON.stringify(want)}`);
+      }
+    }
+    for (const p of tape)
+      if (seen.get(p.tradeId) !== 2)
+        fail(`print ${p.tradeId} in ${seen.get(p.tradeId)} account histories`);
     for (const c of [md, churn, ...sockets]) await c.close();
     unhook();
     expect(tape.length).toBeGreaterThan(20);
