@@ -7,7 +7,8 @@
  * at once) and skipped for consumers that fall behind (reliability-anchors 3.1).
  *
  * Clocks: `now()` stamps `time` fields, drives the 24 h window and closes candles at interval
- * ends; pacing, heartbeats and idle deadlines run on the process clock, the per-IP message
+ * ends (held back while a command stamped before the end is not durable yet, see
+ * `MarketDataHost.unpublishedSince`); pacing, heartbeats and idle deadlines run on the process clock, the per-IP message
  * budget on `limiterNow` (the venue's process clock `rateNow`, shared with REST and the trading
  * socket).
  *
