@@ -620,6 +620,13 @@ describe('market data stays consistent under seeded random trading', () => {
         // Candles that closed while the client was away come from REST, not the socket.
         candles.clear();
         md = await openMd();
+        // The socket's first book after the start is the one before the stop, at the same seq.
+        const first = await md.waitFor((m) => m.type === 'orderbook');
+        expect([first.seq, first.bids, first.asks]).toEqual([
+          before.book.seq,
+          before.book.bids,
+          before.book.asks,
+        ]);
         churn = await openChurn();
         sockets = await Promise.all(wallets.map((w) => t!.connect(w)));
         await checkpoint(`after restart ${mode}`);
