@@ -494,6 +494,16 @@ describe('market data stays consistent under seeded random trading', () => {
           // A marketable IOC: fills what it can.
           const buy = random() < 0.5;
           await place(wi, buy, buy ? 66000n * PRICE : 64000n * PRICE, qtyOf(), 2);
+        } else if (r < 0.53) {
+          // A wallet cancels everything it has on the book.
+          await sockets[wi]!.request({
+            type: 'cancelAll',
+            signature: await wallets[wi]!.sign('CancelAll', {
+              market: random() < 0.5 ? 0 : 1,
+              nonce: freshNonce(),
+              deadline: Wallet.deadline(),
+            }),
+          });
         } else if (r < 0.62 && live.length > 0) {
           const k = Math.floor(random() * live.length);
           const o = live[k]!;
