@@ -168,6 +168,33 @@ describe('EngineHost group commit over the asynchronous journal', () => {
     expect(scan.tornBytes).toBe(0);
   });
 
+  it('unpublishedSince is the stamp of the oldest command not published yet', async () => {
+    const fs = new HeldFs();
+    const { journal, host } = setup(fs);
+    expect(host.unpublishedSince()).toBeNull();
+    const first = track(host.submit({ type: 'openAccount', account: wallet(1) }));
+    // Queued: stamped, not applied.
+    expect(host.unpublishedSince()).toBe(T + 1);
+    await until(() => fs.held === 1);
+    // In flight, then more applied and waiting behind it: still the oldest.
+    const second = track(host.submit({ type: 'openAccount', account: wallet(2) }));
+    await until(() => host.backlog.waiting === 1);
+    expect(host.unpublishedSince()).toBe(T + 1);
+    fs.release();
+    await until(() => fs.held === 1);
+    fs.release();
+    await until(() => first.settled);
+    // The first is published: the second (in the next group) is the oldest now.
+    expect(host.unpublishedSince()).toBe(T + 2);
+    while (!second.settled) {
+      await until(() => fs.held === 1 || second.settled);
+      if (fs.held === 1) fs.release();
+    }
+    expect(host.unpublishedSince()).toBeNull();
+    await host.idle();
+    await journal.close();
+  });
+
   it('splits a queue longer than maxBatch into batches and answers every command', async () => {
     const journal = FileJournal.open(journalPath());
     let now = T;
