@@ -231,7 +231,8 @@ describe('the public trade feed', () => {
       ['/trades?instrument=BTC-PERP&limit=0', 400, /limit must be in 1..1000/],
       ['/trades?instrument=BTC-PERP&limit=1001', 400, /limit must be in 1..1000/],
       ['/trades?instrument=BTC-PERP&limit=abc', 400, /limit must be an integer/],
-      ['/trades?instrument=BTC-PERP&limit=1&limit=2', 400, /limit/],
+      ['/trades?instrument=BTC-PERP&limit=1&limit=2', 400, /^limit given more than once$/],
+      ['/trades?instrument=BTC-PERP&instrument=ETH-PERP', 400, /^instrument given more than once$/],
     ];
     for (const [path, status, message] of paths) {
       const r = await t.api('GET', path);

@@ -184,8 +184,14 @@ function listedInstrument(
 
 /** Registers the public reads under the `/api` prefix of `app`. */
 export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
-  const limited = (req: FastifyRequest, reply: FastifyReply): void =>
+  const limited = (req: FastifyRequest, reply: FastifyReply): void => {
     chargeAddress(ctx, req, reply);
+    // Every parameter of these reads takes one value: a repeated one (`?instrument=A&instrument=B`
+    // arrives as an array) is named as such, not as missing or of the wrong form.
+    for (const [name, value] of Object.entries((req.query ?? {}) as Record<string, unknown>)) {
+      if (Array.isArray(value)) throw new HttpError(400, `${name} given more than once`);
+    }
+  };
 
   // Every public read counts toward the per-IP budget (protocol.md section 5), these two included.
   app.get('/api/time', async (req, reply) => {
