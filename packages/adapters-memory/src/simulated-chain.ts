@@ -13,10 +13,16 @@
 
 import { keccak_256 } from '@noble/hashes/sha3.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
-import type { ChainAdapter, ChainDeposit, ChainResult, ChainWithdrawal } from '@perp/core';
+import {
+  type ChainAdapter,
+  type ChainDeposit,
+  type ChainResult,
+  type ChainWithdrawal,
+  COLLATERAL_DECIMALS,
+} from '@perp/core';
 
-/** Decimals of the simulated collateral token (spec: collateral amounts have 6 decimals). */
-export const COLLATERAL_DECIMALS = 6;
+/** Decimals of the simulated collateral token: the core's collateral precision (6). */
+export { COLLATERAL_DECIMALS };
 
 /** Format tag of {@link SimulatedChainSnapshot}; bumped when the shape changes. */
 export const SIMULATED_CHAIN_SNAPSHOT_FORMAT = 'perp-simulated-chain/1';
