@@ -1235,7 +1235,11 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(GOLD)!.positions[0]!.size).toBe(50n);
     const end = v.run({ type: 'tick', time: start + 30_000 });
     const claims = reportsOf(end, 'LiquidationClaim', CLAIMANT);
-    expect(claims.map((r) => [r.status, r.fill?.quantity])).toEqual([['Settled', 50n]]);
+    // The report keeps the claim's own quantity (as an order report keeps the order's), its
+    // fill what settled: the client sees that 10 of the 60 it claimed did not.
+    expect(claims.map((r) => [r.status, r.quantity, r.fill?.quantity])).toEqual([
+      ['Settled', 60n, 50n],
+    ]);
     // GOLD is flat, not short the 10 the claim asked beyond it; the claimant holds 50.
     expect(v.state.accounts.get(GOLD)!.positions).toEqual([]);
     expect(v.state.accounts.get(CLAIMANT)!.positions.map((p) => p.size)).toEqual([50n]);

@@ -645,12 +645,15 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
       'Maker',
     );
     const leg = claimed.fill;
+    // `quantity` is the claim's, as in a `Released` report; the fill is what settled, less than
+    // it when the position shrank during the auction (a bust, or ADL as a counterparty), so
+    // the claimant sees what of its claim did not settle.
     ctx.report(claim.claimant, {
       kind: 'LiquidationClaim',
       auctionId,
       market: a.market,
       status: 'Settled',
-      quantity: q,
+      quantity: claim.quantity,
       price: claim.price,
       reserve: claim.reserve,
       fill: fillOf(
