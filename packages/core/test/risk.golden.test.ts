@@ -1217,6 +1217,41 @@ describe('liquidation auction', () => {
     expect(v.state.accounts.get(EXACT)!.claimReserve).toBe(usd('546'));
   });
 
+  it('names the figures that refused a claim: margin, remaining quantity, price', () => {
+    const { v } = auctionVenue();
+    const start = v.time;
+    const SHORT = wallet(0x86);
+    v.open(SHORT);
+    v.fund(SHORT, '545.999999');
+    const claim = (account: string, quantity: bigint, maxPrice: string) => {
+      const o = v.outcome(
+        v.run({
+          type: 'claimLiquidation',
+          time: start + 15_000,
+          account,
+          auctionId: 1,
+          quantity,
+          maxPrice: px(maxPrice),
+        }),
+      );
+      return o.ok ? 'ok' : `${o.code} ${o.message}`;
+    };
+    // 60 at 91 (half-way) at 10x reserves 546, a micro-unit more than it has.
+    expect(claim(SHORT, 60n, '91')).toBe(
+      '4100 INSUFFICIENT_MARGIN: claim needs 546 of margin, cross available 545.999999',
+    );
+    expect(claim(CLAIMANT, 101n, '92')).toBe(
+      "4034 INVALID_ORDER_QUANTITY: claim of 101 exceeds the auction's remaining 100",
+    );
+    expect(claim(CLAIMANT, 10n, '90.5')).toBe(
+      "4032 INVALID_ORDER_PRICE: auction price 91 is above the claim's maxPrice 90.5",
+    );
+    // Refused, each consumed only its nonce: the auction and the reservations are untouched.
+    expect(liveAuctions(v.state)[0]!.remaining).toBe(100n);
+    expect(v.state.accounts.get(CLAIMANT)!.claimReserve).toBe(0n);
+    expect(v.state.accounts.get(SHORT)!.claimReserve).toBe(0n);
+  });
+
   it('settles a claim only up to the position left when a bust shrank it during the auction', () => {
     const { v } = auctionVenue();
     const start = v.time;

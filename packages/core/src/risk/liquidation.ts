@@ -95,6 +95,7 @@ import {
   systemFillMakerRate,
 } from '../orders/execution.js';
 import { reconcileScopes } from '../orders/managed.js';
+import { formatCollateral, formatDecimal, formatPrice } from '../units/decimal.js';
 import {
   type Rational,
   radd,
@@ -809,12 +810,21 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
   const spec = market.spec;
   if (cmd.account === a.account)
     return refuse('INVALID_REQUEST', 'cannot claim your own liquidation');
+  // The refusals name their figures, as an order's do: a claimant that lost a race for the
+  // last lots, or whose maxPrice the path has not reached, sees what to send instead.
   if (cmd.quantity > a.remaining) {
-    return refuse('INVALID_ORDER_QUANTITY', `claim exceeds the auction's remaining quantity`);
+    const qd = spec.quantityDecimals;
+    return refuse(
+      'INVALID_ORDER_QUANTITY',
+      `claim of ${formatDecimal(cmd.quantity, qd)} exceeds the auction's remaining ${formatDecimal(a.remaining, qd)}`,
+    );
   }
   const price = auctionPrice(a, ctx.time);
   if (a.side === 'Buy' ? price > cmd.maxPrice : price < cmd.maxPrice) {
-    return refuse('INVALID_ORDER_PRICE', `auction price is beyond the claim's maxPrice`);
+    return refuse(
+      'INVALID_ORDER_PRICE',
+      `auction price ${formatPrice(price)} is ${a.side === 'Buy' ? 'above' : 'below'} the claim's maxPrice ${formatPrice(cmd.maxPrice)}`,
+    );
   }
   // A claim settles into the claimant's cross scope: not into one that is being liquidated.
   if (scopeInAuction(ctx.state, cmd.account, 'Cross', 0)) {
@@ -829,7 +839,10 @@ export function claimLiquidation(ctx: Ctx, cmd: ClaimLiquidationCommand): void {
     availableToOpen(measureScope(ctx.state, account, 'Cross', 0, undefined, true)) -
     account.claimReserve;
   if (reserve > available) {
-    return refuse('INSUFFICIENT_MARGIN', 'claim needs more cross margin than is available');
+    return refuse(
+      'INSUFFICIENT_MARGIN',
+      `claim needs ${formatCollateral(reserve)} of margin, cross available ${formatCollateral(available > 0n ? available : 0n)}`,
+    );
   }
   // A reservation: no account-summary push (interface-spec push triggers).
   ctx.writableAccount(cmd.account).claimReserve += reserve;
