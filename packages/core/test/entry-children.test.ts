@@ -209,6 +209,35 @@ describe('a managed child of an entry order', () => {
     });
   });
 
+  it('is disarmed when a bust takes every fill of its still-working entry (as if it never filled)', () => {
+    // A already holds a long of 1 that the entry has nothing to do with.
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const X = cloid(26);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '1', '63000', X));
+    const first = v.place(B, BTC, { side: 'Sell', qty: '0.4', price: '65000' });
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 4_000n });
+    const trade = first.find((e) => e.type === 'trade');
+    if (trade?.type !== 'trade') throw new Error('no trade');
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'test' }));
+    expect(v.state.orders.get(entry)).toMatchObject({ cumQty: 0n, ordStatus: 'New' });
+    expect(v.state.orders.get(child)).toMatchObject({ armed: false, ordStatus: 'Untriggered' });
+    const below = v.state.markets.get(1)!.triggersBelow;
+    expect(below.some((e) => e.orderId === child)).toBe(false);
+    // The mark falls through the trigger: a child whose entry never filled does not fire (before
+    // the fix it did, and sold 0.4 of the unrelated long).
+    v.place(C, BTC, { side: 'Buy', qty: '1', price: '55000' });
+    const fell = v.oracle({ [BTC]: '58000' });
+    expect(v.state.markets.get(1)!.prices.mark! <= px('63000')).toBe(true);
+    expect(kinds(fell, A)).toEqual([]);
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(10_000n);
+    expect(v.state.orders.get(child)?.ordStatus).toBe('Untriggered');
+    // The entry's next fill arms it again, sized by that fill, and it fires at once.
+    const refill = v.place(B, BTC, { side: 'Sell', qty: '0.2', price: '65000' });
+    expect(kinds(refill, A)).toContain(`OrderTriggered#${child}`);
+  });
+
   it('placed after its entry has filled in part, is sized by those fills, armed and fires', () => {
     const X = cloid(25);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));

@@ -14,7 +14,7 @@ import { viewAs } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { accountOrders, findScope, sizeOf } from '../margin/scope.js';
 import { cancelOrder, shrinkInPlace } from './execution.js';
-import { addTrigger, sweepDirection } from './triggers-index.js';
+import { addTrigger, removeTrigger, sweepDirection } from './triggers-index.js';
 
 /** Working orders of a scope that follow its position (reduce-only or managed), oldest first. */
 export function guardedOrders(ctx: Ctx, scope: PendingScope): Order[] {
@@ -53,10 +53,30 @@ export function activateChildren(ctx: Ctx, parent: Order): void {
 /**
  * Re-sizes the armed, waiting managed children of an entry order whose fill was busted by the
  * fills it has left (engine-rules 8: as if the busted fill never happened). An entry left with no
- * fill keeps its children as they are (the size they were placed with is gone).
+ * fill has children that were never armed: they are disarmed (taken off the trigger lists, so a
+ * mark through their trigger fires nothing, as it would not have before the entry's first fill)
+ * and wait for its next fill, which arms and sizes them again. Their quantity stays (the size
+ * they were placed with is gone; the next fill sets it), so no report.
  */
 export function resizeChildrenAfterBust(ctx: Ctx, parent: Order): void {
-  if (parent.cumQty !== 0n) sizeChildren(ctx, parent, false);
+  if (parent.cumQty !== 0n) {
+    sizeChildren(ctx, parent, false);
+    return;
+  }
+  if (parent.cloid === null || parent.managed) return;
+  const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
+  for (const child of guardedOrders(ctx, scope)) {
+    if (
+      !child.managed ||
+      child.entryOrderId !== parent.orderId ||
+      child.ordStatus !== 'Untriggered' ||
+      !child.armed
+    )
+      continue;
+    const w = ctx.writableOrder(child.orderId);
+    removeTrigger(ctx, ctx.writableMarket(w.market), w);
+    w.armed = false;
+  }
 }
 
 /**
