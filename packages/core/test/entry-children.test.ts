@@ -238,6 +238,59 @@ describe('a managed child of an entry order', () => {
     expect(kinds(refill, A)).toContain(`OrderTriggered#${child}`);
   });
 
+  it('of an entry that has ended, is re-sized by a bust of its fills, or cancelled with none left', () => {
+    // A already holds a long of 1 that the entry has nothing to do with.
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const X = cloid(27);
+    const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));
+    const child = orderIdOf(stopOf('Sell', '1', '63000', X));
+    const tradeOf = (events: EngineEvent[]) => {
+      const t = events.find((e) => e.type === 'trade');
+      if (t?.type !== 'trade') throw new Error('no trade');
+      return t.tradeId;
+    };
+    const first = tradeOf(v.place(B, BTC, { side: 'Sell', qty: '0.4', price: '65000' }));
+    const second = tradeOf(v.place(C, BTC, { side: 'Sell', qty: '0.6', price: '65000' }));
+    expect(v.state.orders.has(entry)).toBe(false); // Filled
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 10_000n });
+    // The entry's filled quantity is 0.6 now (its history row says so): the child protects 0.6,
+    // reported after the bust, as for a working entry.
+    const bust = v.run({ type: 'bustTrade', tradeId: first, reason: 'test' });
+    v.expectOk(bust);
+    expect(kinds(bust, A)).toEqual(['TradeBust#undefined', `OrderReplaced:ParentBust#${child}`]);
+    expect(v.state.orders.get(child)).toMatchObject({ armed: true, quantity: 6_000n });
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(16_000n);
+    // Without any fill left the entry ended as one that never filled: its child is cancelled
+    // (before the fix it stayed armed at 1 and would have sold the unrelated long).
+    const none = v.run({ type: 'bustTrade', tradeId: second, reason: 'test' });
+    v.expectOk(none);
+    expect(kinds(none, A)).toEqual([
+      'TradeBust#undefined',
+      `OrderCancelled:ParentCancelled#${child}`,
+    ]);
+    expect(v.state.orders.has(child)).toBe(false);
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(10_000n);
+  });
+
+  it('of an ended entry, fires with the size a bust left it', () => {
+    v.place(B, BTC, { side: 'Sell', qty: '1', price: '65000' });
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000' });
+    const X = cloid(28);
+    v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X });
+    const child = orderIdOf(stopOf('Sell', '1', '63000', X));
+    const first = v.place(B, BTC, { side: 'Sell', qty: '0.4', price: '65000' });
+    v.place(C, BTC, { side: 'Sell', qty: '0.6', price: '65000' });
+    const trade = first.find((e) => e.type === 'trade');
+    if (trade?.type !== 'trade') throw new Error('no trade');
+    v.expectOk(v.run({ type: 'bustTrade', tradeId: trade.tradeId, reason: 'test' }));
+    v.place(C, BTC, { side: 'Buy', qty: '2', price: '55000' });
+    const fired = v.oracle({ [BTC]: '58000' });
+    expect(kinds(fired, A)).toContain(`OrderTriggered#${child}`);
+    // It sells the 0.6 its entry bought, not the unrelated long of 1.
+    expect(v.state.accounts.get(A)!.positions[0]!.size).toBe(10_000n);
+  });
+
   it('placed after its entry has filled in part, is sized by those fills, armed and fires', () => {
     const X = cloid(25);
     const entry = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '65000', cloid: X }));

@@ -14,10 +14,11 @@
  *
  * The engine's own amends are reports too: `OrderReplaced` with reason `ReduceOnly` (a re-clamp),
  * `PositionChanged` (a waiting managed TP/SL on a position sized by it), `ParentFilled` or
- * `ParentBust` (a waiting child sized by its entry's fills); the mirror checks each size against
- * the rule (docs/risk-engine.md, research 6.4.3 invariant 4) from report data only. What it still
- * derives, because no order field shows it: a fill of an entry arms its waiting children, and a
- * replace that renames an entry renames its children's `parentCloid`.
+ * `ParentBust` (a waiting child sized by its entry's fills, the entry working or ended); the
+ * mirror checks each size against the rule (docs/risk-engine.md, research 6.4.3 invariant 4)
+ * from report data only. What it still derives, because no order field shows it: a fill of an
+ * entry arms its waiting children, a bust that leaves a working entry no fill disarms them, and
+ * a replace that renames an entry renames its children's `parentCloid`.
  * A bust of a fill of an order that already ended lowers its cumQty and quantity by the fill and
  * with no fill left makes it `Cancelled` with reason `Bust` (docs/protocol-decisions.md).
  */
@@ -483,6 +484,9 @@ export class ReportMirror {
             ordStatus,
           });
           this.adopt(m, w);
+          // A bust that leaves a working entry no fill disarms its children (they wait for its
+          // next fill, as if it had never filled).
+          if (cumQty === 0n) this.disarmChildren(w);
         } else {
           if (r.workingOrder !== undefined) this.fail('bust of an ended order with an order', r);
           this.adopt(m, after);
@@ -525,7 +529,6 @@ export class ReportMirror {
     // A fill that ends the entry still sizes its children (its report came just before).
     const entry = v.entryOrderId === null ? undefined : this.orders.get(v.entryOrderId);
     if (entry === undefined) this.fail(`${reason} without its entry`, r);
-    if (reason === 'ParentBust' && !entry.working) this.fail('a bust of an ended entry', r);
     if (entry.view.cumQty === 0n) this.fail(`${reason} of an entry with no fill`, r);
     if (reason === 'ParentBust' && !m.armed) this.fail('a bust re-sized an unarmed child', r);
     m.armed = true;
@@ -547,6 +550,13 @@ export class ReportMirror {
         c.view.ordStatus === 'Untriggered'
       )
         c.armed = true;
+    }
+  }
+
+  /** The working waiting children of an entry that a bust left without fills are unarmed. */
+  private disarmChildren(entry: OrderView): void {
+    for (const c of this.orders.values()) {
+      if (c.working && c.view.managed && c.view.entryOrderId === entry.orderId) c.armed = false;
     }
   }
 

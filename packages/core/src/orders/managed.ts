@@ -80,6 +80,35 @@ export function resizeChildrenAfterBust(ctx: Ctx, parent: Order): void {
 }
 
 /**
+ * The armed, waiting managed children of an entry order that has already ended, after a bust of
+ * `qty` of its fills (engine-rules 8). The engine no longer holds the entry, but such a child is
+ * sized by the entry's whole filled quantity (its last fill sized it, and a managed quantity
+ * cannot be amended), so it loses the busted quantity, reported as `OrderReplaced` (reason
+ * `ParentBust`) as for a working entry. With nothing left the entry is one that never filled
+ * (the history ends it `Cancelled`, reason `Bust`): its children are cancelled
+ * (`ParentCancelled`), as when an entry ends without fills.
+ */
+export function resizeChildrenOfEndedEntry(
+  ctx: Ctx,
+  scope: PendingScope,
+  entryOrderId: number,
+  qty: bigint,
+): void {
+  for (const child of guardedOrders(ctx, scope)) {
+    if (
+      !child.managed ||
+      child.entryOrderId !== entryOrderId ||
+      child.ordStatus !== 'Untriggered' ||
+      !child.armed
+    )
+      continue;
+    const left = child.quantity - qty;
+    if (left > 0n) resize(ctx, ctx.writableOrder(child.orderId), left, 'ParentBust');
+    else cancelOrder(ctx, child.orderId, 'ParentCancelled');
+  }
+}
+
+/**
  * Sizes the waiting managed children of an entry order by its filled quantity: with `arm`, every
  * one (arming those not armed yet), without it only those already armed.
  */

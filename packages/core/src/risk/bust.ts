@@ -26,7 +26,11 @@ import { InvariantError, reject } from '../errors.js';
 import { type Instrument, notionalScale } from '../instruments/instrument.js';
 import { addHolder, entryNotionalAt } from '../margin/ledger.js';
 import { findScope, isolatedCash, setIsolatedCash } from '../margin/scope.js';
-import { reconcileScopes, resizeChildrenAfterBust } from '../orders/managed.js';
+import {
+  reconcileScopes,
+  resizeChildrenAfterBust,
+  resizeChildrenOfEndedEntry,
+} from '../orders/managed.js';
 import { divHalfEven } from '../units/rounding.js';
 import { coverDeficit } from './liquidation.js';
 import { FLAT, storedOfTrade, tradeOfStored, tradeRecordOf } from './trades.js';
@@ -331,6 +335,10 @@ export function bustTrade(ctx: Ctx, cmd: BustTradeCommand): void {
     // After the bust's report, so a client reads the entry's new fills before its children's
     // re-sizing.
     if (entry !== undefined) resizeChildrenAfterBust(ctx, entry);
+    else if (leg.orderId !== 0) {
+      const scope = { account: leg.account, market: spec.id, mode: leg.mode };
+      resizeChildrenOfEndedEntry(ctx, scope, leg.orderId, qty);
+    }
     ctx.accountChanged(leg.account);
     ctx.positionChanged(leg.account, spec.id, leg.mode);
   }
