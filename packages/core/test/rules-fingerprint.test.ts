@@ -272,6 +272,10 @@ const FINGERPRINTS: Record<
   // that moves maintenance margin, and a new last trade of a market without a mark (its
   // valuation price), check the market's holders for liquidation in that command
   // (liquidation-edges.test.ts): `edges` gains a tail reaching each; reverting either moves it.
+  // From the bust audit: a bust that leaves a working entry no fill disarms its managed children,
+  // and a bust of an ended entry's fill re-sizes them by the fills left (entry-children.test.ts;
+  // a tail of both, each moving the state hash when reverted). A settled claim's report keeps
+  // the claim's quantity (risk.golden.test.ts; the logs settle no partial claim).
   10: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
@@ -282,8 +286,8 @@ const FINGERPRINTS: Record<
       events: '0x057f61caae71c94ab04d73c6febc773aae20afcb3371e2b80eee730b0cab1c4e',
     },
     edges: {
-      state: '0x27e242c135ab74ae335b4fda4669327c3d35b40c115c23ecf2f32e247fb0827c',
-      events: '0x2e9441271702f9a5b73f3d4aa20bb2e5c1ba914386b1a28a49f3c5e2e674a656',
+      state: '0x76944bb27336c01b1ccbc1391119344c4bef3b3f510f02a7982231d54491be5e',
+      events: '0x70259834edd0abf0d057a156845e283ad60b8ca3252b82ca0fb1a9fb1c1dd933',
     },
     followers: {
       state: '0x2d77a3404c245db89e4ea496aa827a1c70787bb00a8667252b5dc73e89ec6dbf',
@@ -563,6 +567,38 @@ function edges(seed: number, cases: number): TestVenue {
   v.place(m1, 'NIX-PERP', { side: 'Sell', qty: '1', price: '85' });
   v.place(m2, 'NIX-PERP', { side: 'Buy', qty: '1', price: '85' });
   v.list({ ...wholeLotSettings('NIX-PERP', 10), defaultLeverage: 1, maxLeverage: 1 });
+  // And: busts of an entry's fills under its managed stop, the entry still working (the stop is
+  // disarmed) and ended (the stop re-sized), then a mark through both stops.
+  v.oracle({ [BTC]: '50000' });
+  const [e1, e2, s1] = [5009, 5010, 5011].map(wallet) as [string, string, string];
+  for (const w of [e1, e2, s1]) v.open(w);
+  for (const w of [e1, e2, s1]) v.fund(w, '100000');
+  const tradeOf = (events: readonly EngineEvent[]): number => {
+    const t = events.find((e) => e.type === 'trade');
+    if (t?.type !== 'trade') throw new Error('no trade');
+    return t.tradeId;
+  };
+  // Each entry at its own price, so the other's orders never meet it.
+  for (const [w, n, at] of [
+    [e1, 7101, '50000'],
+    [e2, 7102, '51000'],
+  ] as const) {
+    v.place(s1, BTC, { side: 'Sell', qty: '1', price: at });
+    v.place(w, BTC, { side: 'Buy', qty: '1', price: at });
+    v.place(w, BTC, { side: 'Buy', qty: '1', price: at, cloid: cloid(n) });
+    v.place(w, BTC, {
+      side: 'Sell',
+      qty: '1',
+      trigger: '45000',
+      type: 'StopLoss',
+      managed: true,
+      parentCloid: cloid(n),
+    });
+    const first = tradeOf(v.place(s1, BTC, { side: 'Sell', qty: '0.4', price: at }));
+    if (w === e2) v.place(s1, BTC, { side: 'Sell', qty: '0.6', price: at });
+    v.run({ type: 'bustTrade', tradeId: first, reason: 'edges' });
+  }
+  v.oracle({ [BTC]: '44000' });
   return v;
 }
 
