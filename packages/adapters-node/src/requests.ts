@@ -276,6 +276,11 @@ export interface SignedRequestOptions<K extends StructKind> {
   readonly counted?: boolean;
   /** Name of the signature object's field in messages (default `signature`). */
   readonly field?: string;
+  /**
+   * Prefix of the messages refusing this signature object's payload or signature (`deposit`):
+   * a request that carries two signature objects names the one that failed.
+   */
+  readonly errorPrefix?: string;
   /** Body agreement and other checks that need no signature; a rejection is a 4000/400. */
   readonly precheck?: ((payload: PayloadOf<K>) => Rejection | undefined) | undefined;
   /** Builds the command; defaults to {@link commandOf}. */
@@ -371,6 +376,10 @@ export class SignedRequests {
       const field = options.field ?? 'signature';
       return refusal(reject('INVALID_REQUEST', `${field} must be an object { sig, payload }`));
     }
+    const named = (r: Refusal): Refusal =>
+      options.errorPrefix === undefined
+        ? r
+        : { ...r, message: `${options.errorPrefix}: ${r.message}` };
     const sigObj = signature as Record<string, unknown>;
     if (typeof sigObj.sig !== 'string') {
       // A missing field is a malformed request (4000), as on `authenticate`; 4001 is for a
@@ -381,7 +390,7 @@ export class SignedRequests {
     const received = receivePayload(sigObj.payload, {
       discriminator: options.allowed.map((k) => DISCRIMINATOR[k]),
     });
-    if (!received.ok) return refusal(received.error);
+    if (!received.ok) return named(refusal(received.error));
     // The expected discriminators are exactly the kinds K.
     const payload = received.value.payload as PayloadOf<K>;
     const claimed = claimedSigner(payload);
@@ -404,7 +413,7 @@ export class SignedRequests {
       // struct's account is 4001 first (protocol.md section 2). Nothing reaches the engine, so
       // the other wallet's queue is not involved.
       const settled = await verification;
-      if (!settled.ok) return verifyRefusal(settled);
+      if (!settled.ok) return named(verifyRefusal(settled));
       return refusal(
         reject(
           'WALLET_MISMATCH',
@@ -420,7 +429,7 @@ export class SignedRequests {
     const arrived = this.ctx.rateNow();
     return this.ctx.walletQueue.run(claimed, async (): Promise<RequestResult<PayloadOf<K>>> => {
       const settled = await verification;
-      if (!settled.ok) return verifyRefusal(settled);
+      if (!settled.ok) return named(verifyRefusal(settled));
       const { signer, signature: sig, digest } = settled.value;
       const verified: VerifiedRequest<PayloadOf<K>> = { payload, signer, signature: sig, digest };
       const stale = staleRequest(this.ctx, signer, payload);

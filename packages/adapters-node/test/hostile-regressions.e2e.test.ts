@@ -6,7 +6,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DEFAULT_CONFIG } from '../src/config.js';
-import { http, WsClient } from './support/client.js';
+import { freshNonce, http, WsClient } from './support/client.js';
 import { startTestVenue } from './support/fixture.js';
 
 /** Writes `text` on a fresh TCP connection; resolves with what the server wrote before closing. */
@@ -238,6 +238,97 @@ describe('signed requests: a signature that is not a {sig, payload} object is re
         body: { error: 'INVALID_REQUEST: depositSignature must be an object { sig, payload }' },
       });
       await ws.close();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('a deposit names which of its two signature objects failed', () => {
+  it("the permit's payload errors say permit:, the deposit's payload and signature errors deposit:; nothing is spent", async () => {
+    const t = await startTestVenue();
+    try {
+      const w = t.wallet(0);
+      const other = t.wallet(1);
+      await t.invite(w);
+      await t.admin('POST', '/admin/faucet', { wallet: w.address, amount: '1' });
+      const deadline = BigInt(Math.floor(Date.now() / 1000) + 600);
+      const permit = await w.sign('Permit', {
+        spender: t.net.vault.address,
+        value: 1_000_000n,
+        nonce: 0n,
+        deadline,
+      });
+      const deposit = await w.sign('Deposit', {
+        amount: 1_000_000n,
+        market: 0,
+        flags: 0,
+        nonce: freshNonce(),
+        deadline,
+      });
+      const post = (permitSignature: unknown, depositSignature: unknown) =>
+        t.api('POST', '/margin/deposit', {
+          amount: '1',
+          instrument: null,
+          marginMode: 'Cross',
+          permitSignature,
+          depositSignature,
+        });
+      const before = await t.stateHash();
+      const cases: readonly (readonly [unknown, unknown, RegExp])[] = [
+        // The permit's payload: its form, its discriminator.
+        [
+          { ...permit, payload: `0X${permit.payload.slice(2)}` },
+          deposit,
+          /^permit: INVALID_REQUEST: payload/,
+        ],
+        [
+          { sig: permit.payload, payload: permit.sig },
+          deposit,
+          /^permit: INVALID_REQUEST: .*discriminator/,
+        ],
+        [
+          { ...permit, payload: `${permit.payload}00` },
+          deposit,
+          /^permit: INVALID_REQUEST: .*length/,
+        ],
+        // The deposit's payload, its signature's form, and a signature by another wallet.
+        [
+          permit,
+          { ...deposit, payload: `0X${deposit.payload.slice(2)}` },
+          /^deposit: INVALID_REQUEST: payload/,
+        ],
+        [
+          permit,
+          { sig: deposit.payload, payload: deposit.sig },
+          /^deposit: INVALID_REQUEST: .*discriminator/,
+        ],
+        [permit, { ...deposit, sig: deposit.sig.slice(0, -2) }, /^deposit: INVALID_SIGNATURE: /],
+        [
+          permit,
+          {
+            ...deposit,
+            sig: (
+              await other.sign('Deposit', {
+                owner: w.address,
+                amount: 1_000_000n,
+                nonce: freshNonce(),
+                deadline,
+              })
+            ).sig,
+          },
+          /^deposit: INVALID_SIGNATURE: signer 0x[0-9a-f]{40} does not match/,
+        ],
+      ];
+      for (const [p, d, pattern] of cases) {
+        const r = await post(p, d);
+        expect(r.status, JSON.stringify(r.body)).toBe(400);
+        expect(String(r.body.error)).toMatch(pattern);
+      }
+      expect(await t.stateHash()).toEqual(before);
+      // Neither nonce was spent: the untouched deposit goes through.
+      const ok = await post(permit, deposit);
+      expect(ok.body, JSON.stringify(ok.body)).toMatchObject({ status: 'Submitted' });
     } finally {
       await t.close();
     }

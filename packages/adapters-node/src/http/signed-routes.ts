@@ -215,7 +215,8 @@ export function registerSignedRoutes(
         400,
         'INVALID_REQUEST: permitSignature must be an object { sig, payload }',
       );
-    if (!permitReceived.ok) throw new HttpError(400, permitReceived.error.message);
+    // Named like the permit's signature errors below: the deposit carries two payloads.
+    if (!permitReceived.ok) throw new HttpError(400, `permit: ${permitReceived.error.message}`);
     if (permitReceived.value.payload.kind !== 'Permit')
       throw new HttpError(400, 'INVALID_REQUEST: permitSignature must sign a Permit');
     const permit = permitReceived.value.payload.struct;
@@ -236,6 +237,7 @@ export function registerSignedRoutes(
       allowed: ['Deposit'],
       clientAddress: ctx.clientAddress(req.raw),
       field: 'depositSignature',
+      errorPrefix: 'deposit',
       precheck: ({ struct: s }) => {
         const mismatch = marginBody(ctx, body, s, 'marginMode');
         if (mismatch !== undefined) return mismatch;
