@@ -185,7 +185,36 @@ function mutations(
  * the valid one, a field added to a message that has none.
  */
 const BENIGN =
-  /^(unknown field|zz=|dup zz |drop (zz|instrument|fromSeq)|signature\.\w+ unknown sibling|signature\.(sig|payload) upper|dup \w+ hostile-first|fromSeq=-?0$)/;
+  /^(unknown field|zz=|dup zz |drop (zz|instrument|fromSeq)|\w*ignature\.\w+ unknown sibling|\w*ignature\.(sig|payload) upper|dup \w+ hostile-first|fromSeq=-?0$)/;
+
+/** The field a mutation touched (its top-level key), from the mutation's name. */
+function fieldOf(name: string): string | undefined {
+  const m = /^(?:drop |dup )?([A-Za-z]+)(?:[.= ]|$)/.exec(name);
+  return m?.[1];
+}
+
+/** Messages that name the check but not the field: the JSON itself, the frame's size. */
+const GENERAL = /JSON|nested|prototype|at most \d+ bytes/i;
+
+/** What a refusal of a mutated signature object names: a part of it or a check it failed. */
+const SIGNATURE_PARTS =
+  /signature|payload|sig\b|discriminator|not accepted|signer|nonce|deadline|account|owner/i;
+
+/** A refusal names the check that failed: the field the mutation touched, or the JSON. */
+function expectNamed(name: string, message: string, ctx: string): void {
+  if (BENIGN.test(name) || GENERAL.test(message)) return;
+  const field = fieldOf(name);
+  if (field === undefined || field === 'unknown' || field === 'zz') return;
+  const pattern =
+    field === 'signature'
+      ? SIGNATURE_PARTS
+      : field === 'permitSignature'
+        ? /^permit: |permitSignature/
+        : field === 'depositSignature'
+          ? /^deposit: |depositSignature/
+          : new RegExp(field, 'i');
+  expect(message, `${ctx}: the message names ${field}`).toMatch(pattern);
+}
 
 /** What counts as an error reply on the trading socket (never 5000/5001, never a close). */
 const WS_CODES = [
@@ -264,9 +293,15 @@ describe('mutation fuzz over real sockets', () => {
   ): Promise<void> {
     let valid = await make();
     let c = options.socket === undefined ? ws : await options.socket();
-    const muts = mutations(valid, rnd, 25 * RUNS, ['type'], await (options.extra?.(valid) ?? []));
+    // The same mutations of each fresh valid request (one seed per list): once a mutation that
+    // keeps the meaning is processed, the rest are made from a request with an unspent nonce.
+    const listSeed = Math.floor(rnd() * 2 ** 32);
+    const build = async (v: Obj) =>
+      mutations(v, prng(listSeed), 25 * RUNS, ['type'], await (options.extra?.(v) ?? []));
+    let muts = await build(valid);
     let n = 0;
-    for (const mut of muts) {
+    for (let i = 0; i < muts.length; i++) {
+      const mut = muts[i] as Mutation;
       const before = await stateHash();
       const id = `f${++n}`;
       const m = await wsSend(c, mut.text, id);
@@ -277,6 +312,9 @@ describe('mutation fuzz over real sockets', () => {
       if (reply.type === 'error') {
         expect(WS_CODES, ctx).toContain(reply.code);
         expect(String(reply.message).length, ctx).toBeGreaterThan(10);
+        expectNamed(mut.name, String(reply.message), ctx);
+        // The valid request's nonce is unspent: a replay here means an earlier mutation spent it.
+        expect(String(reply.message), ctx).not.toMatch(/replayed/);
       } else {
         expect(ok(reply), ctx).toBe(true);
       }
@@ -288,6 +326,7 @@ describe('mutation fuzz over real sockets', () => {
         expect(mut.name, `${ctx}: processed`).toMatch(BENIGN);
         accepted.push(ctx);
         valid = await make();
+        muts = await build(valid);
         if (options.socket !== undefined) {
           await c.close();
           c = await options.socket();
@@ -510,6 +549,7 @@ describe('mutation fuzz over real sockets', () => {
         if (reply.type === 'error') {
           expect([4000, 4029], ctx).toContain(reply.code);
           expect(String(reply.message).length, ctx).toBeGreaterThan(10);
+          expectNamed(mut.name, String(reply.message), ctx);
           continue;
         }
         // An ack must acknowledge what was asked: the same channel, instrument, depth, interval.
@@ -532,8 +572,11 @@ describe('mutation fuzz over real sockets', () => {
     extra: (v: Obj) => Promise<Mutation[]>,
   ): Promise<void> {
     let valid = await make();
-    const muts = mutations(valid, rnd, 25 * RUNS, [], await extra(valid));
-    for (const mut of muts) {
+    const listSeed = Math.floor(rnd() * 2 ** 32);
+    const build = async (v: Obj) => mutations(v, prng(listSeed), 25 * RUNS, [], await extra(v));
+    let muts = await build(valid);
+    for (let i = 0; i < muts.length; i++) {
+      const mut = muts[i] as Mutation;
       const before = await stateHash();
       const r = await t.api('POST', path, mut.text);
       const ctx = `${path} [${mut.name}] -> ${r.status} ${JSON.stringify(r.body).slice(0, 300)}`;
@@ -542,6 +585,8 @@ describe('mutation fuzz over real sockets', () => {
         expect([400, 401, 403, 404, 422], ctx).toContain(r.status);
         expect(typeof r.body.error, ctx).toBe('string');
         expect(String(r.body.error).length, ctx).toBeGreaterThan(10);
+        expectNamed(mut.name, String(r.body.error), ctx);
+        expect(String(r.body.error), ctx).not.toMatch(/replayed/);
       }
       await settle();
       const changed = JSON.stringify(await stateHash()) !== JSON.stringify(before);
@@ -549,6 +594,7 @@ describe('mutation fuzz over real sockets', () => {
         expect(mut.name, `${ctx}: processed`).toMatch(BENIGN);
         accepted.push(ctx);
         valid = await make();
+        muts = await build(valid);
       }
     }
     const ok = await t.api('POST', path, JSON.stringify(valid));
