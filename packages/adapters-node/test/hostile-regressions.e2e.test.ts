@@ -335,6 +335,49 @@ describe('a deposit names which of its two signature objects failed', () => {
   });
 });
 
+describe('signed REST writes: an unknown instrument is named in at most 64 characters', () => {
+  it('a 50,000-character instrument is not echoed whole (the trading socket bounds it too)', async () => {
+    const t = await startTestVenue();
+    try {
+      const w = t.wallet(0);
+      await t.invite(w);
+      const huge = `Z${'\u202e'.repeat(10)}${'Z'.repeat(50_000)}`;
+      const deadline = BigInt(Math.floor(Date.now() / 1000) + 600);
+      const sign = (name: string, fields: Record<string, bigint | number>) =>
+        w.sign(name, { ...fields, nonce: freshNonce(), deadline });
+      const before = await t.stateHash();
+      const answers = [
+        await t.api('POST', '/update_leverage', {
+          leverage: 1000,
+          instrument: huge,
+          marginMode: 'Cross',
+          signature: await sign('UpdateLeverage', { market: 1, leverage: 1000, flags: 0 }),
+        }),
+        await t.api('POST', '/margin/transfer', {
+          amount: '1',
+          instrument: huge,
+          direction: 'crossToIsolated',
+          signature: await sign('MarginTransfer', { amount: 1_000_000n, market: 1, flags: 0 }),
+        }),
+        await t.api('POST', '/margin/withdrawal', {
+          amount: '1',
+          instrument: huge,
+          marginMode: 'Isolated',
+          signature: await sign('Withdrawal', { amount: 1_000_000n, market: 1, flags: 1 }),
+        }),
+      ];
+      for (const r of answers) {
+        expect(r.status).toBe(400);
+        expect(String(r.body.error)).toMatch(/^INVALID_REQUEST: unknown instrument Z/);
+        expect(String(r.body.error).length).toBeLessThan(120);
+      }
+      expect(await t.stateHash()).toEqual(before);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('admin: instrument settings of the wrong JSON type are 400 naming the field, never 500', () => {
   it('marginTiers, a tier, funding and liquidation fields and the numeric fields', async () => {
     const t = await startTestVenue();

@@ -46,7 +46,7 @@ import type { VenueContext } from '../venue-context.js';
 import { parseAmount } from '../wire/amount.js';
 import { HttpError, isBadRequest, statusOf } from './errors.js';
 import { chargeAddress } from './ip-limit.js';
-import { isRecord } from './json.js';
+import { isRecord, showValue } from './json.js';
 
 /** What a signed REST write answers. */
 function commandAnswer(reply: FastifyReply, r: Refusal | Processed): Record<string, unknown> {
@@ -107,7 +107,7 @@ function marginBody(
     if (typeof body.instrument !== 'string')
       return bad('instrument must be the symbol of the isolated market');
     const id = ctx.host.state.symbols.get(body.instrument);
-    if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+    if (id === undefined) return bad(`unknown instrument ${showValue(body.instrument)}`);
     if (id !== market)
       return bad(
         `instrument ${body.instrument} is market ${id}, the payload signs market ${market}`,
@@ -127,7 +127,7 @@ function marginBody(
   if (typeof body.instrument !== 'string')
     return bad('instrument must be the isolated market symbol');
   const id = ctx.host.state.symbols.get(body.instrument);
-  if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+  if (id === undefined) return bad(`unknown instrument ${showValue(body.instrument)}`);
   if (id !== market)
     return bad(`instrument ${body.instrument} is market ${id}, the payload signs market ${market}`);
   return undefined;
@@ -192,7 +192,7 @@ export function registerSignedRoutes(
         if (body.leverage !== s.leverage) return bad('leverage does not match the signed leverage');
         if (typeof body.instrument !== 'string') return bad('instrument must be a symbol');
         const id = ctx.host.state.symbols.get(body.instrument);
-        if (id === undefined) return bad(`unknown instrument ${body.instrument}`);
+        if (id === undefined) return bad(`unknown instrument ${showValue(body.instrument)}`);
         if (id !== s.market) return bad('instrument does not match the signed market');
         if (body.marginMode !== 'Cross' && body.marginMode !== 'Isolated')
           return bad('marginMode must be Cross or Isolated');
