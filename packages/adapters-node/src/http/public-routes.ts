@@ -33,14 +33,25 @@ const CLOID_RE = /^0x[0-9a-fA-F]{32}$/;
 
 /** A wallet from a public read: any case accepted, normalised to lowercase. */
 export function walletParam(value: unknown, name = 'wallet'): string {
+  once(value, name);
   if (typeof value !== 'string' || !ADDRESS_ANY_CASE.test(value)) {
     throw new HttpError(400, `${name} must be a 0x address`);
   }
   return value.toLowerCase();
 }
 
+/**
+ * A query parameter a read takes one value of: a repeated one (`?limit=1&limit=2` arrives as an
+ * array) is named as such, not as missing or of the wrong form. Parameters a read does not take
+ * are ignored, repeated or not.
+ */
+function once(value: unknown, name: string): unknown {
+  if (Array.isArray(value)) throw new HttpError(400, `${name} given more than once`);
+  return value;
+}
+
 function intParam(value: unknown, name: string, min: number, max: number): number | undefined {
-  if (value === undefined) return undefined;
+  if (once(value, name) === undefined) return undefined;
   if (typeof value !== 'string' || !/^\d{1,16}$/.test(value))
     throw new HttpError(400, `${name} must be an integer`);
   const n = Number(value);
@@ -73,7 +84,7 @@ function historyQuery(
       if (q[name] !== undefined)
         throw new HttpError(400, `${name} does not apply to funding payments (instrument does)`);
   const str = (name: string): string | undefined => {
-    const v = q[name];
+    const v = once(q[name], name);
     if (v === undefined) return undefined;
     if (typeof v !== 'string' || v.length > 128)
       throw new HttpError(400, `${name} must be a string`);
@@ -172,7 +183,7 @@ function listedInstrument(
   ctx: VenueContext,
   q: Record<string, unknown>,
 ): { readonly instrument: string; readonly market: Market } {
-  const instrument = q.instrument;
+  const instrument = once(q.instrument, 'instrument');
   if (typeof instrument !== 'string' || instrument === '')
     throw new HttpError(400, 'instrument is required (a symbol such as BTC-PERP)');
   const state = ctx.host.state;
@@ -184,14 +195,8 @@ function listedInstrument(
 
 /** Registers the public reads under the `/api` prefix of `app`. */
 export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): void {
-  const limited = (req: FastifyRequest, reply: FastifyReply): void => {
+  const limited = (req: FastifyRequest, reply: FastifyReply): void =>
     chargeAddress(ctx, req, reply);
-    // Every parameter of these reads takes one value: a repeated one (`?instrument=A&instrument=B`
-    // arrives as an array) is named as such, not as missing or of the wrong form.
-    for (const [name, value] of Object.entries((req.query ?? {}) as Record<string, unknown>)) {
-      if (Array.isArray(value)) throw new HttpError(400, `${name} given more than once`);
-    }
-  };
 
   // Every public read counts toward the per-IP budget (protocol.md section 5), these two included.
   app.get('/api/time', async (req, reply) => {
@@ -230,7 +235,7 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     limited(req, reply);
     const q = req.query as Record<string, unknown>;
     const { instrument } = listedInstrument(ctx, q);
-    const interval = q.interval;
+    const interval = once(q.interval, 'interval');
     if (typeof interval !== 'string' || !isCandleInterval(interval))
       throw new HttpError(400, `interval must be one of ${INTERVALS.join(' ')}`);
     const { startTime, endTime } = timeWindow(q);
@@ -270,8 +275,11 @@ export function registerPublicRoutes(app: FastifyInstance, ctx: VenueContext): v
     const q = req.query as Record<string, unknown>;
     const { market } = listedInstrument(ctx, q);
     // The socket's depths and default; anything else is refused, not rounded to a depth.
+    const depthParam = once(q.depth, 'depth');
     const depth =
-      q.depth === undefined ? DEFAULT_BOOK_DEPTH : BOOK_DEPTHS.find((d) => String(d) === q.depth);
+      depthParam === undefined
+        ? DEFAULT_BOOK_DEPTH
+        : BOOK_DEPTHS.find((d) => String(d) === depthParam);
     if (depth === undefined)
       throw new HttpError(400, `depth must be one of ${BOOK_DEPTHS.join(', ')}`);
     const { type: _type, ...book } = orderBookSnapshot(market, depth, ctx.host.now());
