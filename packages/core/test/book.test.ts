@@ -295,6 +295,41 @@ describe('cancel', () => {
     expect(v.state.orders.has(live)).toBe(true);
   });
 
+  it('refuses a cancel or replace naming an unlisted market as bad input: 4000, nonce kept', () => {
+    const live = orderIdOf(v.place(A, BTC, { side: 'Buy', qty: '1', price: '64000' }));
+    const auth = { nonce: BigInt(v.time), deadline: BigInt(Math.floor(v.time / 1000) + 60) };
+    const cancel = {
+      type: 'cancelOrder' as const,
+      account: A,
+      market: 77,
+      orderId: BigInt(live),
+      cloid: null,
+      auth,
+    };
+    const replace = {
+      type: 'replaceOrder' as const,
+      account: A,
+      market: 77,
+      orderId: BigInt(live),
+      origCloid: null,
+      cloid: null,
+      price: px('63000'),
+      triggerPrice: 0n,
+      quantity: 100n,
+      auth,
+    };
+    for (const command of [cancel, replace]) {
+      const before = v.state;
+      const o = outcome(v.run(command));
+      expect(o.ok ? 0 : o.code).toBe(4000);
+      expect(o.ok ? '' : o.message).toMatch(/unknown market 77/);
+      expect(o.ok ? true : o.nonceConsumed).toBeFalsy();
+      expect(v.state).toBe(before);
+    }
+    // The nonce was not spent: the same nonce on the listed market cancels the order.
+    expect(outcome(v.run({ ...cancel, market: 1 })).ok).toBe(true);
+  });
+
   it('refuses a cancel naming both or neither target with 4000', () => {
     const both = v.run({
       type: 'cancelOrder',

@@ -60,6 +60,12 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
     const r = reject('INVALID_REQUEST', bad);
     return ctx.fail(r.code, r.message);
   }
+  // The listed markets are public: naming one that does not exist is bad input (4000, nothing
+  // consumed), as for a new order or a cancel-all, not a target that might exist (4041).
+  if (ctx.market(cmd.market) === undefined) {
+    const r = reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
+    return ctx.fail(r.code, r.message);
+  }
   if (ctx.account(cmd.account) === undefined) {
     const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
     return ctx.fail(r.code, r.message);

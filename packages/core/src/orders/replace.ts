@@ -31,18 +31,19 @@ const CLOID_RE = /^0x[0-9a-f]{32}$/;
  */
 function requestProblem(ctx: Ctx, cmd: ReplaceOrderCommand): Rejection | undefined {
   const spec = ctx.market(cmd.market)?.spec;
-  if (spec !== undefined) {
-    if (cmd.price !== 0n) {
-      const bad = checkPrice(spec, cmd.price, 'price');
-      if (bad) return bad;
-    }
-    if (cmd.triggerPrice !== 0n) {
-      const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
-      if (bad) return bad;
-    }
-    const badQty = checkQuantity(spec, cmd.quantity);
-    if (badQty) return badQty;
+  // The listed markets are public: naming one that does not exist is bad input (4000, nothing
+  // consumed), as for a new order or a cancel-all, not a target that might exist (4041).
+  if (spec === undefined) return reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
+  if (cmd.price !== 0n) {
+    const bad = checkPrice(spec, cmd.price, 'price');
+    if (bad) return bad;
   }
+  if (cmd.triggerPrice !== 0n) {
+    const bad = checkPrice(spec, cmd.triggerPrice, 'trigger price');
+    if (bad) return bad;
+  }
+  const badQty = checkQuantity(spec, cmd.quantity);
+  if (badQty) return badQty;
   if (cmd.cloid !== null && !CLOID_RE.test(cmd.cloid)) {
     return reject('INVALID_REQUEST', 'cloid must be 0x followed by 32 lowercase hex digits');
   }
