@@ -1553,6 +1553,13 @@ describe('hostile input', () => {
         'authenticateSuccess',
       );
       const stranger = t.wallet(`0x${'42'.repeat(32)}`);
+      // Authenticated as Alice, the connection takes no other wallet (4004) until it logs out.
+      expectWsError(
+        await c.request({ type: 'authenticate', signature: await stranger.authenticate() }),
+        4004,
+        /WALLET_MISMATCH/,
+      );
+      expect((await c.request({ type: 'logout' })).type).toBe('logoutSuccess');
       expectWsError(
         await c.request({ type: 'authenticate', signature: await stranger.authenticate() }),
         4015,

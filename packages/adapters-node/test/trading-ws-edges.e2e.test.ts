@@ -460,13 +460,14 @@ describe('connections per account', () => {
     expect((await c.request({ type: 'ping' })).type).toBe('pong');
   });
 
-  it('a connection that authenticates as another wallet frees its place in the first', async () => {
+  it('a connection that logs out and authenticates as another wallet frees its place in the first', async () => {
     t = await startTestVenue({ config: withLimits({ connectionsPerAccount: 1 }) });
     const alice = t.wallet(0);
     const bob = t.wallet(1);
     await t.invite(alice);
     await t.invite(bob);
     const c = await t.connect(alice);
+    expect(await c.request({ type: 'logout' })).toMatchObject({ type: 'logoutSuccess' });
     expect(
       await c.request({ type: 'authenticate', signature: await bob.authenticate() }),
     ).toMatchObject({ type: 'authenticateSuccess', account: bob.address });
@@ -477,6 +478,43 @@ describe('connections per account', () => {
     expect(
       await e.request({ type: 'authenticate', signature: await bob.authenticate() }),
     ).toMatchObject({ type: 'error', code: 5000 });
+  });
+
+  it('authenticate by another wallet on an authenticated connection is 4004 and changes nothing', async () => {
+    t = await startTestVenue({ config: withLimits({ connectionsPerAccount: 1 }) });
+    const alice = t.wallet(0);
+    const bob = t.wallet(1);
+    for (const w of [alice, bob]) {
+      await t.invite(w);
+      await t.fund(w, '1000');
+    }
+    const c = await t.connect(alice);
+    await c.request({ type: 'subscribeTrading' });
+    await c.request({ type: 'subscribeAccountSummary' });
+    const before = await t.stateHash();
+    const bobAuth = await bob.authenticate();
+    const refused = await c.request({ type: 'authenticate', signature: bobAuth });
+    expect(refused).toMatchObject({ type: 'error', code: 4004 });
+    expect(refused.message).toMatch(/^WALLET_MISMATCH: .*log out first/);
+    // Nothing reached the engine: Bob's nonce is unused, no account or state changed.
+    expect(await t.stateHash()).toEqual(before);
+    // The connection is still Alice's, with both of its streams: a transfer by Alice pushes a
+    // summary and a TransferMargin report on it.
+    const pushes = summaries(c).length;
+    expect(await c.request(await transfer(alice, 10))).toMatchObject({ status: 'Submitted' });
+    await c.waitFor((m) => m.type === 'executionReport' && m.kind === 'TransferMargin');
+    await c.waitFor(() => summaries(c).length > pushes);
+    // Alice holds her only place: a second socket of hers is refused for the cap.
+    const d = await WsClient.connect(t.venue.ws);
+    expect(
+      await d.request({ type: 'authenticate', signature: await alice.authenticate() }),
+    ).toMatchObject({ type: 'error', code: 5000 });
+    // The refused message itself still works once the connection has logged out.
+    expect(await c.request({ type: 'logout' })).toMatchObject({ type: 'logoutSuccess' });
+    expect(await c.request({ type: 'authenticate', signature: bobAuth })).toMatchObject({
+      type: 'authenticateSuccess',
+      account: bob.address,
+    });
   });
 });
 

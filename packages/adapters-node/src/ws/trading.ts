@@ -480,6 +480,18 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       if (v.value.payload.kind !== 'Authenticate')
         return error(s, id, 4000, 'INVALID_REQUEST: expected an Authenticate payload');
       const account = v.value.signer;
+      // An authenticated connection moves only by `logout` (interface-spec, connection states):
+      // a valid signature by another wallet is 4004 ("signed wallet differs from authenticated
+      // wallet"), as for every other signed message, and leaves the connection, its
+      // subscriptions and the other wallet's nonce as they were. Re-authenticating as the same
+      // wallet stays allowed (a fresh signature, nothing changes).
+      if (s.account !== null && s.account !== account)
+        return error(
+          s,
+          id,
+          ErrorCode.WALLET_MISMATCH,
+          `WALLET_MISMATCH: the authenticate is signed by ${account}, this connection is authenticated as ${s.account}; log out first`,
+        );
       // The engine sees every authenticate whose signature verified, so its nonce is consumed
       // (and journaled) even when the connection cap below refuses the session (protocol.md
       // section 3); otherwise the refused message could be replayed once a connection closes.
