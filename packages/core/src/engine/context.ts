@@ -89,6 +89,11 @@ export class Ctx {
   // Per-command scratch; short arrays (usually 0-2 entries) beat Sets and Maps here.
   /** Accounts whose position, margin or balance changed in the current command. */
   private changed: string[] = [];
+  /**
+   * The same accounts as a set once there are many (a funding settlement or a liquidation sweep
+   * marks every holder): a scan of the list per mark made those commands quadratic.
+   */
+  private changedSet: Set<string> | null = null;
   /** Markets whose book changed in the current command. */
   private books: Market[] = [];
   /** Scopes whose position changed and whose reduce-only and managed orders need a look. */
@@ -149,7 +154,10 @@ export class Ctx {
     this.events = [];
     this.time = time;
     // Assigning `length` is a slow runtime call even on empty arrays; replace only when used.
-    if (this.changed.length !== 0) this.changed = [];
+    if (this.changed.length !== 0) {
+      this.changed = [];
+      this.changedSet = null;
+    }
     if (this.books.length !== 0) this.books = [];
     if (this.scopes.length !== 0) this.scopes = [];
     if (this.movedMarkets.length !== 0) this.movedMarkets = [];
@@ -193,7 +201,10 @@ export class Ctx {
       this.events.push({ type: 'accountChanged', account, time: this.time });
     }
     if (this.books.length !== 0) this.books = [];
-    if (this.changed.length !== 0) this.changed = [];
+    if (this.changed.length !== 0) {
+      this.changed = [];
+      this.changedSet = null;
+    }
     return this.events;
   }
 
@@ -221,7 +232,17 @@ export class Ctx {
 
   /** Marks an account for an account-summary push (spec push triggers only). */
   accountChanged(address: string): void {
-    if (!this.changed.includes(address)) this.changed.push(address);
+    const set = this.changedSet;
+    if (set !== null) {
+      if (set.has(address)) return;
+      set.add(address);
+      this.changed.push(address);
+      return;
+    }
+    // A few accounts per command is the common case: a short scan, no set.
+    if (this.changed.includes(address)) return;
+    this.changed.push(address);
+    if (this.changed.length >= 32) this.changedSet = new Set(this.changed);
   }
 
   // ---- ids -------------------------------------------------------------------------------
