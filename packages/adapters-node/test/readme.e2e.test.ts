@@ -11,8 +11,11 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { ENGINE_RULES_VERSION } from '@perp/core';
+import { generatePrivateKey } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listSnapshotFiles } from '../src/journal/snapshots.js';
+import { freshNonce, http, type NetworkInfo, Wallet, WsClient } from './support/client.js';
+import { limitOrder } from './support/fixture.js';
 
 /** The command line of a process (Linux /proc), or `undefined`. */
 function commandLine(pid: number): string | undefined {
@@ -159,6 +162,94 @@ describe('README', () => {
     expect(stdout).toContain(`cancel cancelAck Cancelled ${orderId}`);
     expect(stdout).toContain(`history ${orderId} Cancelled 59000 nextCursor null`);
     expect(stdout).toMatch(/reports DepositMargin,OrderAccepted,OrderReplaced,OrderCancelled\n/);
+  });
+
+  it('takes the faucet, deposit and GTD order of docs/getting-started.md as the guide writes them', async () => {
+    const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
+    const quoted = (re: RegExp): string => {
+      const m = re.exec(guide);
+      expect(m, String(re)).not.toBeNull();
+      return m![1]!;
+    };
+    const net = (await http('GET', `${ready.rest}/network`)).body as unknown as NetworkInfo;
+    const w = new Wallet(generatePrivateKey(), net);
+    const invite = await w.referral(ready.inviteCode!);
+    expect(
+      (await http('POST', `${ready.rest}/referral/apply`, invite.body, invite.headers)).status,
+    ).toBe(201);
+
+    // Step 2: the faucet's amount is whole tokens, and it answers the wallet's new balance.
+    const withWallet = (text: string): unknown => JSON.parse(text.replaceAll('0x…', w.address));
+    const faucet = withWallet(quoted(/`POST \/api\/admin\/faucet (\{"wallet"[^`]*\})`/)) as {
+      amount: string;
+    };
+    const faucetAnswer = withWallet(quoted(/new token balance, `(\{"wallet"[^`]*\})`/));
+    expect(
+      await http('POST', `${ready.rest}/admin/faucet`, faucet, {
+        authorization: `Bearer ${ready.adminToken}`,
+      }).then((r) => ({ status: r.status, body: r.body })),
+    ).toEqual({ status: 200, body: faucetAnswer });
+    const token = (await http('GET', `${ready.rest}/chain/token/${w.address}`)).body;
+    expect(token.balance).toBe(faucet.amount);
+
+    // Step 3: the deposit body as quoted, its two signature objects filled in.
+    const body = JSON.parse(
+      quoted(/the body `(\{"amount"[^`]*\})`/).replaceAll('{…}', 'null'),
+    ) as Record<string, unknown>;
+    expect(body).toEqual({
+      amount: faucet.amount,
+      instrument: null,
+      marginMode: 'Cross',
+      permitSignature: null,
+      depositSignature: null,
+    });
+    const micro = BigInt(faucet.amount) * 1_000_000n;
+    body.permitSignature = await w.sign('Permit', {
+      spender: net.vault.address,
+      value: micro,
+      nonce: BigInt(token.nonce as string),
+      deadline: Wallet.deadline(),
+    });
+    body.depositSignature = await w.sign('Deposit', {
+      amount: micro,
+      market: 0,
+      flags: 0,
+      nonce: freshNonce(),
+      deadline: Wallet.deadline(),
+    });
+    const deposit = await http('POST', `${ready.rest}/margin/deposit`, body);
+    expect([deposit.status, deposit.body.status]).toEqual([200, 'Submitted']);
+
+    // Step 6: a GTD expiry is in seconds; the order's expireTime is the same instant in ms.
+    expect(guide).toContain('`expiry` is in **seconds**');
+    const ws = await WsClient.connect(ready.ws);
+    try {
+      const auth = await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+      expect(auth.type).toBe('authenticateSuccess');
+      const expiry = BigInt(Math.floor(Date.now() / 1000) + 600);
+      const ack = await ws.request({
+        type: 'placeOrder',
+        signature: await w.sign(
+          'Order',
+          limitOrder(true, 60_000n * 10n ** 18n, 10n, { timeInForce: 1, expiry }),
+        ),
+      });
+      expect(ack.type).toBe('orderAck');
+      expect(ack.order).toMatchObject({ timeInForce: 'GTD', expireTime: Number(expiry) * 1000 });
+      // Off the book again: the operator examples below quote marks of an empty book.
+      const cancelled = await ws.request({
+        type: 'cancelOrder',
+        signature: await w.sign('Cancel', {
+          market: 1,
+          orderId: BigInt((ack.order as { orderId: string }).orderId),
+          nonce: freshNonce(),
+          deadline: Wallet.deadline(),
+        }),
+      });
+      expect(cancelled.type).toBe('cancelAck');
+    } finally {
+      await ws.close();
+    }
   });
 
   it('answers the operator examples of docs/getting-started.md as the guide quotes them', async () => {
