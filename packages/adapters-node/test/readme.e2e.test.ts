@@ -252,6 +252,31 @@ describe('README', () => {
     }
   });
 
+  it('refuses a message id outside the rule docs/getting-started.md gives, without an id', async () => {
+    const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
+    const refusal =
+      /any other `id` is refused with 4000 `([^`]*)` and that error carries no `id`/.exec(guide);
+    expect(refusal).not.toBeNull();
+    for (const url of [ready.ws, ready.marketdata]) {
+      const ws = await WsClient.connect(url);
+      try {
+        // A number, a dot, 65 characters: each refused with the quoted text and no id.
+        for (const id of [7, 'a.b', 'x'.repeat(65)]) {
+          const before = ws.inbox.length;
+          ws.ws.send(JSON.stringify({ type: 'ping', id }));
+          const reply = await ws.waitFor((m) => ws.inbox.indexOf(m) >= before);
+          expect(reply).toEqual({ type: 'error', code: 4000, message: refusal![1] });
+        }
+        // The longest id the rule allows is echoed.
+        const id = `${'A'.repeat(62)}_-`;
+        ws.ws.send(JSON.stringify({ type: 'ping', id }));
+        expect((await ws.waitFor((m) => m.id === id)).type).not.toBe('error');
+      } finally {
+        await ws.close();
+      }
+    }
+  });
+
   it('answers the operator examples of docs/getting-started.md as the guide quotes them', async () => {
     // The guide's own text, whitespace folded (its lines wrap inside quoted answers).
     const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
