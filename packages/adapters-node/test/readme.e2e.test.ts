@@ -252,6 +252,38 @@ describe('README', () => {
     }
   });
 
+  it('answers the further trading-socket messages docs/getting-started.md lists as it says', async () => {
+    const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(guide).toContain(
+      '`{"type":"ping"}` (answered `{"type":"pong","serverTime":…}`), `unsubscribeAccountSummary` and `unsubscribeTrading` (answered `unsubscribeAccountSummarySuccess` and `unsubscribeTradingSuccess`) and `logout` (answered `logoutSuccess`; trading messages are then 4003 until the next `authenticate`)',
+    );
+    const net = (await http('GET', `${ready.rest}/network`)).body as unknown as NetworkInfo;
+    const w = new Wallet(generatePrivateKey(), net);
+    const invite = await w.referral(ready.inviteCode!);
+    expect(
+      (await http('POST', `${ready.rest}/referral/apply`, invite.body, invite.headers)).status,
+    ).toBe(201);
+    const ws = await WsClient.connect(ready.ws);
+    try {
+      const pong = await ws.request({ type: 'ping' });
+      expect(Object.keys(pong).sort()).toEqual(['id', 'serverTime', 'type']);
+      expect(pong.type).toBe('pong');
+      const auth = await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+      expect(auth.type).toBe('authenticateSuccess');
+      expect((await ws.request({ type: 'subscribeAccountSummary' })).type).toBe('accountSummary');
+      for (const type of ['unsubscribeAccountSummary', 'unsubscribeTrading', 'logout'])
+        expect((await ws.request({ type })).type).toBe(
+          type === 'logout' ? 'logoutSuccess' : `${type}Success`,
+        );
+      expect(await ws.request({ type: 'subscribeTrading' })).toMatchObject({
+        type: 'error',
+        code: 4003,
+      });
+    } finally {
+      await ws.close();
+    }
+  });
+
   it('refuses a message id outside the rule docs/getting-started.md gives, without an id', async () => {
     const guide = readFileSync(join(ROOT, 'docs/getting-started.md'), 'utf8').replace(/\s+/g, ' ');
     const refusal =
