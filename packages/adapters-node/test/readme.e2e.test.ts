@@ -279,6 +279,23 @@ describe('README', () => {
         type: 'error',
         code: 4003,
       });
+      // The per-wallet budget the guide states: 20 a rolling second, this authenticate and every
+      // ping included (the messages above are older than a second once this waits).
+      const perSecond = Number(
+        /budgets behind 4029 and 4035 .*? (\d+) requests per rolling second/.exec(guide)![1],
+      );
+      await new Promise((r) => setTimeout(r, 1_100));
+      expect(
+        (await ws.request({ type: 'authenticate', signature: await w.authenticate() })).type,
+      ).toBe('authenticateSuccess');
+      const replies = await Promise.all(
+        Array.from({ length: perSecond }, () => ws.request({ type: 'ping' })),
+      );
+      expect(replies.slice(0, perSecond - 1).map((r) => r.type)).toEqual(
+        Array(perSecond - 1).fill('pong'),
+      );
+      expect(replies[perSecond - 1]).toMatchObject({ type: 'error', code: 4029 });
+      expect(replies[perSecond - 1]!.retryAfterMs).toBeGreaterThan(0);
     } finally {
       await ws.close();
     }
