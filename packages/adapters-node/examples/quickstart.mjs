@@ -1,5 +1,6 @@
-// Quickstart: one wallet gets access and collateral, then places, amends and cancels an order and
-// reads its order history, using only viem and ws.
+// Quickstart: one wallet gets access and collateral, then places, amends and cancels an order,
+// changes its leverage, moves and withdraws margin, and reads its order history, using only viem
+// and ws.
 // Run a venue first (`pnpm start`), then:
 //   node packages/adapters-node/examples/quickstart.mjs http://127.0.0.1:8080/api <adminToken> <inviteCode>
 import { encodeAbiParameters } from 'viem';
@@ -94,6 +95,66 @@ const STRUCTS = {
       ['amount', 'uint256'],
       ['market', 'uint32'],
       ['flags', 'uint32'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
+  // The rest of the table in docs/getting-started.md section 3, for the requests of 3.3-3.6 and
+  // auction claims.
+  Withdrawal: [
+    0x03,
+    'vault',
+    [
+      ['owner', 'address'],
+      ['amount', 'uint256'],
+      ['market', 'uint32'],
+      ['flags', 'uint32'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
+  UpdateLeverage: [
+    0x04,
+    'vault',
+    [
+      ['account', 'address'],
+      ['market', 'uint32'],
+      ['leverage', 'uint32'],
+      ['flags', 'uint32'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
+  MarginTransfer: [
+    0x08,
+    'vault',
+    [
+      ['owner', 'address'],
+      ['amount', 'uint256'],
+      ['market', 'uint32'],
+      ['flags', 'uint32'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
+  CancelAll: [
+    0x0a,
+    'vault',
+    [
+      ['account', 'address'],
+      ['market', 'uint32'],
+      ['nonce', 'uint64'],
+      ['deadline', 'uint64'],
+    ],
+  ],
+  ClaimLiquidation: [
+    0x0b,
+    'vault',
+    [
+      ['account', 'address'],
+      ['auctionId', 'uint64'],
+      ['quantity', 'uint256'],
+      ['maxPrice', 'uint256'],
       ['nonce', 'uint64'],
       ['deadline', 'uint64'],
     ],
@@ -278,7 +339,61 @@ const cancel = await sign('Cancel', {
 const cancelled = await request({ type: 'cancelOrder', signature: cancel });
 console.log('cancel', cancelled.type, cancelled.order?.ordStatus, cancelled.order?.orderId);
 
-// 5. Order history, newest first; a non-null nextCursor means more pages (pass it as `cursor`).
+// 5. Margin over REST: 5x cross leverage on BTC-PERP, 20 into its isolated pool, 10 out of the
+// cross pool. Each answers {command_id, status: "Submitted"}; a report follows on the socket.
+const leverage = await sign('UpdateLeverage', {
+  account: wallet,
+  market: 1,
+  leverage: 500,
+  flags: 0 /* bit 0: 0 Cross, 1 Isolated */,
+  nonce: nonce(),
+  deadline: deadline(),
+});
+console.log(
+  'leverage',
+  await call('POST', '/update_leverage', {
+    leverage: 500,
+    instrument: 'BTC-PERP',
+    marginMode: 'Cross',
+    signature: leverage,
+  }),
+);
+const transfer = await sign('MarginTransfer', {
+  owner: wallet,
+  amount: 20_000_000n,
+  market: 1,
+  flags: 0 /* bit 0: 0 crossToIsolated, 1 isolatedToCross */,
+  nonce: nonce(),
+  deadline: deadline(),
+});
+console.log(
+  'transfer',
+  await call('POST', '/margin/transfer', {
+    amount: '20',
+    instrument: 'BTC-PERP',
+    direction: 'crossToIsolated',
+    signature: transfer,
+  }),
+);
+const withdrawal = await sign('Withdrawal', {
+  owner: wallet,
+  amount: 10_000_000n,
+  market: 0,
+  flags: 0,
+  nonce: nonce(),
+  deadline: deadline(),
+});
+console.log(
+  'withdrawal',
+  await call('POST', '/margin/withdrawal', {
+    amount: '10',
+    instrument: null,
+    marginMode: 'Cross',
+    signature: withdrawal,
+  }),
+);
+
+// 6. Order history, newest first; a non-null nextCursor means more pages (pass it as `cursor`).
 const history = await call('GET', `/historic/orders?wallet=${wallet}&limit=10`);
 console.log(
   'history',

@@ -161,7 +161,15 @@ describe('README', () => {
     expect(stdout).toContain(`replace replaceAck 59000 ${orderId}`);
     expect(stdout).toContain(`cancel cancelAck Cancelled ${orderId}`);
     expect(stdout).toContain(`history ${orderId} Cancelled 59000 nextCursor null`);
-    expect(stdout).toMatch(/reports DepositMargin,OrderAccepted,OrderReplaced,OrderCancelled\n/);
+    // Step 5: leverage, a transfer and a withdrawal over REST, each accepted.
+    for (const step of ['leverage', 'transfer', 'withdrawal'])
+      expect(stdout).toMatch(
+        new RegExp(`^${step} \\{ command_id: \\d+, status: 'Submitted' \\}$`, 'm'),
+      );
+    // The withdrawal's report comes when the chain pays out, which may be after the last line.
+    expect(stdout).toMatch(
+      /reports DepositMargin,OrderAccepted,OrderReplaced,OrderCancelled,UpdateLeverage,TransferMargin(,WithdrawMargin)?\n/,
+    );
   });
 
   it('takes the faucet, deposit and GTD order of docs/getting-started.md as the guide writes them', async () => {
