@@ -15,6 +15,7 @@
 
 import {
   bankruptcyPrice,
+  bankruptcyRaw,
   formatPrice,
   liquidationPrice,
   liveAuctions,
@@ -22,7 +23,7 @@ import {
   type Rational,
   toFixedHalfEven,
 } from '@perp/core';
-import { TestVenue, wallet, wholeLotSettings } from '@perp/core/testing';
+import { px, TestVenue, wallet, wholeLotSettings } from '@perp/core/testing';
 import { describe, expect, it } from 'vitest';
 
 function caseB(): { v: TestVenue; gold: string } {
@@ -54,12 +55,21 @@ describe('bankruptcyPrice of a cross scope with two positions', () => {
     const account = v.state.accounts.get(gold)!;
     const btc = raw(bankruptcyPrice(v.state, account, positionOf(account, 1, 'Cross')!));
     const eth = raw(bankruptcyPrice(v.state, account, positionOf(account, 2, 'Cross')!));
-    // The engine's own bankruptcy prices: the end prices of the auctions a forced liquidation
-    // opens on an empty book.
+    // The engine's own bankruptcy prices, as its market step, auctions and ADL take them.
+    const engine = (market: number) =>
+      formatPrice(
+        bankruptcyRaw(v.state, account, 'Cross', 0, positionOf(account, market, 'Cross')!),
+      );
+    expect(engine(1)).toBe('48836.431226765799256506');
+    expect(engine(2)).toBe('3883.64312267657992565');
+    // The scope is healthy: a forced liquidation on an empty book auctions it at the mark, not
+    // down to these prices (engine-rules 7.5: what remains stays with the account).
     v.run({ type: 'liquidate', account: gold, mode: 'Cross', market: 0, force: true });
-    const ends = new Map(liveAuctions(v.state).map((a) => [a.market, a.endPrice]));
-    expect(formatPrice(ends.get(1)!)).toBe('48836.431226765799256506');
-    expect(formatPrice(ends.get(2)!)).toBe('3883.64312267657992565');
+    const paths = liveAuctions(v.state).map((a) => [a.market, a.startPrice, a.endPrice]);
+    expect(paths).toEqual([
+      [1, px('58000'), px('58000')],
+      [2, px('3100'), px('3100')],
+    ]);
     // Exact, rounded half-even to 18 decimals here; the engine rounds up for the long and
     // down for the short. Not 41,000 (58,000 - 17,000) and 4,800 (3,100 + 17,000 / 10).
     expect(formatPrice(btc!)).toBe('48836.431226765799256506');

@@ -278,14 +278,17 @@ const FINGERPRINTS: Record<
   // the claim's quantity (risk.golden.test.ts; the logs settle no partial claim).
   // A cancel or replace naming an unlisted market is 4000 and changes nothing, as an order's is
   // (book.test.ts; the tail's last command: reverting it moves the state hash).
+  // A forced liquidation of a healthy scope auctions at the mark and deleverages what is left at
+  // the mark, not at the bankruptcy price (engine-rules 7.5; forced-liquidation.test.ts; the
+  // tour's forced liquidations moved its state and events).
   10: {
     simulation: {
       state: '0x69806535391f12770053d01b1048aa5f94e38984b7a98d8fe6b113a2d669a338',
       events: '0xfe6240c69a30cc0af728ce9d89c35945a81c600641b2ad229482bba5d3a04176',
     },
     tour: {
-      state: '0x6eb3a1848a8ee63106e85f1659bb002db322ba4db3b16fb90b5ac0555509689d',
-      events: '0x057f61caae71c94ab04d73c6febc773aae20afcb3371e2b80eee730b0cab1c4e',
+      state: '0x239234496c37e4e9783134e43e2cecabd9f6b1d0129a85b58ca20a7fcde7ab5c',
+      events: '0x379eb245da722e3dbc5efc556b8e0f0e78d307206602278bd61a28cc7429f8fa',
     },
     edges: {
       state: '0x76944bb27336c01b1ccbc1391119344c4bef3b3f510f02a7982231d54491be5e',

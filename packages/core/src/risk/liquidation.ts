@@ -569,6 +569,7 @@ function startAuctions(
   scopeMarket: number,
   triggers: TriggerMap,
   forced: boolean,
+  atMark: boolean,
 ): void {
   const account = ctx.account(address)!;
   const positions = scopePositions(account, mode, scopeMarket).sort((a, b) => a.market - b.market);
@@ -576,7 +577,10 @@ function startAuctions(
     const market = ctx.market(p.market)!;
     const auctionId = ctx.nextAuctionId();
     const mark = valuationPrice(market)!;
-    const end = bankruptcyRaw(ctx.state, account, mode, scopeMarket, p);
+    // A forced auction of a healthy scope stays at the mark: one that ran to the bankruptcy price
+    // would sell a solvent account's equity to its claimants (engine-rules 7.5: what remains
+    // stays with the account).
+    const end = atMark ? mark : bankruptcyRaw(ctx.state, account, mode, scopeMarket, p);
     const t = triggers.get(p.market) ?? { markPrice: mark, liquidationPrice: null };
     const auction: Auction = {
       auctionId,
@@ -713,13 +717,26 @@ export function settleAuction(ctx: Ctx, auctionId: number): void {
   // A scope healthy again (margin added during the auction, or the mark recovered) keeps what
   // was not claimed, as the market step stops once the scope is healthy (rule 7.2): ADL is the
   // last resort against a deficit, not a penalty. A forced liquidation goes on.
-  const healthy = !a.forced && !isLiquidatable(scopeRisk(ctx.state, account, a.mode, scopeMarket));
+  const liquidatable = isLiquidatable(scopeRisk(ctx.state, account, a.mode, scopeMarket));
+  const healthy = !a.forced && !liquidatable;
   if (offered && !healthy && a.remaining > 0n) {
     // Step 4: what is left unclaimed closes at the bankruptcy price (as it is now), after the
     // insurance fund has paid what it can of a deficit the mark or the claims left (rule 7.5).
+    // A forced liquidation of a scope that is healthy closes it at the mark instead: at the
+    // bankruptcy price ADL would hand a solvent account's equity to its counterparties.
     absorbDeficit(ctx, a.account, a.mode, scopeMarket);
     const q = a.remaining < abs(position.size) ? a.remaining : abs(position.size);
-    deleverage(ctx, a.liquidationId, a.account, a.mode, scopeMarket, a.market, q, trigger);
+    deleverage(
+      ctx,
+      a.liquidationId,
+      a.account,
+      a.mode,
+      scopeMarket,
+      a.market,
+      q,
+      trigger,
+      !liquidatable,
+    );
   }
   reconcileScopes(ctx);
   coverDeficit(ctx, a.account, a.mode, scopeMarket);
@@ -994,6 +1011,7 @@ function deleverage(
   marketId: number,
   qty: bigint,
   trigger: TriggerInfo,
+  atMark = false,
 ): void {
   const size0 = sizeOf(ctx.account(address)!, marketId, mode);
   if (size0 === 0n || qty === 0n) return;
@@ -1007,9 +1025,11 @@ function deleverage(
     const account = ctx.account(address)!;
     const position = positionOf(account, marketId, mode);
     if (position === undefined) break;
-    let price = bankruptcyRaw(ctx.state, account, mode, scopeMarket, position);
     const q = abs(c.size) < remaining ? abs(c.size) : remaining;
     const market = ctx.writableMarket(marketId);
+    let price = atMark
+      ? valuationPrice(market)!
+      : bankruptcyRaw(ctx.state, account, mode, scopeMarket, position);
     const scale = notionalScale(market.spec);
     // The cash leg rounds toward the liquidated scope (it must not end below zero: that would
     // be a venue deficit); the counterparty, in profit, pays the fraction.
@@ -1295,7 +1315,8 @@ export function liquidateScope(
     return { liquidationId, result: 'Closed' };
   }
   if (risk.equity > 0n) {
-    startAuctions(ctx, liquidationId, address, mode, scopeMarket, triggers, forced);
+    const atMark = forced && !isLiquidatable(risk);
+    startAuctions(ctx, liquidationId, address, mode, scopeMarket, triggers, forced, atMark);
     return { liquidationId, result: 'Auction' };
   }
   // Zero or negative equity: the insurance fund pays what it can of the deficit first (rule
