@@ -1,5 +1,5 @@
 /**
- * Kill -9 under load, restart, reconcile (reliability-anchors 5.4 F1, F8, F10; 5.6). The suite
+ * Kill -9 under load, restart, reconcile (reliability-anchors 5.4 F1, F8, F10, F11; 5.6). The suite
  * runs a short version; `pnpm soak` runs hundreds of cycles. Environment: `CRASH_CYCLES`
  * (default 5), `CRASH_SEED` (default: random, printed), `CRASH_KEEP=1` keeps the data directory.
  */
@@ -28,6 +28,33 @@ describe('crash harness', () => {
       expect(summary.replaysFromGenesis).toBe(1);
       // Cycles 2, 6, 10, ... stop cleanly and archive the journal before the restart.
       expect(summary.archives).toBe(Math.floor((cycles + 2) / 4));
+      // Every kind of signed request the load sends was re-sent after a restart and refused as
+      // a replay (a GTD order's expiry may pass first, so it is not re-sent).
+      expect(summary.replayedKinds).toEqual(
+        [
+          'auth',
+          'cancel',
+          'cancelAll',
+          'cancelCloid',
+          'churn',
+          'claim',
+          'leverage',
+          'order',
+          'referral',
+          'replace',
+          'transfer',
+          'withdrawal',
+        ].sort(),
+      );
+      expect(summary.withdrawalsCompleted).toBeGreaterThan(0);
+      expect(summary.gtdExpiredWhileDown).toBeGreaterThan(0);
+      // The level behind the long-lived order is repacked under load (engine rules 10).
+      if (cycles >= 3) expect(summary.repackedChecks).toBeGreaterThan(0);
+      // A soak crosses funding times, some while the service is down.
+      if (cycles >= 30) {
+        expect(summary.fundingTimesChecked).toBeGreaterThan(0);
+        expect(summary.fundingWhileDown).toBeGreaterThan(0);
+      }
     },
     60_000 + cycles * 20_000,
   );

@@ -1,8 +1,12 @@
 /**
- * Crash harness (reliability-anchors 5.4 F1, F8, F10; 5.6): runs the built CLI as a child
- * process on a data directory, drives it with signed requests from several wallets (orders,
- * GTD orders, cancels over the trading WebSocket; leverage over REST), SIGKILLs it at a random
- * moment, restarts it and reconciles three views:
+ * Crash harness (reliability-anchors 5.4 F1, F8, F10, F11; 5.6): runs the built CLI as a child
+ * process on a data directory, drives it with signed requests from several wallets (over the
+ * trading WebSocket: GTC and GTD orders, cancels by order id and by cloid, replaces,
+ * cancel-alls, margin transfers both ways, liquidation claims that no auction takes; over REST:
+ * leverage changes and withdrawals, paid out on the embedded chain), plus a fifth wallet that
+ * places and cancels orders behind its long-lived one on one price level, so the level is
+ * repacked (engine rules 10) under load. It SIGKILLs the service at a random moment, restarts it
+ * and reconciles three views:
  *
  * - the client ledger: every request sent, and whether it was acknowledged, refused or left
  *   without an answer by the kill;
@@ -10,16 +14,21 @@
  * - the restarted service's state hash (`GET /api/admin/state-hash`).
  *
  * After every restart: the service's hash equals a clean replay of the journal prefix it reports
- * (replayed with the same build the child runs); every acknowledged request was admitted by exactly
- * one journal record, and no request by two (a request is one record, so it is applied whole or
- * not at all); re-sending an acknowledged signed order and leverage change is refused as a
- * replay; once its read models are complete again (from the snapshot's read-model checkpoint or
-the journal), each wallet's trade history is the clean replay's. Unanswered requests (the kill
-came first) may be admitted or not, never twice. At the end: every acknowledged GTD order is no
- * longer working once its expiry has passed, and none expired early. Snapshots are taken often
- * (`--snapshot-records`), so kills also land during snapshot writes and restarts go through
- * snapshot recovery. Every fourth cycle (from the second) stops the service cleanly under load
- * instead and runs `--archive-journal` before the restart: the journal is then read as the
+ * (replayed with the same build the child runs); every acknowledged request, and every one refused
+ * for a business reason (its nonce spent), was admitted by exactly one journal record, and no
+ * request by two (a request is one record, so it is applied whole or not at all); the newest
+ * nonce-spending request of every kind, and a socket's `authenticate`, re-sent, is refused as a
+ * replay; once no deposit or withdrawal is pending, each wallet's token balance on the embedded
+ * chain is what the journal's completed withdrawals paid it (no withdrawal paid twice or lost);
+ * every funding time of a market paying every minute, up to the last record, paid both holders
+ * once (restarts due just before a funding time stay down past it); once its read models are
+ * complete again (from the snapshot's read-model checkpoint or the journal), each wallet's trade
+ * history is the clean replay's. Unanswered requests (the kill came first) may be admitted or
+ * not, never twice. At the end: every acknowledged GTD order (many expire while the service is
+ * down) is no longer working once its expiry has passed, and none expired early. Snapshots are
+ * taken often (`--snapshot-records`), so kills also land during snapshot writes and restarts go
+ * through snapshot recovery. Every fourth cycle (from the second) stops the service cleanly under
+ * load instead and runs `--archive-journal` before the restart: the journal is then read as the
  * archive files and `journal.log` concatenated, and every check holds on an archived journal.
  *
  * Needs the built CLI (`npx tsc -b`).
@@ -93,13 +102,16 @@ const { createEngineState, reduceAll } = core;
 const stateHash = (state: EngineState): string => core.stateHash(state, stateKeccak());
 
 const PRICE = 10n ** 18n;
+/** The market listed by the harness that pays funding every minute. */
+const FUNDING_MARKET = 7;
+const FUNDING_INTERVAL_MS = 60_000;
 const ZERO16 = `0x${'0'.repeat(32)}`;
 
 /** Options of {@link runCrashHarness}. */
 export interface CrashOptions {
   readonly cycles: number;
   readonly seed: number;
-  /** Wallets driving load (at most 5). */
+  /** Wallets driving load (at most 4: the fifth test key holds the long-lived orders). */
   readonly wallets?: number;
   /** Snapshot cadence passed to the service, records. */
   readonly snapshotRecords?: number;
@@ -135,18 +147,76 @@ export interface CrashSummary {
   readonly lostFiles: number;
   readonly replaysRefused: number;
   readonly gtdChecked: number;
+  /** Acknowledged GTD orders whose expiry fell while the service was down. */
+  readonly gtdExpiredWhileDown: number;
+  /** Restarts held back past a funding time of the one-minute market. */
+  readonly fundingWhileDown: number;
+  /** Funding times of the one-minute market settled (each checked paid once to both holders). */
+  readonly fundingTimesChecked: number;
+  /** Checks that found the churn level repacked since the one before (engine rules 10). */
+  readonly repackedChecks: number;
+  /** Kinds of request whose re-sent signature a restarted service refused as a replay. */
+  readonly replayedKinds: readonly string[];
+  /** Acknowledged withdrawals (the completed ones each checked paid on the embedded chain once). */
+  readonly withdrawalsCompleted: number;
+  /** Acknowledged (or nonce-spending) requests by kind. */
+  readonly admittedKinds: Readonly<Record<string, number>>;
   readonly dataDir: string;
 }
 
 type Status = 'sent' | 'acked' | 'refused' | 'unanswered';
 
+/**
+ * What a ledger entry asked for. Over the trading WebSocket: orders (GTC, GTD, and GTC orders
+ * queued behind a long-lived one at {@link CHURN_PRICE}), cancels by order id and by cloid,
+ * replaces, cancel-alls, margin transfers (both directions) and liquidation claims (no auction
+ * exists: a business refusal that spends its nonce); over REST: leverage changes and
+ * withdrawals (paid out on the embedded chain); `auth` is a socket's `authenticate`.
+ */
+type Kind =
+  | 'order'
+  | 'gtd'
+  | 'churn'
+  | 'cancel'
+  | 'cancelCloid'
+  | 'replace'
+  | 'cancelAll'
+  | 'transfer'
+  | 'claim'
+  | 'leverage'
+  | 'withdrawal'
+  | 'referral'
+  | 'auth';
+
+/** Kinds answered over REST; the rest over the trading WebSocket. */
+const REST_KINDS: ReadonlySet<Kind> = new Set(['leverage', 'withdrawal', 'referral']);
+
+/** A REST kind's path. */
+function restPath(kind: Kind): string {
+  return kind === 'leverage'
+    ? '/update_leverage'
+    : kind === 'withdrawal'
+      ? '/margin/withdrawal'
+      : '/referral/apply';
+}
+
+/** Sends a REST kind's request. */
+function sendRest(rest: string, e: LedgerEntry) {
+  if (e.kind === 'referral') {
+    const m = e.message as { body: string; headers: Record<string, string> };
+    return http('POST', `${rest}/referral/apply`, m.body, m.headers);
+  }
+  return http('POST', `${rest}${restPath(e.kind)}`, e.message);
+}
+
 interface LedgerEntry {
   readonly wallet: string;
   readonly nonce: bigint;
-  readonly kind: 'order' | 'gtd' | 'cancel' | 'leverage';
+  readonly kind: Kind;
   readonly message: Record<string, unknown>;
   status: Status;
   orderId?: string;
+  cloid?: string;
   expiryMs?: number;
   reply?: unknown;
 }
@@ -341,6 +411,61 @@ class PrefixReplay {
   /** The execution-report replay buffers, likewise. */
   streams = new ReportStreams();
   fromGenesis = 0;
+  /** `${account}|${market}|${fundingTime}` -> `Funding` reports after the records replayed. */
+  readonly funding = new Map<string, number>();
+  /** Micro-units of completed withdrawals per account after the records replayed. */
+  readonly withdrawn = new Map<string, bigint>();
+  /** Time of the last record replayed, ms. */
+  lastTime = 0;
+  /** Orders ever placed at {@link CHURN_PRICE} (accepted reports), for {@link churnLevelRepacked}. */
+  private churnAccepted = 0;
+
+  /** Chain commands (deposits, withdrawals) the replayed state still has pending. */
+  pendingChain(): number {
+    let n = 0;
+    this.state?.pending.forEach(() => {
+      n++;
+    });
+    return n;
+  }
+
+  private churnSeen = { slots: 0, accepted: 0 };
+
+  /**
+   * Whether the {@link CHURN_PRICE} bid level was repacked since the last call: without a
+   * repack its slots (from the long-lived order at its front) only grow, by one per order placed
+   * there (and one per replace that sent an order there to the back), so fewer new slots than
+   * orders placed since means one was.
+   */
+  churnLevelRepacked(): boolean {
+    const level = this.state?.markets.get(1)?.bids.find((l) => l.price === CHURN_PRICE);
+    if (level === undefined) return false;
+    const slots = level.tail - level.base;
+    const repacked = slots < this.churnSeen.slots + (this.churnAccepted - this.churnSeen.accepted);
+    this.churnSeen = { slots, accepted: this.churnAccepted };
+    return repacked;
+  }
+
+  private note(events: readonly (readonly EngineEvent[])[]): void {
+    for (const list of events)
+      for (const e of list) {
+        if (e.type !== 'executionReport') continue;
+        if (e.kind === 'Funding')
+          this.funding.set(
+            `${e.account}|${e.market}|${e.fundingTime}`,
+            (this.funding.get(`${e.account}|${e.market}|${e.fundingTime}`) ?? 0) + 1,
+          );
+        else if (e.kind === 'WithdrawMargin' && e.status === 'Completed')
+          this.withdrawn.set(e.account, (this.withdrawn.get(e.account) ?? 0n) + (e.amount ?? 0n));
+        else if (
+          e.kind === 'OrderAccepted' &&
+          e.order.market === 1 &&
+          e.order.side === 'Buy' &&
+          e.order.price === CHURN_PRICE
+        )
+          this.churnAccepted++;
+      }
+  }
 
   /** A wallet's execution reports after the records replayed so far, as a replay sends them. */
   wireReports(address: string): Record<string, unknown>[] {
@@ -374,6 +499,10 @@ class PrefixReplay {
       this.admitted.clear();
       this.history = new HistoryStore();
       this.streams = new ReportStreams();
+      this.funding.clear();
+      this.withdrawn.clear();
+      this.churnAccepted = 0;
+      this.churnSeen = { slots: 0, accepted: 0 };
       this.fromGenesis++;
     }
     const fresh = scan.offsets
@@ -384,6 +513,8 @@ class PrefixReplay {
     const batch = { commands: fresh, events: r.events, state: r.state };
     this.history.apply(batch);
     this.streams.apply(batch);
+    this.note(r.events);
+    this.lastTime = fresh[fresh.length - 1]?.time ?? this.lastTime;
     for (const [key, n] of admittedNonces(fresh, r.events))
       this.admitted.set(key, (this.admitted.get(key) ?? 0) + n);
     this.state = r.state;
@@ -491,7 +622,103 @@ async function checkReportReplay(
   }
 }
 
-function authKey(wallet: string, nonce: bigint): string {
+/**
+ * Whether a refusal is a business one (the request passed its signature and nonce checks, and
+ * its record spent the nonce): an order, cancel or replace naming an order that is unknown or
+ * already ended (4041), margin refusals (REST `Rejected`, `marginTransferred` `Rejected`), a
+ * claim with no live auction.
+ */
+function isBusinessRefusal(reply: unknown): boolean {
+  const r = reply as { type?: unknown; status?: unknown; code?: unknown; message?: unknown };
+  if (r === undefined || r === null) return false;
+  if (r.status === 'Rejected') return true;
+  if (r.type !== 'error') return false;
+  return (
+    r.code === 4041 || (r.code === 4000 && /no live liquidation auction/.test(String(r.message)))
+  );
+}
+
+/**
+ * The embedded chain agrees with the journal: once no deposit or withdrawal is pending any
+ * more (a restart settles what a kill left pending, from the chain's answer), each wallet's
+ * token balance is what the faucet gave it, less its deposit, plus the withdrawals the journal
+ * completed. A withdrawal paid twice (the chain paid it, the kill lost the settlement, the
+ * restart paid it again) or paid and refunded shows here.
+ */
+async function checkChain(
+  rest: string,
+  admin: (rest: string, method: string, path: string) => Promise<{ body: unknown }>,
+  replay: PrefixReplay,
+  dir: string,
+  wallets: readonly Wallet[],
+  seed: number,
+  cycle: number,
+): Promise<void> {
+  for (let i = 0; ; i++) {
+    const { seq } = (await admin(rest, 'GET', '/admin/state-hash')).body as { seq: number };
+    if ('records' in replay.advance(dir, seq)) fail(`journal shorter than seq ${seq}`, seed, cycle);
+    if (replay.pendingChain() === 0) break;
+    if (i === 400)
+      fail(`${replay.pendingChain()} chain commands still pending after the restart`, seed, cycle);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  for (const w of wallets) {
+    const res = await http('GET', `${rest}/chain/token/${w.address}`);
+    const [whole = '0', fraction = ''] = String(res.body.balance).split('.');
+    const balance = BigInt(whole) * 1_000_000n + BigInt(`${fraction}000000`.slice(0, 6));
+    const expected = replay.withdrawn.get(w.address) ?? 0n;
+    if (balance !== expected)
+      fail(
+        `wallet ${w.address}: chain balance ${res.body.balance} after the restart, but the journal completed withdrawals of ${expected} micro-units (funded and deposited 1000000)`,
+        seed,
+        cycle,
+      );
+  }
+}
+
+/**
+ * Funding of the one-minute market after the records replayed: no (account, funding time) paid
+ * twice, and every funding time after `from` up to the last replayed record paid each holder
+ * once (a command stamped after a funding time settles it first). Returns the funding times
+ * checked.
+ */
+function checkFunding(
+  replay: PrefixReplay,
+  from: number,
+  holders: readonly string[],
+  seed: number,
+  cycle: number,
+): number {
+  for (const [key, n] of replay.funding)
+    if (n !== 1) fail(`funding ${key} was paid ${n} times`, seed, cycle);
+  let checked = 0;
+  for (
+    let t = Math.floor(from / FUNDING_INTERVAL_MS) * FUNDING_INTERVAL_MS + FUNDING_INTERVAL_MS;
+    t <= replay.lastTime;
+    t += FUNDING_INTERVAL_MS
+  ) {
+    for (const h of holders)
+      if (replay.funding.get(`${h}|${FUNDING_MARKET}|${t}`) !== 1)
+        fail(
+          `funding time ${t} of market ${FUNDING_MARKET} was not paid to ${h} (records up to ${replay.lastTime})`,
+          seed,
+          cycle,
+        );
+    checked++;
+  }
+  return checked;
+}
+
+/** A ledger entry's key in {@link admittedNonces} (a referral's nonce is its `x-nonce` header). */
+function keyOf(e: LedgerEntry): string {
+  return authKey(e.wallet, e.kind === 'referral' ? referralNonce(e.nonce) : e.nonce);
+}
+
+function referralNonce(nonce: bigint): string {
+  return `n${nonce}xyz`;
+}
+
+function authKey(wallet: string, nonce: bigint | string): string {
   return `${wallet}|${nonce}`;
 }
 
@@ -511,6 +738,7 @@ function admittedNonces(
     if ('auth' in c && c.auth !== undefined && 'account' in c)
       key = authKey(c.account, c.auth.nonce);
     else if (c.type === 'authenticate') key = authKey(c.account, c.nonce);
+    else if (c.type === 'applyReferral') key = authKey(c.wallet, c.nonce);
     if (key === undefined) return;
     const outcome = (events[i] ?? []).find((e) => e.type === 'outcome');
     const admitted =
@@ -614,12 +842,15 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       child.ready.inviteCode ?? fail('no invite code on a new data directory', options.seed, 0);
     let rest = child.ready.rest;
     const net = (await http('GET', `${rest}/network`)).body as unknown as NetworkInfo;
-    const wallets = KEYS.slice(0, Math.min(5, options.wallets ?? 4)).map(
+    const wallets = KEYS.slice(0, Math.min(4, options.wallets ?? 4)).map(
       (k) => new Wallet(k as `0x${string}`, net),
     );
+    // Sends no load: holds the long-lived order at the front of the churn level and, with the
+    // first load wallet, a position in a market that pays funding every minute.
+    const keeper = new Wallet(KEYS[4] as `0x${string}`, net);
     const oracle = await admin(rest, 'POST', '/admin/oracle', { prices: { 'BTC-PERP': '65000' } });
     if (oracle.status !== 200) fail(`oracle: ${JSON.stringify(oracle.body)}`, options.seed, 0);
-    for (const w of wallets) {
+    for (const w of [...wallets, keeper]) {
       const r = await w.referral(inviteCode);
       const res = await http('POST', `${rest}/referral/apply`, r.body, r.headers);
       if (res.status !== 201)
@@ -632,30 +863,122 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       }
     }
 
+    // A market paying funding every minute (the shortest interval), with a position on each
+    // side, so restarts land between funding times, and some of them after one that passed while
+    // the service was down: each must be settled once (engine rules 6).
+    const listed = await admin(rest, 'POST', '/admin/instruments', {
+      id: FUNDING_MARKET,
+      symbol: 'MIN-PERP',
+      tickSize: '0.5',
+      lotSize: '0.0001',
+      quantityDecimals: 4,
+      maxLeverage: 20,
+      openInterestCap: '100',
+      makerFeeRate: '0',
+      takerFeeRate: '0',
+      funding: { intervalMs: FUNDING_INTERVAL_MS },
+    });
+    if (listed.status !== 200) fail(`listing: ${JSON.stringify(listed.body)}`, options.seed, 0);
+    const priced = await admin(rest, 'POST', '/admin/oracle', { prices: { 'MIN-PERP': '1000' } });
+    if (priced.status !== 200) fail(`oracle: ${JSON.stringify(priced.body)}`, options.seed, 0);
+    const fundingHolders = [keeper.address, (wallets[0] as Wallet).address];
+    const setupOrder = async (
+      w: Wallet,
+      market: number,
+      isBuy: boolean,
+      price: bigint,
+      quantity: bigint,
+    ): Promise<void> => {
+      const ws = await WsClient.connect(child!.ready.ws);
+      try {
+        await ws.request({ type: 'authenticate', signature: await w.authenticate() });
+        const signature = await w.sign('Order', {
+          market,
+          isBuy,
+          orderType: 0,
+          timeInForce: 0,
+          price,
+          triggerPrice: 0n,
+          quantity,
+          flags: 0,
+          expiry: 0n,
+          cloid: ZERO16,
+          parentCloid: ZERO16,
+          nonce: freshNonce(),
+          deadline: Wallet.deadline(),
+        });
+        const ack = await ws.request({ type: 'placeOrder', signature });
+        if (ack.type !== 'orderAck') fail(`setup order: ${JSON.stringify(ack)}`, options.seed, 0);
+      } finally {
+        await ws.close();
+      }
+    };
+    await setupOrder(keeper, FUNDING_MARKET, true, 1000n * PRICE, 100n);
+    await setupOrder(wallets[0] as Wallet, FUNDING_MARKET, false, 1000n * PRICE, 100n);
+    await setupOrder(keeper, 1, true, CHURN_PRICE, 10n);
+    // A hundred holes behind it before the load starts, so the first repacks (after ~130) come
+    // during the first cycles' load.
+    const churn: { cloid?: string | undefined } = {};
+    {
+      const ws = await WsClient.connect(child.ready.ws);
+      await ws.request({ type: 'authenticate', signature: await keeper.authenticate() });
+      for (let i = 0; i < 200; i++) {
+        const entry = await nextChurn(keeper, rnd, churn);
+        ledger.push(entry);
+        await send(rest, ws, entry);
+        if (entry.status !== 'acked')
+          fail(`churn setup: ${JSON.stringify(entry.reply)}`, options.seed, 0);
+      }
+      await ws.close();
+    }
+    // Funding times after this one must each pay both holders once.
+    const fundingFrom = Date.now();
+    let repacked = 0;
+    const granted = new Set<string>();
+    const replayedKinds = new Set<string>();
+    let fundingWhileDown = 0;
+    let gtdExpiredWhileDown = 0;
+
     for (cycle = 1; cycle <= options.cycles; cycle++) {
       // ---- load, then a kill at a random moment ---------------------------------------------
       const sockets = await Promise.all(
-        wallets.map(async (w) => {
+        [...wallets, keeper].map(async (w) => {
           const ws = await WsClient.connect(child!.ready.ws);
-          const auth = await ws.request({
-            type: 'authenticate',
-            signature: await w.authenticate(),
-          });
+          const nonce = freshNonce();
+          const message = { type: 'authenticate', signature: await w.authenticate(nonce) };
+          const auth = await ws.request(message);
           if (auth.type !== 'authenticateSuccess')
             fail(`authenticate: ${JSON.stringify(auth)}`, options.seed, cycle);
+          ledger.push({ wallet: w.address, nonce, kind: 'auth', message, status: 'acked' });
           return ws;
         }),
       );
       const killAt = killMin + Math.floor(rnd() * (killMax - killMin));
       let killed = false;
       const sends: Promise<void>[] = [];
-      const workers = wallets.map(async (w, wi) => {
+      const workers = [...wallets, keeper].map(async (w, wi) => {
         const ws = sockets[wi] as WsClient;
+        if (w === keeper) {
+          // Places an order behind its long-lived one and cancels it by cloid, one after the
+          // other: each pair leaves one more hole in the level, and every ~130 a repack.
+          while (!killed) {
+            const entry = await nextChurn(w, rnd, churn);
+            if (killed) break;
+            ledger.push(entry);
+            const p = send(rest, ws, entry).catch(() => {});
+            sends.push(p);
+            await p;
+          }
+          return;
+        }
         // Up to three requests in flight per wallet, so acknowledgements overlap group commits;
         // a wallet's requests are answered in order, so the oldest is the one to wait for.
         const pending: Promise<void>[] = [];
+        // The first wallet opens each cycle with one request of each rare kind (a claim, a
+        // referral, a cancel-all, a withdrawal, a transfer), so every cycle has them to re-send.
+        const rare = wi === 0 ? [0.385, 0.505, 0.3, 0.32, 0.36] : [];
         while (!killed) {
-          const entry = await nextRequest(w, rnd, ledger);
+          const entry = await nextRequest(w, rnd, ledger, inviteCode, rare.shift());
           if (killed) break;
           ledger.push(entry);
           const p = send(rest, ws, entry).catch(() => {});
@@ -672,6 +995,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       const archiveCycle = cycle % 4 === 2;
       child.proc.kill(archiveCycle ? 'SIGTERM' : 'SIGKILL');
       const exitCode = await child.exited;
+      const downAt = Date.now();
       if (archiveCycle) {
         if (exitCode !== 0)
           fail(
@@ -702,9 +1026,26 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         log(`cycle ${cycle}: ${lost}`);
       }
 
+      // A funding time due within a few seconds: stay down past it, so the restart finds it
+      // missed and settles it (once) on its own.
+      const nextFunding = Math.ceil((Date.now() + 1) / FUNDING_INTERVAL_MS) * FUNDING_INTERVAL_MS;
+      if (nextFunding - Date.now() < 4_000) {
+        await new Promise((r) => setTimeout(r, nextFunding + 300 - Date.now()));
+        fundingWhileDown++;
+        log(`cycle ${cycle}: stayed down past the funding time ${nextFunding}`);
+      }
+
       // ---- restart and reconcile -------------------------------------------------------------
       const restartAt = performance.now();
       child = await startChild(dir, args);
+      const upAt = Date.now();
+      gtdExpiredWhileDown += ledger.filter(
+        (e) =>
+          e.kind === 'gtd' &&
+          e.status === 'acked' &&
+          (e.expiryMs ?? 0) > downAt &&
+          (e.expiryMs ?? 0) <= upAt,
+      ).length;
       if (
         torn !== null &&
         !child.stderr.some((l) =>
@@ -750,10 +1091,18 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       );
       const counts = replayed.admitted;
       for (const e of ledger) {
-        const n = counts.get(authKey(e.wallet, e.nonce)) ?? 0;
+        const n = counts.get(keyOf(e)) ?? 0;
         if (e.status === 'acked' && n !== 1)
           fail(
             `acknowledged ${e.kind} ${e.wallet}/${e.nonce} was admitted by ${n} journal records`,
+            options.seed,
+            cycle,
+          );
+        // A well-signed request refused for a business reason was answered after its record
+        // (nonce spent, nothing else) was durable: it must be in the journal once, like an ack.
+        if (e.status === 'refused' && isBusinessRefusal(e.reply) && n !== 1)
+          fail(
+            `${e.kind} ${e.wallet}/${e.nonce} refused for a business reason (${JSON.stringify(e.reply)}) was admitted by ${n} journal records`,
             options.seed,
             cycle,
           );
@@ -767,11 +1116,28 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       replaysRefused += await checkReplaysRefused(
         rest,
         child.ready.ws,
-        wallets,
+        [...wallets, keeper],
         ledger,
+        counts,
+        replayedKinds,
         options.seed,
         cycle,
       );
+      await checkChain(rest, admin, cleanReplay, dir, [...wallets, keeper], options.seed, cycle);
+      // A referral acknowledged before the kill still grants access after it.
+      for (const e of ledger) {
+        if (e.kind !== 'referral' || e.status !== 'acked' || granted.has(e.wallet)) continue;
+        const res = await http('GET', `${rest}/user/access-status/${e.wallet}`);
+        if (res.body.hasAppAccess !== true)
+          fail(
+            `${e.wallet}'s acknowledged referral grants no access after the restart: ${JSON.stringify(res.body)}`,
+            options.seed,
+            cycle,
+          );
+        granted.add(e.wallet);
+      }
+      checkFunding(cleanReplay, fundingFrom, fundingHolders, options.seed, cycle);
+      if (cleanReplay.churnLevelRepacked()) repacked++;
       log(
         `cycle ${cycle}: ${archiveCycle ? 'stopped (SIGTERM) and archived' : 'killed'} after ${killAt} ms; seq ${live.seq}; ledger ${ledger.length}; ready after ${Math.round(readyAt - restartAt)} ms, checked in ${Math.round(performance.now() - readyAt)} ms (replay ${Math.round(replayMs)} ms)`,
       );
@@ -786,6 +1152,18 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       seq: number;
       hash: string;
     };
+    const finalReplay = cleanReplay.advance(dir, live.seq);
+    if ('records' in finalReplay || finalReplay.hash !== live.hash)
+      fail('final state hash differs from a clean replay', options.seed, cycle);
+    await checkChain(
+      child.ready.rest,
+      admin,
+      cleanReplay,
+      dir,
+      [...wallets, keeper],
+      options.seed,
+      cycle,
+    );
     const commands = readJournal(dir).slice(0, live.seq);
     const replayed = reduceAll(createEngineState({}, commands[0]?.time ?? 0), commands);
     if (stateHash(replayed.state) !== live.hash)
@@ -799,6 +1177,17 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       const r = lastReport.get(String(id));
       if (r?.status === 'Expired' && r.time < (e.expiryMs ?? 0))
         fail(`GTD order ${id} expired at ${r.time}, before ${e.expiryMs}`, options.seed, cycle);
+      // "Expiry is applied before any command whose time is at or after it" (engine rules 5):
+      // by the first record stamped at or after it, whether the service was up or down then.
+      if (r?.status === 'Expired') {
+        const due = firstAtOrAfter(commands, e.expiryMs ?? 0);
+        if (due !== undefined && r.time !== due)
+          fail(
+            `GTD order ${id} (expiry ${e.expiryMs}) expired at ${r.time}, not with the first record at or after its expiry (${due})`,
+            options.seed,
+            cycle,
+          );
+      }
     }
 
     const count = (s: Status) => ledger.filter((e) => e.status === s).length;
@@ -818,7 +1207,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         }, {}),
       unanswered: count('unanswered'),
       appliedWithoutAck: ledger.filter(
-        (e) => e.status === 'unanswered' && finalCounts.has(authKey(e.wallet, e.nonce)),
+        (e) => e.status === 'unanswered' && finalCounts.has(keyOf(e)),
       ).length,
       journalRecords: live.seq,
       snapshotRecoveries,
@@ -828,6 +1217,25 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       lostFiles,
       replaysRefused,
       gtdChecked: gtd.length,
+      gtdExpiredWhileDown,
+      fundingWhileDown,
+      fundingTimesChecked: checkFunding(
+        cleanReplay,
+        fundingFrom,
+        fundingHolders,
+        options.seed,
+        cycle,
+      ),
+      repackedChecks: repacked,
+      replayedKinds: [...replayedKinds].sort(),
+      withdrawalsCompleted: ledger.filter((e) => e.kind === 'withdrawal' && e.status === 'acked')
+        .length,
+      admittedKinds: ledger
+        .filter((e) => finalCounts.has(keyOf(e)))
+        .reduce<Record<string, number>>((acc, e) => {
+          acc[e.kind] = (acc[e.kind] ?? 0) + 1;
+          return acc;
+        }, {}),
       dataDir: dir,
     };
   } catch (e) {
@@ -844,6 +1252,18 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
   }
 }
 
+/** Time of the first command stamped at or after `time` (commands are in time order). */
+function firstAtOrAfter(commands: readonly Command[], time: number): number | undefined {
+  let lo = 0;
+  let hi = commands.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((commands[mid] as Command).time < time) lo = mid + 1;
+    else hi = mid;
+  }
+  return commands[lo]?.time;
+}
+
 function noteReport(out: Map<string, { status: string; time: number }>, e: EngineEvent): void {
   if (e.type !== 'executionReport' || !('order' in e)) return;
   const o = (
@@ -855,19 +1275,41 @@ function noteReport(out: Map<string, { status: string; time: number }>, e: Engin
   });
 }
 
+/**
+ * The price of the level the load keeps placing short-lived orders on behind one long-lived
+ * order (a buy far below the crossing range, so nothing there trades): the cancels leave holes
+ * behind it, and once they outnumber its live orders (engine rules 10) the level is repacked,
+ * which moves the orders' slots in the state the restarts recover and the replays rebuild.
+ */
+export const CHURN_PRICE = 60_000n * PRICE;
+
+/** A random non-zero cloid. */
+function randomCloid(rnd: () => number): string {
+  let hex = '';
+  for (let i = 0; i < 4; i++)
+    hex += Math.floor(rnd() * 2 ** 32)
+      .toString(16)
+      .padStart(8, '0');
+  return hex === '0'.repeat(32) ? `0x${'0'.repeat(31)}1` : `0x${hex}`;
+}
+
 /** Picks and signs the next request of a wallet. */
 async function nextRequest(
   w: Wallet,
   rnd: () => number,
   ledger: readonly LedgerEntry[],
+  invite?: string,
+  forced?: number,
 ): Promise<LedgerEntry> {
   const nonce = freshNonce();
   const deadline = Wallet.deadline();
-  const r = rnd();
-  if (r < 0.25) {
-    const mine = ledger.filter((e) => e.wallet === w.address && e.orderId !== undefined);
+  const r = forced ?? rnd();
+  const base = { wallet: w.address, nonce, status: 'sent' as const };
+  if (r < 0.29) {
+    // Cancels and replaces target one of the wallet's recent orders (often already ended: 4041).
+    const mine = ledger.filter((e) => e.wallet === w.address && e.orderId !== undefined).slice(-24);
     const target = mine[Math.floor(rnd() * mine.length)];
-    if (target !== undefined) {
+    if (target !== undefined && r < 0.15) {
       const signature = await w.sign('Cancel', {
         market: 1,
         orderId: BigInt(target.orderId as string),
@@ -875,16 +1317,114 @@ async function nextRequest(
         nonce,
         deadline,
       });
-      return {
-        wallet: w.address,
+      return { ...base, kind: 'cancel', message: { type: 'cancelOrder', signature } };
+    }
+    if (target?.cloid !== undefined && r < 0.22) {
+      const signature = await w.sign('Cancel', {
+        market: 1,
+        orderId: 0n,
+        cloid: target.cloid,
         nonce,
-        kind: 'cancel',
-        message: { type: 'cancelOrder', signature },
-        status: 'sent',
+        deadline,
+      });
+      return { ...base, kind: 'cancelCloid', message: { type: 'cancelOrder', signature } };
+    }
+    if (target !== undefined) {
+      // Every order-like entry keeps its price beside the wire message (a replace's, its own).
+      const price = target.message.price as bigint;
+      // A smaller quantity keeps the order's place; a larger one sends it to the back of its
+      // level (a new slot).
+      const quantity = BigInt(1 + Math.floor(rnd() * 20)) * 10n;
+      const cloid = randomCloid(rnd);
+      const signature = await w.sign('Replace', {
+        market: 1,
+        orderId: BigInt(target.orderId as string),
+        origCloid: ZERO16,
+        price,
+        triggerPrice: 0n,
+        quantity,
+        cloid,
+        nonce,
+        deadline,
+      });
+      return {
+        ...base,
+        kind: 'replace',
+        orderId: target.orderId as string,
+        cloid,
+        message: { type: 'replaceOrder', signature, price, quantity },
       };
     }
   }
-  if (r > 0.92) {
+  if (r >= 0.29 && r < 0.31) {
+    const signature = await w.sign('CancelAll', { market: 1, nonce, deadline });
+    return {
+      ...base,
+      kind: 'cancelAll',
+      message: { type: 'cancelAll', instrument: 'BTC-PERP', signature },
+    };
+  }
+  if (r >= 0.31 && r < 0.34) {
+    const dollars = 1 + Math.floor(rnd() * 20);
+    const signature = await w.sign('Withdrawal', {
+      amount: BigInt(dollars) * 1_000_000n,
+      market: 0,
+      flags: 0,
+      nonce,
+      deadline,
+    });
+    return {
+      ...base,
+      kind: 'withdrawal',
+      message: { amount: String(dollars), instrument: null, marginMode: 'Cross', signature },
+    };
+  }
+  if (r >= 0.34 && r < 0.38) {
+    // Isolated margin is only what earlier transfers put there: many of these back are refused
+    // (4100, spending the nonce).
+    const back = rnd() < 0.4;
+    const dollars = 1 + Math.floor(rnd() * (back ? 10 : 30));
+    const signature = await w.sign('MarginTransfer', {
+      amount: BigInt(dollars) * 1_000_000n,
+      market: 1,
+      flags: back ? 1 : 0,
+      nonce,
+      deadline,
+    });
+    return {
+      ...base,
+      kind: 'transfer',
+      message: {
+        type: 'transferMargin',
+        amount: String(dollars),
+        direction: back ? 'isolatedToCross' : 'crossToIsolated',
+        instrument: 'BTC-PERP',
+        signature,
+      },
+    };
+  }
+  if (r >= 0.5 && r < 0.51 && invite !== undefined) {
+    // A wallet new to the venue applies the invite code.
+    let key = '0x';
+    for (let i = 0; i < 8; i++)
+      key += Math.floor(rnd() * 2 ** 32)
+        .toString(16)
+        .padStart(8, '0');
+    const newcomer = new Wallet(key as `0x${string}`, w.net);
+    const message = await newcomer.referral(invite, referralNonce(nonce));
+    return { ...base, wallet: newcomer.address, kind: 'referral', message };
+  }
+  if (r >= 0.38 && r < 0.39) {
+    const signature = await w.sign('ClaimLiquidation', {
+      auctionId: BigInt(1 + Math.floor(rnd() * 5)),
+      quantity: 10n,
+      maxPrice: 70_000n * PRICE,
+      nonce,
+      deadline,
+    });
+    return { ...base, kind: 'claim', message: { type: 'claimLiquidation', signature } };
+  }
+  if (r > 0.93) {
     const leverage = (2 + Math.floor(rnd() * 20)) * 100;
     const signature = await w.sign('UpdateLeverage', {
       market: 1,
@@ -894,22 +1434,22 @@ async function nextRequest(
       deadline,
     });
     return {
-      wallet: w.address,
-      nonce,
+      ...base,
       kind: 'leverage',
       message: { leverage, instrument: 'BTC-PERP', marginMode: 'Cross', signature },
-      status: 'sent',
     };
   }
-  const isBuy = rnd() < 0.5;
+  const churn = r >= 0.39 && r < 0.5;
+  const isBuy = churn || rnd() < 0.5;
   // Buyers lean up and sellers down so a share of the orders cross and trade.
   const ticks = Math.floor(rnd() * 40) - (isBuy ? 10 : 30);
-  const price = 65_000n * PRICE + BigInt(ticks) * (PRICE / 2n);
+  const price = churn ? CHURN_PRICE : 65_000n * PRICE + BigInt(ticks) * (PRICE / 2n);
   const quantity = BigInt(1 + Math.floor(rnd() * 20)) * 10n;
-  const gtd = r > 0.8;
+  const gtd = !churn && r > 0.8;
   const expiryMs = gtd
     ? (Math.floor(Date.now() / 1000) + 2 + Math.floor(rnd() * 3)) * 1000
     : undefined;
+  const cloid = randomCloid(rnd);
   const signature = await w.sign('Order', {
     market: 1,
     isBuy,
@@ -920,84 +1460,159 @@ async function nextRequest(
     quantity,
     flags: 0,
     expiry: BigInt((expiryMs ?? 0) / 1000),
-    cloid: ZERO16,
+    cloid,
     parentCloid: ZERO16,
     nonce,
     deadline,
   });
   return {
-    wallet: w.address,
-    nonce,
-    kind: gtd ? 'gtd' : 'order',
-    message: { type: 'placeOrder', signature },
-    status: 'sent',
+    ...base,
+    kind: churn ? 'churn' : gtd ? 'gtd' : 'order',
+    cloid,
+    message: { type: 'placeOrder', signature, price },
     ...(expiryMs === undefined ? {} : { expiryMs }),
   };
 }
 
-/** Sends a request and records its answer in the ledger entry. */
-async function send(rest: string, ws: WsClient, e: LedgerEntry): Promise<void> {
-  if (e.kind === 'leverage') {
-    const res = await http('POST', `${rest}/update_leverage`, e.message);
-    e.reply = res.body;
-    e.status = res.status === 200 && res.body.status === 'Submitted' ? 'acked' : 'refused';
-    return;
+/** The keeper's next churn request: an order at {@link CHURN_PRICE}, then its cancel by cloid. */
+async function nextChurn(
+  w: Wallet,
+  rnd: () => number,
+  churn: { cloid?: string | undefined },
+): Promise<LedgerEntry> {
+  const nonce = freshNonce();
+  const deadline = Wallet.deadline();
+  const base = { wallet: w.address, nonce, status: 'sent' as const };
+  if (churn.cloid !== undefined) {
+    const cloid = churn.cloid;
+    churn.cloid = undefined;
+    const signature = await w.sign('Cancel', { market: 1, orderId: 0n, cloid, nonce, deadline });
+    return { ...base, kind: 'cancelCloid', message: { type: 'cancelOrder', signature } };
   }
-  const reply: Msg = await ws.request(e.message, 10_000);
-  e.reply = reply;
-  if (reply.type === 'orderAck' || reply.type === 'cancelAck') {
-    e.status = 'acked';
-    const order = reply.order as { orderId?: string } | undefined;
-    if (e.kind !== 'cancel' && order?.orderId !== undefined) e.orderId = order.orderId;
-  } else {
-    e.status = 'refused';
-  }
+  const cloid = randomCloid(rnd);
+  churn.cloid = cloid;
+  const signature = await w.sign('Order', {
+    market: 1,
+    isBuy: true,
+    orderType: 0,
+    timeInForce: 0,
+    price: CHURN_PRICE,
+    triggerPrice: 0n,
+    quantity: 10n,
+    flags: 0,
+    expiry: 0n,
+    cloid,
+    parentCloid: ZERO16,
+    nonce,
+    deadline,
+  });
+  return {
+    ...base,
+    kind: 'churn',
+    cloid,
+    message: { type: 'placeOrder', signature, price: CHURN_PRICE },
+  };
 }
 
-/** Re-sends acknowledged signed requests after a restart: each must be refused as a replay. */
+/** The socket a wallet's request goes over without what the harness keeps beside it. */
+function wireOf(e: LedgerEntry): Record<string, unknown> {
+  const { price: _p, quantity: _q, ...wire } = e.message;
+  return wire;
+}
+
+/** Sends a request and records its answer in the ledger entry. */
+async function send(rest: string, ws: WsClient, e: LedgerEntry): Promise<void> {
+  if (REST_KINDS.has(e.kind)) {
+    const res = await sendRest(rest, e);
+    e.reply = res.body;
+    e.status =
+      e.kind === 'referral'
+        ? res.status === 201
+          ? 'acked'
+          : 'refused'
+        : res.status === 200 && res.body.status === 'Submitted'
+          ? 'acked'
+          : 'refused';
+    return;
+  }
+  const reply: Msg = await ws.request(wireOf(e), 10_000);
+  e.reply = reply;
+  const acked =
+    reply.type === 'orderAck' ||
+    reply.type === 'cancelAck' ||
+    reply.type === 'replaceAck' ||
+    reply.type === 'cancelAllAck' ||
+    reply.type === 'claimAck' ||
+    (reply.type === 'marginTransferred' && reply.status === 'Submitted');
+  e.status = acked ? 'acked' : 'refused';
+  if (!acked) return;
+  const order = reply.order as { orderId?: string } | undefined;
+  if (
+    (e.kind === 'order' || e.kind === 'gtd' || e.kind === 'churn') &&
+    order?.orderId !== undefined
+  )
+    e.orderId = order.orderId;
+}
+
+/**
+ * Re-sends, after a restart, the newest signed request of every kind the load sent that spent
+ * its nonce (acknowledged, or a liquidation claim refused for its business reason), and a
+ * socket's `authenticate`: each must be refused as a replay. Returns how many were.
+ */
 async function checkReplaysRefused(
   rest: string,
   wsUrl: string,
   wallets: readonly Wallet[],
   ledger: readonly LedgerEntry[],
+  admitted: ReadonlyMap<string, number>,
+  kinds: Set<string>,
   seed: number,
   cycle: number,
 ): Promise<number> {
   // Signed a moment ago: inside the nonce window and before the 60 s deadline, so the only
   // reason left to refuse it is the replay.
   const recent = Date.now() - 30_000;
-  const acked = ledger.filter((e) => e.status === 'acked' && Number(e.nonce) > recent);
-  // A GTC order: a GTD one may be refused for its passed expiry before its nonce is looked at.
-  const order = [...acked].reverse().find((e) => e.kind === 'order');
-  const leverage = [...acked].reverse().find((e) => e.kind === 'leverage');
-  let refused = 0;
-  if (order !== undefined) {
-    const w = wallets.find((x) => x.address === order.wallet) as Wallet;
-    const ws = await WsClient.connect(wsUrl);
-    try {
-      await ws.request({ type: 'authenticate', signature: await w.authenticate() });
-      const reply = await ws.request(order.message);
-      if (reply.type !== 'error' || !/replay/i.test(JSON.stringify(reply))) {
-        fail(
-          `a replayed order ${order.wallet}/${order.nonce} was not refused as a replay: ${JSON.stringify(reply)}`,
-          seed,
-          cycle,
-        );
-      }
-      refused++;
-    } finally {
-      await ws.close();
-    }
+  const picked = new Map<Kind, LedgerEntry>();
+  for (const e of ledger) {
+    if (Number(e.nonce) <= recent || (admitted.get(keyOf(e)) ?? 0) !== 1) continue;
+    // A GTD order may be refused for its passed expiry before its nonce is looked at.
+    if (e.kind === 'gtd') continue;
+    picked.set(e.kind, e);
   }
-  if (leverage !== undefined) {
-    const res = await retryReset(() => http('POST', `${rest}/update_leverage`, leverage.message));
-    if (res.status !== 400 || !/replay/i.test(JSON.stringify(res.body))) {
-      fail(
-        `a replayed leverage change was not refused as a replay: ${res.status} ${JSON.stringify(res.body)}`,
-        seed,
-        cycle,
-      );
+  let refused = 0;
+  for (const e of picked.values()) {
+    let answer: string;
+    if (REST_KINDS.has(e.kind)) {
+      const res = await retryReset(() => sendRest(rest, e));
+      answer = `${res.status} ${JSON.stringify(res.body)}`;
+      // A referral's replay is 401 (interface spec), a signed REST write's 400 (protocol.md 4).
+      if (res.status !== (e.kind === 'referral' ? 401 : 400) || !/replay/i.test(answer))
+        fail(`a replayed ${e.kind} was not refused as a replay: ${answer}`, seed, cycle);
+    } else {
+      const w = wallets.find((x) => x.address === e.wallet) as Wallet;
+      const ws = await WsClient.connect(wsUrl);
+      try {
+        if (e.kind !== 'auth') {
+          const auth = await ws.request({
+            type: 'authenticate',
+            signature: await w.authenticate(),
+          });
+          if (auth.type !== 'authenticateSuccess')
+            fail(`authenticate: ${JSON.stringify(auth)}`, seed, cycle);
+        }
+        const reply = await ws.request(wireOf(e));
+        answer = JSON.stringify(reply);
+        if (reply.type !== 'error' || !/replay/i.test(answer))
+          fail(
+            `a replayed ${e.kind} ${e.wallet}/${e.nonce} was not refused as a replay: ${answer}`,
+            seed,
+            cycle,
+          );
+      } finally {
+        await ws.close();
+      }
     }
+    kinds.add(e.kind);
     refused++;
   }
   return refused;
