@@ -38,6 +38,7 @@ describe('crash harness', () => {
           'cancelCloid',
           'churn',
           'claim',
+          'deposit',
           'leverage',
           'order',
           'referral',

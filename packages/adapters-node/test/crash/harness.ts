@@ -185,11 +185,12 @@ type Kind =
   | 'claim'
   | 'leverage'
   | 'withdrawal'
+  | 'deposit'
   | 'referral'
   | 'auth';
 
 /** Kinds answered over REST; the rest over the trading WebSocket. */
-const REST_KINDS: ReadonlySet<Kind> = new Set(['leverage', 'withdrawal', 'referral']);
+const REST_KINDS: ReadonlySet<Kind> = new Set(['leverage', 'withdrawal', 'deposit', 'referral']);
 
 /** A REST kind's path. */
 function restPath(kind: Kind): string {
@@ -197,7 +198,9 @@ function restPath(kind: Kind): string {
     ? '/update_leverage'
     : kind === 'withdrawal'
       ? '/margin/withdrawal'
-      : '/referral/apply';
+      : kind === 'deposit'
+        ? '/margin/deposit'
+        : '/referral/apply';
 }
 
 /** Sends a REST kind's request. */
@@ -415,6 +418,8 @@ class PrefixReplay {
   readonly funding = new Map<string, number>();
   /** Micro-units of completed withdrawals per account after the records replayed. */
   readonly withdrawn = new Map<string, bigint>();
+  /** Micro-units of completed deposits per account after the records replayed. */
+  readonly deposited = new Map<string, bigint>();
   /** Time of the last record replayed, ms. */
   lastTime = 0;
   /** Orders ever placed at {@link CHURN_PRICE} (accepted reports), for {@link churnLevelRepacked}. */
@@ -455,6 +460,8 @@ class PrefixReplay {
             `${e.account}|${e.market}|${e.fundingTime}`,
             (this.funding.get(`${e.account}|${e.market}|${e.fundingTime}`) ?? 0) + 1,
           );
+        else if (e.kind === 'DepositMargin' && e.status === 'Completed')
+          this.deposited.set(e.account, (this.deposited.get(e.account) ?? 0n) + (e.amount ?? 0n));
         else if (e.kind === 'WithdrawMargin' && e.status === 'Completed')
           this.withdrawn.set(e.account, (this.withdrawn.get(e.account) ?? 0n) + (e.amount ?? 0n));
         else if (
@@ -501,6 +508,7 @@ class PrefixReplay {
       this.streams = new ReportStreams();
       this.funding.clear();
       this.withdrawn.clear();
+      this.deposited.clear();
       this.churnAccepted = 0;
       this.churnSeen = { slots: 0, accepted: 0 };
       this.fromGenesis++;
@@ -641,8 +649,8 @@ function isBusinessRefusal(reply: unknown): boolean {
 /**
  * The embedded chain agrees with the journal: once no deposit or withdrawal is pending any
  * more (a restart settles what a kill left pending, from the chain's answer), each wallet's
- * token balance is what the faucet gave it, less its deposit, plus the withdrawals the journal
- * completed. A withdrawal paid twice (the chain paid it, the kill lost the settlement, the
+ * token balance is what the faucet gave it, less the deposits and plus the withdrawals the
+ * journal completed. A withdrawal paid twice (the chain paid it, the kill lost the settlement, the
  * restart paid it again) or paid and refunded shows here.
  */
 async function checkChain(
@@ -651,6 +659,7 @@ async function checkChain(
   replay: PrefixReplay,
   dir: string,
   wallets: readonly Wallet[],
+  faucets: ReadonlyMap<string, bigint>,
   seed: number,
   cycle: number,
 ): Promise<void> {
@@ -666,10 +675,12 @@ async function checkChain(
     const res = await http('GET', `${rest}/chain/token/${w.address}`);
     const [whole = '0', fraction = ''] = String(res.body.balance).split('.');
     const balance = BigInt(whole) * 1_000_000n + BigInt(`${fraction}000000`.slice(0, 6));
-    const expected = replay.withdrawn.get(w.address) ?? 0n;
+    const withdrawn = replay.withdrawn.get(w.address) ?? 0n;
+    const deposited = replay.deposited.get(w.address) ?? 0n;
+    const expected = (faucets.get(w.address) ?? 0n) - deposited + withdrawn;
     if (balance !== expected)
       fail(
-        `wallet ${w.address}: chain balance ${res.body.balance} after the restart, but the journal completed withdrawals of ${expected} micro-units (funded and deposited 1000000)`,
+        `wallet ${w.address}: chain balance ${res.body.balance} after the restart, but the faucet gave ${faucets.get(w.address)} micro-units and the journal completed deposits of ${deposited} and withdrawals of ${withdrawn}`,
         seed,
         cycle,
       );
@@ -808,7 +819,13 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
   writeFileSync(
     configPath,
     JSON.stringify({
-      limits: { walletRequestsPerSecond: 10_000, signedRequestsPer5Minutes: 10_000_000 },
+      limits: {
+        walletRequestsPerSecond: 10_000,
+        signedRequestsPer5Minutes: 10_000_000,
+        // New wallets' referral applies all come from this one address.
+        noAccessRequestsPerSecondPerIp: 10_000,
+        noAccessRequestsPer5MinutesPerIp: 10_000_000,
+      },
     }),
   );
   const args = [
@@ -820,6 +837,8 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
   const [killMin, killMax] = options.killAfterMs ?? [200, 1200];
   const ledger: LedgerEntry[] = [];
   let adminToken = '';
+  /** Micro-units the faucet gave each wallet (only before the load: its answers are never lost). */
+  const faucets = new Map<string, bigint>();
   let snapshotRecoveries = 0;
   const cleanReplay = new PrefixReplay();
   let tornTails = 0;
@@ -855,6 +874,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       const res = await http('POST', `${rest}/referral/apply`, r.body, r.headers);
       if (res.status !== 201)
         fail(`invite: ${res.status} ${JSON.stringify(res.body)}`, options.seed, 0);
+      faucets.set(w.address, 1_000_000_000_000n);
       try {
         await fundWallet(rest, adminToken, net, w, '1000000');
       } catch (e) {
@@ -862,6 +882,14 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         fail(`funding: ${(e as Error).message}\n${child.stderr.join('\n')}`, options.seed, 0);
       }
     }
+
+    // Tokens the keeper deposits under load, a few at a time.
+    const spare = await admin(rest, 'POST', '/admin/faucet', {
+      wallet: keeper.address,
+      amount: '100000',
+    });
+    if (spare.status !== 200) fail(`faucet: ${JSON.stringify(spare.body)}`, options.seed, 0);
+    faucets.set(keeper.address, (faucets.get(keeper.address) ?? 0n) + 100_000_000_000n);
 
     // A market paying funding every minute (the shortest interval), with a position on each
     // side, so restarts land between funding times, and some of them after one that passed while
@@ -916,13 +944,13 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
     await setupOrder(keeper, FUNDING_MARKET, true, 1000n * PRICE, 100n);
     await setupOrder(wallets[0] as Wallet, FUNDING_MARKET, false, 1000n * PRICE, 100n);
     await setupOrder(keeper, 1, true, CHURN_PRICE, 10n);
-    // A hundred holes behind it before the load starts, so the first repacks (after ~130) come
-    // during the first cycles' load.
+    // 127 holes behind it before the load starts (a repack comes after 128 more than twice its
+    // live orders), so the first repack comes early in the load, and more every ~130 pairs.
     const churn: { cloid?: string | undefined } = {};
     {
       const ws = await WsClient.connect(child.ready.ws);
       await ws.request({ type: 'authenticate', signature: await keeper.authenticate() });
-      for (let i = 0; i < 200; i++) {
+      for (let i = 0; i < 254; i++) {
         const entry = await nextChurn(keeper, rnd, churn);
         ledger.push(entry);
         await send(rest, ws, entry);
@@ -961,8 +989,15 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         if (w === keeper) {
           // Places an order behind its long-lived one and cancels it by cloid, one after the
           // other: each pair leaves one more hole in the level, and every ~130 a repack.
+          let first = true;
           while (!killed) {
-            const entry = await nextChurn(w, rnd, churn);
+            // First in each cycle and now and then between pairs, a deposit of its spare tokens
+            // (permit + deposit).
+            const deposit = churn.cloid === undefined && (first || rnd() < 0.06);
+            first = false;
+            const entry = deposit
+              ? await nextDeposit(w, rest, rnd)
+              : await nextChurn(w, rnd, churn);
             if (killed) break;
             ledger.push(entry);
             const p = send(rest, ws, entry).catch(() => {});
@@ -1123,7 +1158,16 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         options.seed,
         cycle,
       );
-      await checkChain(rest, admin, cleanReplay, dir, [...wallets, keeper], options.seed, cycle);
+      await checkChain(
+        rest,
+        admin,
+        cleanReplay,
+        dir,
+        [...wallets, keeper],
+        faucets,
+        options.seed,
+        cycle,
+      );
       // A referral acknowledged before the kill still grants access after it.
       for (const e of ledger) {
         if (e.kind !== 'referral' || e.status !== 'acked' || granted.has(e.wallet)) continue;
@@ -1161,6 +1205,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       cleanReplay,
       dir,
       [...wallets, keeper],
+      faucets,
       options.seed,
       cycle,
     );
@@ -1471,6 +1516,40 @@ async function nextRequest(
     cloid,
     message: { type: 'placeOrder', signature, price },
     ...(expiryMs === undefined ? {} : { expiryMs }),
+  };
+}
+
+/** A deposit of a few of the keeper's spare tokens: a permit for the vault and the deposit. */
+async function nextDeposit(w: Wallet, rest: string, rnd: () => number): Promise<LedgerEntry> {
+  const nonce = freshNonce();
+  const dollars = 1 + Math.floor(rnd() * 20);
+  const micro = BigInt(dollars) * 1_000_000n;
+  const token = await http('GET', `${rest}/chain/token/${w.address}`);
+  const permitSignature = await w.sign('Permit', {
+    spender: w.net.vault.address,
+    value: micro,
+    nonce: BigInt(token.body.nonce as string),
+    deadline: Wallet.deadline(),
+  });
+  const depositSignature = await w.sign('Deposit', {
+    amount: micro,
+    market: 0,
+    flags: 0,
+    nonce,
+    deadline: Wallet.deadline(),
+  });
+  return {
+    wallet: w.address,
+    nonce,
+    status: 'sent',
+    kind: 'deposit',
+    message: {
+      amount: String(dollars),
+      instrument: null,
+      marginMode: 'Cross',
+      permitSignature,
+      depositSignature,
+    },
   };
 }
 
