@@ -1,7 +1,7 @@
 /**
  * Crash harness (reliability-anchors 5.4 F1, F8, F10, F11; 5.6): runs the built CLI as a child
  * process on a data directory, drives it with signed requests from several wallets (over the
- * trading WebSocket: GTC and GTD orders, cancels by order id and by cloid, replaces,
+ * trading WebSocket: GTC, GTD, DAY and IOC orders, cancels by order id and by cloid, replaces,
  * cancel-alls, margin transfers both ways, liquidation claims that no auction takes; over REST:
  * leverage changes and withdrawals, paid out on the embedded chain), plus a fifth wallet that
  * places and cancels orders behind its long-lived one on one price level, so the level is
@@ -149,6 +149,8 @@ export interface CrashSummary {
   readonly gtdChecked: number;
   /** Acknowledged GTD orders whose expiry fell while the service was down. */
   readonly gtdExpiredWhileDown: number;
+  /** DAY orders still working at the end (each checked to expire at the next 00:00 UTC). */
+  readonly dayOrdersWorking: number;
   /** Restarts held back past a funding time of the one-minute market. */
   readonly fundingWhileDown: number;
   /** Funding times of the one-minute market settled (each checked paid once to both holders). */
@@ -1235,6 +1237,22 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       }
     }
 
+    // A working DAY order expires at the next 00:00 UTC after its acceptance, not yet reached.
+    const DAY_MS = 86_400_000;
+    const lastTime = commands[commands.length - 1]?.time ?? 0;
+    let dayWorking = 0;
+    replayed.state.orders.forEach((o) => {
+      if (o.timeInForce !== 'DAY') return;
+      dayWorking++;
+      const due = Math.floor(o.createdTime / DAY_MS) * DAY_MS + DAY_MS;
+      if (o.expireTime !== due || due <= lastTime)
+        fail(
+          `DAY order ${o.orderId} (accepted ${o.createdTime}) expires at ${o.expireTime}, not ${due}, and is working at ${lastTime}`,
+          options.seed,
+          cycle,
+        );
+    });
+
     const count = (s: Status) => ledger.filter((e) => e.status === s).length;
     const finalCounts = admittedNonces(commands, replayed.events);
     return {
@@ -1263,6 +1281,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
       replaysRefused,
       gtdChecked: gtd.length,
       gtdExpiredWhileDown,
+      dayOrdersWorking: dayWorking,
       fundingWhileDown,
       fundingTimesChecked: checkFunding(
         cleanReplay,
@@ -1491,6 +1510,9 @@ async function nextRequest(
   const price = churn ? CHURN_PRICE : 65_000n * PRICE + BigInt(ticks) * (PRICE / 2n);
   const quantity = BigInt(1 + Math.floor(rnd() * 20)) * 10n;
   const gtd = !churn && r > 0.8;
+  // Plain orders are GTC, now and then DAY (expiring at the next 00:00 UTC: checked in the final
+  // state) or IOC (never rests).
+  const tif = gtd ? 1 : churn ? 0 : r < 0.55 ? 4 : r < 0.6 ? 2 : 0;
   const expiryMs = gtd
     ? (Math.floor(Date.now() / 1000) + 2 + Math.floor(rnd() * 3)) * 1000
     : undefined;
@@ -1499,7 +1521,7 @@ async function nextRequest(
     market: 1,
     isBuy,
     orderType: 0,
-    timeInForce: gtd ? 1 : 0,
+    timeInForce: tif,
     price,
     triggerPrice: 0n,
     quantity,
