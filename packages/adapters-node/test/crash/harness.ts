@@ -635,16 +635,19 @@ async function checkReportReplay(
 /**
  * Whether a refusal is a business one (the request passed its signature and nonce checks, and
  * its record spent the nonce): an order, cancel or replace naming an order that is unknown or
- * already ended (4041), margin refusals (REST `Rejected`, `marginTransferred` `Rejected`), a
+ * already ended (4041), a replace below the order's filled quantity (4034), margin refusals (REST `Rejected`, `marginTransferred` `Rejected`), a
  * claim with no live auction.
  */
-function isBusinessRefusal(reply: unknown): boolean {
+function isBusinessRefusal(kind: Kind, reply: unknown): boolean {
   const r = reply as { type?: unknown; status?: unknown; code?: unknown; message?: unknown };
   if (r === undefined || r === null) return false;
   if (r.status === 'Rejected') return true;
   if (r.type !== 'error') return false;
   return (
-    r.code === 4041 || (r.code === 4000 && /no live liquidation auction/.test(String(r.message)))
+    r.code === 4041 ||
+    // A replace to no more than the order's filled quantity (the load's quantities are valid lots).
+    (kind === 'replace' && r.code === 4034) ||
+    (r.code === 4000 && /no live liquidation auction/.test(String(r.message)))
   );
 }
 
@@ -1137,7 +1140,7 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
           );
         // A well-signed request refused for a business reason was answered after its record
         // (nonce spent, nothing else) was durable: it must be in the journal once, like an ack.
-        if (e.status === 'refused' && isBusinessRefusal(e.reply) && n !== 1)
+        if (e.status === 'refused' && isBusinessRefusal(e.kind, e.reply) && n !== 1)
           fail(
             `${e.kind} ${e.wallet}/${e.nonce} refused for a business reason (${JSON.stringify(e.reply)}) was admitted by ${n} journal records`,
             options.seed,
