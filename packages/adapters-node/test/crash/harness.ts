@@ -831,6 +831,8 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
         noAccessRequestsPerSecondPerIp: 10_000,
         noAccessRequestsPer5MinutesPerIp: 10_000_000,
       },
+      // A long soak refers a few new wallets every cycle with the bootstrap invite code.
+      bootstrapInviteUses: 1_000_000,
     }),
   );
   const args = [
