@@ -548,6 +548,7 @@ async function checkTradeHistory(
   wallets: readonly Wallet[],
   seed: number,
   cycle: number,
+  restartLog: () => string = () => '',
 ): Promise<void> {
   for (let i = 0; ; i++) {
     const status = (await admin(rest, 'GET', '/admin/read-models')).body as {
@@ -576,7 +577,7 @@ async function checkTradeHistory(
     const got = served.get(w.address);
     if (JSON.stringify(got) !== JSON.stringify(expected))
       fail(
-        `wallet ${w.address}: /account/trades after the restart (${(got as unknown[]).length} rows) is not the clean replay's (${expected.length} rows)`,
+        `wallet ${w.address}: /account/trades after the restart (${(got as unknown[]).length} rows) is not the clean replay's (${expected.length} rows); trade ids served ${JSON.stringify((got as { tradeId?: unknown }[]).map((t) => t.tradeId))}, replayed ${JSON.stringify((expected as { tradeId?: unknown }[]).map((t) => t.tradeId))}\nrestart log:\n${restartLog()}`,
         seed,
         cycle,
       );
@@ -1123,7 +1124,10 @@ export async function runCrashHarness(options: CrashOptions): Promise<CrashSumma
           cycle,
         );
       }
-      await checkTradeHistory(rest, admin, cleanReplay, dir, wallets, options.seed, cycle);
+      const restartLog = child.stderr;
+      await checkTradeHistory(rest, admin, cleanReplay, dir, wallets, options.seed, cycle, () =>
+        restartLog.filter((l) => /backfill|recover|checkpoint|snapshot/.test(l)).join('\n'),
+      );
       await checkReportReplay(
         child.ready.ws,
         cleanReplay,
