@@ -362,13 +362,22 @@ export class HistoryStore {
     return {
       *entries() {
         for (const [address, rows] of capture.rows()) {
-          // Rows yielded live hold only until the next turn: a large account is copied first,
-          // so its chunks, written across turns, all describe the capture's turn.
+          // Rows yielded live hold only until the next turn: an account written as more than
+          // one entry (a large one's chunks, or any one's orders, closed ids, trades and funding,
+          // each its own entry) is copied first, so its entries, written across turns, all
+          // describe the capture's turn. (A batch between an account's orders and its trades
+          // once put a later fill in the checkpoint, listed twice after a restart from it.)
+          const parts =
+            (rows.orders.size > 0 ? 1 : 0) +
+            (rows.closed.length > 0 ? 1 : 0) +
+            (rows.trades.length > 0 ? 1 : 0) +
+            (rows.funding.length > 0 ? 1 : 0);
           const large =
             rows.orders.size > HISTORY_CHUNK ||
             rows.trades.length > HISTORY_CHUNK ||
-            rows.funding.length > HISTORY_CHUNK;
-          const h = large ? copyAccount(rows) : rows;
+            rows.funding.length > HISTORY_CHUNK ||
+            rows.closed.length > HISTORY_CHUNK * 8;
+          const h = large || parts > 1 ? copyAccount(rows) : rows;
           let orders: [OrderRecord, OrderView][] = [];
           for (const [id, row] of h.orders) {
             orders.push([row, h.views.get(id) as OrderView]);
