@@ -1117,13 +1117,17 @@ describe('default pacing', () => {
 describe('liquidation auctions', () => {
   it('the subscribe snapshot prices a live auction now, not at the engine’s last event', async () => {
     const v = await venue({ auctions: liveAuctions, auctionEvents });
-    const C = wallet(3);
+    const [C, D] = [wallet(3), wallet(4)];
     await v.fund(C);
+    // D: 0.1 BTC at 60,000 on 700 of margin (10x), so a maximum of 2x (maintenance 25 %, 1,500)
+    // puts it below maintenance: an auction that runs from the mark to the bankruptcy price (a
+    // forced one of a healthy scope would stay at the mark).
+    await v.fund(D, '700');
     await v.submitOrder(A, 'BTC-PERP', { side: 'Sell', qty: '0.1', price: '60000' });
-    await v.submitOrder(B, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '60000', tif: 'IOC' });
+    await v.submitOrder(D, 'BTC-PERP', { side: 'Buy', qty: '0.1', price: '60000', tif: 'IOC' });
     const watcher = await v.connect();
     await watcher.request({ type: 'subscribe', id: 'w', channel: 'liquidations' });
-    await v.run({ type: 'liquidate', account: B, mode: 'Cross', market: 0, force: true });
+    await v.list({ ...BTC_SETTINGS, maxLeverage: 2, defaultLeverage: 2 });
     const started = await watcher.next((m) => m.type === 'liquidationAuction');
     expect(started).toMatchObject({ status: 'Live', remaining: '0.1' });
     expect(started.price).toBe(started.startPrice);
