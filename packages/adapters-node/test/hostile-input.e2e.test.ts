@@ -19,7 +19,15 @@ import WebSocket from 'ws';
 import { DEFAULT_CONFIG, type VenueConfig } from '../src/config.js';
 import { ManualClock } from '../src/engine/clock.js';
 import { freshNonce, http, type Msg, type Wallet, WsClient } from './support/client.js';
-import { btc, limitOrder, px, startTestVenue, type TestVenue, usd } from './support/fixture.js';
+import {
+  btc,
+  everyInstrumentSetting,
+  limitOrder,
+  px,
+  startTestVenue,
+  type TestVenue,
+  usd,
+} from './support/fixture.js';
 
 const MULTIPLIER = Math.max(1, Number(process.env.HOSTILE_RUNS ?? 1));
 const runs = (n: number): number => Math.round(n * MULTIPLIER);
@@ -1267,23 +1275,7 @@ describe('hostile input', () => {
 
     it('hostile bodies on every admin write are 400 (or 404 for an unknown instrument), never 500', async () => {
       const shapes: Record<string, Record<string, unknown>> = {
-        '/admin/instruments': {
-          id: 77,
-          symbol: 'HOST-PERP',
-          tickSize: '0.5',
-          lotSize: '0.0001',
-          quantityDecimals: 4,
-          maxLeverage: 20,
-          defaultLeverage: 10,
-          openInterestCap: '100',
-          maintenanceMarginRate: '0.01',
-          marginTiers: [{ notionalFloor: '100000', maxLeverage: 10 }],
-          minNotional: '5',
-          makerFeeRate: '0.0002',
-          takerFeeRate: '0.0005',
-          funding: { intervalMs: 3_600_000, interestRate8h: '0.0001', impactNotional: '1000' },
-          liquidation: { partialThreshold: '10000', auctionDurationMs: 30_000, feeRate: '0.01' },
-        },
+        '/admin/instruments': everyInstrumentSetting(77, 'HOST-PERP'),
         '/admin/oracle': { prices: { 'BTC-PERP': '65000' } },
         '/admin/referral-codes': { kind: 'system', maxUses: 3, code: 'HOSTL' },
         '/admin/faucet': { wallet: alice.address, amount: '1' },

@@ -18,6 +18,7 @@ import { freshNonce, type Msg, type Wallet, WsClient } from './support/client.js
 import {
   btc,
   cloid,
+  everyInstrumentSetting,
   limitOrder,
   px,
   startTestVenue,
@@ -823,23 +824,7 @@ describe('mutation fuzz over real sockets', () => {
 
   it('REST: admin writes refused with 400/404 change nothing', async () => {
     const shapes: Record<string, Obj> = {
-      '/admin/instruments': {
-        id: 77,
-        symbol: 'FUZZ-PERP',
-        tickSize: '0.5',
-        lotSize: '0.0001',
-        quantityDecimals: 4,
-        maxLeverage: 20,
-        defaultLeverage: 10,
-        openInterestCap: '100',
-        maintenanceMarginRate: '0.01',
-        marginTiers: [{ notionalFloor: '100000', maxLeverage: 10 }],
-        minNotional: '5',
-        makerFeeRate: '0.0002',
-        takerFeeRate: '0.0005',
-        funding: { intervalMs: 3_600_000, interestRate8h: '0.0001', impactNotional: '1000' },
-        liquidation: { partialThreshold: '10000', auctionDurationMs: 30_000, feeRate: '0.01' },
-      },
+      '/admin/instruments': everyInstrumentSetting(77, 'FUZZ-PERP'),
       '/admin/oracle': { prices: { 'BTC-PERP': '65000' } },
       '/admin/referral-codes': { kind: 'system', maxUses: 3, code: 'FUZZA' },
       '/admin/faucet': { wallet: alice.address, amount: '1' },

@@ -485,13 +485,13 @@ export function createTradingService(ctx: VenueContext, requests: SignedRequests
       // wallet"), as for every other signed message, and leaves the connection, its
       // subscriptions and the other wallet's nonce as they were. Re-authenticating as the same
       // wallet stays allowed (a fresh signature, nothing changes).
-      if (s.account !== null && s.account !== account)
-        return error(
-          s,
-          id,
-          ErrorCode.WALLET_MISMATCH,
-          `WALLET_MISMATCH: the authenticate is signed by ${account}, this connection is authenticated as ${s.account}; log out first`,
+      if (s.account !== null && s.account !== account) {
+        const r = reject(
+          'WALLET_MISMATCH',
+          `the authenticate is signed by ${account}, this connection is authenticated as ${s.account}; log out first`,
         );
+        return error(s, id, r.code, r.message);
+      }
       // The engine sees every authenticate whose signature verified, so its nonce is consumed
       // (and journaled) even when the connection cap below refuses the session (protocol.md
       // section 3); otherwise the refused message could be replayed once a connection closes.

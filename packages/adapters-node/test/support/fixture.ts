@@ -201,6 +201,27 @@ export function limitOrder(
   };
 }
 
+/** A `POST /admin/instruments` body that sets every instrument setting, optional ones included. */
+export function everyInstrumentSetting(id: number, symbol: string): Record<string, unknown> {
+  return {
+    id,
+    symbol,
+    tickSize: '0.5',
+    lotSize: '0.0001',
+    quantityDecimals: 4,
+    maxLeverage: 20,
+    defaultLeverage: 10,
+    openInterestCap: '100',
+    maintenanceMarginRate: '0.01',
+    marginTiers: [{ notionalFloor: '100000', maxLeverage: 10 }],
+    minNotional: '5',
+    makerFeeRate: '0.0002',
+    takerFeeRate: '0.0005',
+    funding: { intervalMs: 3_600_000, interestRate8h: '0.0001', impactNotional: '1000' },
+    liquidation: { partialThreshold: '10000', auctionDurationMs: 30_000, feeRate: '0.01' },
+  };
+}
+
 /** A 16-byte cloid from a small number. */
 export function cloid(n: number): string {
   return `0x${n.toString(16).padStart(32, '0')}`;

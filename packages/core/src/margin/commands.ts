@@ -5,7 +5,9 @@
  *
  * @module
  */
+
 import { admitRequest } from '../access/admission.js';
+import { LOWERCASE_ADDRESS_PATTERN } from '../auth/canonical-json.js';
 import type {
   DepositCommand,
   MarginTarget,
@@ -36,7 +38,7 @@ import {
   valuationPrice,
 } from './scope.js';
 
-const ADDRESS_RE = /^0x[0-9a-f]{40}$/;
+const ADDRESS_RE = LOWERCASE_ADDRESS_PATTERN;
 
 /** Whether `address` is an account's spelling: `0x` and 40 lowercase hex digits. */
 export function isAccountAddress(address: string): boolean {

@@ -7,7 +7,7 @@
 import { admitRequest } from '../access/admission.js';
 import type { CancelAllCommand, CancelOrderCommand } from '../engine/commands.js';
 import type { Ctx } from '../engine/context.js';
-import { reject } from '../errors.js';
+import { type Rejection, reject } from '../errors.js';
 import { accountOrders } from '../margin/scope.js';
 import { cloidTarget } from './cloids.js';
 import { cancelOrder } from './execution.js';
@@ -47,6 +47,17 @@ export function namedOrderId(orderId: bigint): { orderId?: number } {
   return orderId !== 0n && orderId <= MAX_ORDER_ID ? { orderId: Number(orderId) } : {};
 }
 
+/**
+ * A market a cancel, cancel-all or replace names that no instrument has. The listed markets are
+ * public: naming one that does not exist is bad input (4000, nothing consumed), as for a new
+ * order, not a target that might exist (4041).
+ */
+export function unknownMarket(ctx: Ctx, market: number): Rejection | undefined {
+  return ctx.market(market) === undefined
+    ? reject('INVALID_REQUEST', `unknown market ${market}`)
+    : undefined;
+}
+
 /** Checks the target fields shared by cancel and replace; `undefined` when well formed. */
 export function targetProblem(orderId: bigint, cloid: string | null): string | undefined {
   if ((orderId === 0n) === (cloid === null)) return 'exactly one of orderId and cloid must be set';
@@ -60,12 +71,8 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
     const r = reject('INVALID_REQUEST', bad);
     return ctx.fail(r.code, r.message);
   }
-  // The listed markets are public: naming one that does not exist is bad input (4000, nothing
-  // consumed), as for a new order or a cancel-all, not a target that might exist (4041).
-  if (ctx.market(cmd.market) === undefined) {
-    const r = reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
-    return ctx.fail(r.code, r.message);
-  }
+  const unlisted = unknownMarket(ctx, cmd.market);
+  if (unlisted !== undefined) return ctx.fail(unlisted.code, unlisted.message);
   if (ctx.account(cmd.account) === undefined) {
     const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);
     return ctx.fail(r.code, r.message);
@@ -93,10 +100,8 @@ export function cancelOrderCommand(ctx: Ctx, cmd: CancelOrderCommand): void {
 
 /** Handles a `cancelAll` command (`market` 0 = every market). */
 export function cancelAllCommand(ctx: Ctx, cmd: CancelAllCommand): void {
-  if (cmd.market !== 0 && ctx.market(cmd.market) === undefined) {
-    const r = reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
-    return ctx.fail(r.code, r.message);
-  }
+  const unlisted = cmd.market === 0 ? undefined : unknownMarket(ctx, cmd.market);
+  if (unlisted !== undefined) return ctx.fail(unlisted.code, unlisted.message);
   const account = ctx.account(cmd.account);
   if (account === undefined) {
     const r = reject('ACCOUNT_NOT_FOUND', `no trading account for ${cmd.account}`);

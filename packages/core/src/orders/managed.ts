@@ -65,18 +65,22 @@ export function resizeChildrenAfterBust(ctx: Ctx, parent: Order): void {
   }
   if (parent.cloid === null || parent.managed) return;
   const scope = { account: parent.account, market: parent.market, mode: parent.marginMode };
-  for (const child of guardedOrders(ctx, scope)) {
-    if (
-      !child.managed ||
-      child.entryOrderId !== parent.orderId ||
-      child.ordStatus !== 'Untriggered' ||
-      !child.armed
-    )
-      continue;
+  for (const child of armedChildrenOf(ctx, scope, parent.orderId)) {
     const w = ctx.writableOrder(child.orderId);
     removeTrigger(ctx, ctx.writableMarket(w.market), w);
     w.armed = false;
   }
+}
+
+/** The armed managed children of entry order `entryOrderId` that wait for their trigger. */
+function armedChildrenOf(ctx: Ctx, scope: PendingScope, entryOrderId: number): Order[] {
+  return guardedOrders(ctx, scope).filter(
+    (child) =>
+      child.managed &&
+      child.entryOrderId === entryOrderId &&
+      child.ordStatus === 'Untriggered' &&
+      child.armed,
+  );
 }
 
 /**
@@ -94,14 +98,7 @@ export function resizeChildrenOfEndedEntry(
   entryOrderId: number,
   qty: bigint,
 ): void {
-  for (const child of guardedOrders(ctx, scope)) {
-    if (
-      !child.managed ||
-      child.entryOrderId !== entryOrderId ||
-      child.ordStatus !== 'Untriggered' ||
-      !child.armed
-    )
-      continue;
+  for (const child of armedChildrenOf(ctx, scope, entryOrderId)) {
     const left = child.quantity - qty;
     if (left > 0n) resize(ctx, ctx.writableOrder(child.orderId), left, 'ParentBust');
     else cancelOrder(ctx, child.orderId, 'ParentCancelled');

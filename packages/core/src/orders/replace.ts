@@ -13,7 +13,7 @@ import { viewOf } from '../engine/events.js';
 import type { Order } from '../engine/types.js';
 import { type Rejection, reject } from '../errors.js';
 import { formatDecimal } from '../units/decimal.js';
-import { findWorkingOrder, namedOrderId, targetProblem } from './cancel.js';
+import { findWorkingOrder, namedOrderId, targetProblem, unknownMarket } from './cancel.js';
 import { cloidHolder, registerCloid, releaseLapsedCloid } from './cloids.js';
 import { rest, shrinkInPlace, unrest } from './execution.js';
 import { followParentCloid } from './managed.js';
@@ -30,10 +30,9 @@ const CLOID_RE = /^0x[0-9a-f]{32}$/;
  * 0 passes here; whether the order may take it depends on its state, checked after admission.
  */
 function requestProblem(ctx: Ctx, cmd: ReplaceOrderCommand): Rejection | undefined {
-  const spec = ctx.market(cmd.market)?.spec;
-  // The listed markets are public: naming one that does not exist is bad input (4000, nothing
-  // consumed), as for a new order or a cancel-all, not a target that might exist (4041).
-  if (spec === undefined) return reject('INVALID_REQUEST', `unknown market ${cmd.market}`);
+  const unlisted = unknownMarket(ctx, cmd.market);
+  if (unlisted !== undefined) return unlisted;
+  const spec = ctx.market(cmd.market)!.spec;
   if (cmd.price !== 0n) {
     const bad = checkPrice(spec, cmd.price, 'price');
     if (bad) return bad;
